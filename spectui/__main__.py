@@ -1,0 +1,3 @@
+from spectui.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,236 @@
+"""Command line entry point: ``spectui run --headless``, ``spectui models``.
+
+Every user mistake ends as one line on stderr and exit code 2 (``SpectuiError``); the
+headless run prints the generated text alone on stdout (so ``> out.txt`` captures it) and a
+short summary on stderr, or one JSON object on stdout with ``--json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import codecs
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+
+import msgspec
+
+from spectui import __version__
+from spectui.config import BackendConfig, DraftConfig, RunConfig, SamplingConfig
+from spectui.errors import SpectuiError
+
+DEFAULT_PROMPT = (
+    "Fix the typos in this text and return it unchanged otherwise: "
+    "Speculative decodng lets a small draft modle propose several tokens that the large "
+    "target model then verifys in a single forward pass. When the draft is right, the "
+    "target accepts severel tokens at once; when it is wrong, the output is stil exactly "
+    "what the target would have writen on its own."
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line, like every other error."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise SpectuiError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="spectui", description="Does speculative decoding help on this machine, and is it exact?")
+    parser.add_argument("--version", action="version", version=f"spectui {__version__}")
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+
+    run = sub.add_parser("run", help="run one AR or speculative session")
+    run.add_argument("--headless", action="store_true", help="no dashboard: text on stdout, summary on stderr")
+    add_run_arguments(run)
+    run.add_argument("--json", action="store_true", help="print one JSON object (text, token ids, summary) on stdout")
+
+    sub.add_parser("models", help="show the embedded default model and where it is")
+    return parser
+
+
+def add_run_arguments(p: argparse.ArgumentParser) -> None:
+    d_run, d_draft, d_samp, d_back = RunConfig(), DraftConfig(), SamplingConfig(), BackendConfig()
+    p.add_argument("--backend", choices=["llamacpp", "mlx"], default=d_back.name)
+    p.add_argument("--target", default="", help="target GGUF path (default: the embedded SmolLM2-135M)")
+    p.add_argument("--mode", choices=["ar", "spec"], default=d_run.mode)
+    p.add_argument("--draft", default=d_draft.source, help="'ngram' (prompt lookup) or a draft GGUF path")
+    p.add_argument("--k", type=int, default=d_draft.k, help="draft length K")
+    p.add_argument("--adaptive-k", action="store_true", help="grow K after full acceptance, shrink after rejection")
+    p.add_argument("--k-min", type=int, default=d_draft.k_min)
+    p.add_argument("--k-max", type=int, default=d_draft.k_max)
+    p.add_argument("--ngram-min", type=int, default=d_draft.ngram_min)
+    p.add_argument("--ngram-max", type=int, default=d_draft.ngram_max)
+    p.add_argument("--draft-temperature", type=float, default=None, help="draft model's own temperature")
+    p.add_argument("--temperature", type=float, default=d_samp.temperature, help="0 = greedy")
+    p.add_argument("--top-k", type=int, default=d_samp.top_k)
+    p.add_argument("--top-p", type=float, default=d_samp.top_p)
+    p.add_argument("--seed", type=int, default=d_samp.seed)
+    p.add_argument("--max-tokens", type=int, default=d_run.max_tokens)
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--prompt", default=None, help="prompt text")
+    src.add_argument("--prompt-file", default=None, help="read the prompt from a file ('-' for stdin)")
+    p.add_argument("--raw", action="store_true", help="send the prompt as is, without the chat template")
+    p.add_argument("--ctx", type=int, default=d_back.n_ctx, help="context size in tokens")
+    p.add_argument("--batch", type=int, default=d_back.n_batch, help="prompt evaluation batch size")
+    p.add_argument("--threads", type=int, default=d_back.n_threads, help="CPU threads (0 = all cores)")
+    p.add_argument("--gpu-layers", type=int, default=d_back.n_gpu_layers, help="layers to offload (-1 = all)")
+
+
+def config_from_args(args: argparse.Namespace) -> RunConfig:
+    if args.prompt_file is not None:
+        try:
+            if args.prompt_file == "-":
+                prompt = sys.stdin.read()
+            else:
+                with open(args.prompt_file, encoding="utf-8") as f:
+                    prompt = f.read()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise SpectuiError(f"cannot read prompt file {args.prompt_file}: {exc}") from None
+    else:
+        prompt = DEFAULT_PROMPT if args.prompt is None else args.prompt
+    config = RunConfig(
+        target=args.target,
+        mode=args.mode,
+        prompt=prompt,
+        chat=not args.raw,
+        max_tokens=args.max_tokens,
+        sampling=SamplingConfig(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed),
+        draft=DraftConfig(
+            source=args.draft,
+            k=args.k,
+            adaptive=args.adaptive_k,
+            k_min=args.k_min,
+            k_max=args.k_max,
+            ngram_min=args.ngram_min,
+            ngram_max=args.ngram_max,
+            temperature=args.draft_temperature,
+        ),
+        backend=BackendConfig(
+            name=args.backend, n_ctx=args.ctx, n_batch=args.batch, n_threads=args.threads, n_gpu_layers=args.gpu_layers
+        ),
+    )
+    config.validate()
+    return config
+
+
+class _StopOnSignal:
+    """SIGINT / SIGHUP / SIGTERM end the run after the current step (a clean ``End``).
+
+    A second SIGINT falls back to Python's default (KeyboardInterrupt) for a stuck run.
+    """
+
+    SIGNALS = tuple(s for s in (signal.SIGINT, getattr(signal, "SIGHUP", None), signal.SIGTERM) if s is not None)
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self._old: dict[int, object] = {}
+
+    def _handle(self, signum: int, _frame: object) -> None:
+        if self.event.is_set() and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        self.event.set()
+
+    def __enter__(self) -> threading.Event:
+        for s in self.SIGNALS:
+            self._old[s] = signal.signal(s, self._handle)
+        return self.event
+
+    def __exit__(self, *exc: object) -> None:
+        for s, old in self._old.items():
+            signal.signal(s, old)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from spectui.engine.session import Engine
+    from spectui.metrics.stats import summarize
+    from spectui.recording.schema import End, Step
+
+    config = config_from_args(args)
+    engine = Engine.load(config)
+    events = []
+    token_ids: list[int] = []
+    text_parts: list[str] = []
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    eog = engine.target.eog_tokens
+    out = sys.stdout
+    with engine, _StopOnSignal() as stop:
+        for ev in engine.run(config, stop=stop):
+            events.append(ev)
+            if type(ev) is Step:
+                token_ids.extend(ev.tokens)
+                chunk = decoder.decode(b"".join(p for t, p in zip(ev.tokens, ev.pieces) if t not in eog))
+                if chunk:
+                    text_parts.append(chunk)
+                    if not args.json:
+                        out.write(chunk)
+                        out.flush()
+        tail = decoder.decode(b"", final=True)
+        text_parts.append(tail)
+    summary = summarize(events)
+    if args.json:
+        doc = {"text": "".join(text_parts), "tokens": token_ids, "summary": msgspec.to_builtins(summary)}
+        out.write(msgspec.json.encode(doc).decode() + "\n")
+    else:
+        out.write(tail + "\n")
+        out.flush()
+    print(format_summary(config, summary), file=sys.stderr)
+    end = events[-1]
+    if isinstance(end, End) and end.reason == "error":
+        print(f"spectui: error: the engine failed: {end.error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def format_summary(config: RunConfig, s) -> str:  # noqa: ANN001 - Summary, kept import-light
+    def f(v: float, spec: str = ".1f") -> str:
+        return "n/a" if v != v else format(v, spec)  # NaN check without numpy
+
+    steady = f" (steady {f(s.steady_tok_s)})" if s.warmup_dropped else ""
+    lines = [
+        f"spectui: {s.n_tokens} tokens ({s.finish_reason}) | decode {f(s.decode_tok_s)} tok/s{steady}"
+        f" | TTFT {f(s.ttft_ms)} ms | prefill {f(s.prefill_ms)} ms ({s.n_prompt_tokens} tokens)"
+        f" | ITL p50/p95/p99 {f(s.itl_p50_ms, '.2f')}/{f(s.itl_p95_ms, '.2f')}/{f(s.itl_p99_ms, '.2f')} ms"
+    ]
+    if config.mode == "spec":
+        drafter = "ngram" if config.draft.is_ngram else "model"
+        lines.append(
+            f"spectui: {drafter} K={config.draft.k}{' adaptive' if config.draft.adaptive else ''}"
+            f" | acceptance {f(s.acceptance_rate, '.3f')} ({s.accepted}/{s.drafted})"
+            f" | mean accepted length {f(s.mean_accepted_length, '.2f')}"
+            f" | rollbacks {s.rollbacks} | draft forwards {s.draft_forwards}"
+        )
+    return "\n".join(lines)
+
+
+def cmd_models(_args: argparse.Namespace) -> int:
+    from spectui.engine.gguf import read_gguf
+    from spectui.models import embedded_model_path
+
+    path = embedded_model_path()
+    info = read_gguf(path)
+    print(f"smollm2 (default)  {info.name}  {info.architecture}  {info.quant}  {info.n_params / 1e6:.0f}M params  {path}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if args.command is None:
+            args = parser.parse_args(["run", "--headless", *(argv or sys.argv[1:])])
+        if args.command == "run":
+            return cmd_run(args)
+        if args.command == "models":
+            return cmd_models(args)
+        parser.print_help()
+        return 2
+    except SpectuiError as exc:
+        print(f"spectui: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("spectui: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0

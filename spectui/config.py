@@ -1,0 +1,113 @@
+"""Run configuration: msgspec Structs with defaults and validation.
+
+The configuration is recorded verbatim in every recording header, so every field has a
+default (old recordings keep loading when fields are added) and is plain data.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+from spectui.errors import SpectuiError
+
+#: A draft longer than this is refused: verification of K+1 positions grows with K, and a
+#: block of 64 already costs ~30 single-token forwards on a CPU.
+MAX_DRAFT_LENGTH = 64
+
+Mode = Literal["ar", "spec"]
+
+
+class SamplingConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """Target sampling. ``temperature == 0`` means greedy (argmax)."""
+
+    temperature: float = 0.0
+    top_k: int = 0  # 0 = off
+    top_p: float = 1.0  # 1.0 = off
+    seed: int = 0
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature == 0.0
+
+    def validate(self) -> None:
+        if not self.temperature >= 0.0:
+            raise SpectuiError(f"temperature must be >= 0, got {self.temperature}")
+        if self.top_k < 0:
+            raise SpectuiError(f"top-k must be >= 0 (0 turns it off), got {self.top_k}")
+        if not 0.0 < self.top_p <= 1.0:
+            raise SpectuiError(f"top-p must be in (0, 1], got {self.top_p}")
+
+
+class DraftConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """How drafts are made. ``source`` is ``"ngram"`` or a path to a draft GGUF."""
+
+    source: str = "ngram"
+    k: int = 4
+    adaptive: bool = False
+    k_min: int = 1
+    k_max: int = 16
+    ngram_min: int = 1
+    ngram_max: int = 4
+    #: Draft-model sampling temperature. ``None`` follows the target's sampling settings
+    #: (the same warpers on both distributions); a value makes the draft sample on its own,
+    #: which is still exact because verification uses the draft's real proposal probabilities.
+    temperature: float | None = None
+
+    @property
+    def is_ngram(self) -> bool:
+        return self.source == "ngram"
+
+    def validate(self) -> None:
+        for name, value in (("k", self.k), ("k-min", self.k_min), ("k-max", self.k_max)):
+            if not 1 <= value <= MAX_DRAFT_LENGTH:
+                raise SpectuiError(f"draft length {name} must be between 1 and {MAX_DRAFT_LENGTH}, got {value}")
+        if self.adaptive and not self.k_min <= self.k <= self.k_max:
+            raise SpectuiError(f"adaptive draft length needs k-min <= k <= k-max, got {self.k_min} <= {self.k} <= {self.k_max}")
+        if not 1 <= self.ngram_min <= self.ngram_max <= 16:
+            raise SpectuiError(f"n-gram sizes need 1 <= min <= max <= 16, got {self.ngram_min}..{self.ngram_max}")
+        if self.temperature is not None and not self.temperature >= 0.0:
+            raise SpectuiError(f"draft temperature must be >= 0, got {self.temperature}")
+
+
+class BackendConfig(msgspec.Struct, frozen=True, kw_only=True):
+    name: Literal["llamacpp", "mlx"] = "llamacpp"
+    n_ctx: int = 4096
+    n_batch: int = 512
+    n_threads: int = 0  # 0 = one per available core
+    n_gpu_layers: int = -1  # -1 = offload every layer where a GPU exists (Metal, CUDA)
+
+    def validate(self) -> None:
+        if self.n_ctx < 16:
+            raise SpectuiError(f"context size must be at least 16, got {self.n_ctx}")
+        if self.n_batch < 1:
+            raise SpectuiError(f"batch size must be >= 1, got {self.n_batch}")
+        if self.n_threads < 0:
+            raise SpectuiError(f"threads must be >= 0 (0 = all cores), got {self.n_threads}")
+
+
+class RunConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """Everything that decides what a session computes."""
+
+    target: str = ""
+    mode: Mode = "spec"
+    prompt: str = ""
+    prompt_tier: str = ""
+    #: Apply the model's chat template (from GGUF metadata) around the prompt.
+    chat: bool = True
+    max_tokens: int = 256
+    sampling: SamplingConfig = SamplingConfig()
+    draft: DraftConfig = DraftConfig()
+    backend: BackendConfig = BackendConfig()
+
+    def validate(self) -> None:
+        if self.mode not in ("ar", "spec"):
+            raise SpectuiError(f"mode must be 'ar' or 'spec', got {self.mode!r}")
+        if self.max_tokens < 1:
+            raise SpectuiError(f"max-tokens must be >= 1, got {self.max_tokens}")
+        if not self.prompt:
+            raise SpectuiError("the prompt is empty")
+        self.sampling.validate()
+        self.draft.validate()
+        self.backend.validate()

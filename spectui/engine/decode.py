@@ -1,0 +1,148 @@
+"""The decoding loop, written once for AR and speculative decoding against ``Backend``.
+
+Cache discipline: after each step the target's KV cache holds every committed token except
+the newest one (``pending``), whose logits are not computed yet. A step evaluates
+``[pending, d1, ..., dk]`` in one forward pass, reads k+1 rows of logits, keeps the accepted
+prefix and truncates the rest. With no drafter (AR) the same step evaluates ``[pending]``.
+Every step yields one ``Step`` event; nothing else is done per token.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator, Sequence
+
+from spectui.engine.drafters import DraftLength
+from spectui.engine.protocol import Backend, Draft, Drafter
+from spectui.engine.sampling import Sampler, verify_greedy, verify_sampled
+from spectui.recording.schema import End, Prefill, Step, TokenOrigin
+
+_AR, _DRAFT, _CORRECTION, _BONUS = (int(o) for o in TokenOrigin)
+_NO_DRAFT = Draft([])
+
+
+def decode(
+    target: Backend,
+    prompt: Sequence[int],
+    *,
+    sampler: Sampler,
+    max_tokens: int,
+    drafter: Drafter | None = None,
+    draft_length: DraftLength | None = None,
+    t0_ns: int | None = None,
+    stop: threading.Event | None = None,
+) -> Iterator[Prefill | Step | End]:
+    """Yield ``Prefill``, one ``Step`` per decode step, then ``End``.
+
+    ``t0_ns`` is the session's ``time.perf_counter_ns()`` origin; event times are
+    microseconds since it. ``stop`` ends the run after the current step (reason
+    ``interrupted``).
+    """
+    clock = time.perf_counter_ns
+    t0 = clock() if t0_ns is None else t0_ns
+    if drafter is not None and draft_length is None:
+        raise ValueError("a drafter needs a DraftLength")
+    greedy = sampler.greedy
+    eog = target.eog_tokens
+    piece = target.piece
+
+    t_start = clock()
+    target.truncate(0)
+    if drafter is not None:
+        drafter.reset(prompt)
+    logits = target.eval(prompt, all_logits=False)
+    first = sampler.choose(logits[-1])
+    t_end = clock()
+    yield Prefill(n_tokens=len(prompt), t_start_us=(t_start - t0) // 1000, t_end_us=(t_end - t0) // 1000)
+    t_us = (t_end - t0) // 1000
+    # the first token costs the prefill, which Prefill records; the step itself is free
+    yield Step([first], [_AR], [piece(first)], [t_us])
+
+    history = list(prompt)
+    history.append(first)
+    emitted = 1
+    pending = first
+    if first in eog:
+        yield End(t_us=t_us, reason="stop", n_tokens=emitted)
+        return
+
+    n_ctx = target.n_ctx
+    while True:
+        if emitted >= max_tokens:
+            yield End(t_us=t_us, reason="length", n_tokens=emitted)
+            return
+        if stop is not None and stop.is_set():
+            yield End(t_us=t_us, reason="interrupted", n_tokens=emitted)
+            return
+        room = n_ctx - target.n_past  # slots for pending + drafts
+        if room < 1:
+            yield End(t_us=t_us, reason="context", n_tokens=emitted)
+            return
+
+        # -- draft -------------------------------------------------------------------
+        t_a = clock()
+        k = 0
+        draft = _NO_DRAFT
+        if drafter is not None:
+            # never draft past the token budget or the context
+            k = min(draft_length.k, max_tokens - emitted - 1, room - 1)
+            if k > 0:
+                draft = drafter.propose(history, k)
+        drafted = draft.tokens
+        n_drafted = len(drafted)
+        t_b = clock()
+
+        # -- verify ------------------------------------------------------------------
+        base = target.n_past
+        if n_drafted:
+            logits = target.eval([pending, *drafted], all_logits=True)
+            if greedy:
+                accepted, nxt = verify_greedy(drafted, logits.argmax(axis=1).tolist())
+            else:
+                accepted, nxt = verify_sampled(drafted, lambda i: sampler.probs(logits[i]), draft.probs, sampler.rng)
+            if accepted < n_drafted:
+                target.truncate(base + 1 + accepted)
+            tokens = drafted[:accepted]
+            tokens.append(nxt)
+            origins = [_DRAFT] * accepted
+            origins.append(_BONUS if accepted == n_drafted else _CORRECTION)
+        else:
+            logits = target.eval((pending,), all_logits=False)
+            accepted, nxt = 0, sampler.choose(logits[-1])
+            tokens = [nxt]
+            origins = [_AR]
+        t_c = clock()
+        t_us = (t_c - t0) // 1000
+
+        # -- stop inside the block: budget or end-of-generation ----------------------
+        finish = None
+        for i, tok in enumerate(tokens):
+            if tok in eog:
+                finish = "stop"
+                del tokens[i + 1:], origins[i + 1:]
+                break
+        budget = max_tokens - emitted
+        if len(tokens) > budget:
+            del tokens[budget:], origins[budget:]
+        emitted += len(tokens)
+
+        yield Step(
+            tokens,
+            origins,
+            [piece(t) for t in tokens],
+            [t_us] * len(tokens),
+            k,
+            n_drafted,
+            accepted,
+            (t_b - t_a) // 1000,
+            (t_c - t_b) // 1000,
+            draft.forwards,
+        )
+        if finish is not None:
+            yield End(t_us=t_us, reason=finish, n_tokens=emitted)
+            return
+        history.extend(tokens)
+        pending = nxt
+        if draft_length is not None:
+            draft_length.update(k, n_drafted, accepted)

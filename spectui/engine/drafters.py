@@ -1,0 +1,165 @@
+"""Drafters: an n-gram prompt-lookup drafter (no model) and a draft-model drafter.
+
+Both keep state between proposals, so a step costs what it must: the n-gram drafter keeps an
+incremental index of the history; the model drafter keeps its KV cache and only evaluates
+the committed tokens it has not seen (after a rejection it truncates back to the common
+prefix first).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from spectui.config import DraftConfig, SamplingConfig
+from spectui.engine.protocol import Backend, Draft
+from spectui.engine.sampling import Sampler
+
+_EMPTY: list[int] = []
+
+
+class NgramDrafter:
+    """Prompt lookup: find the longest recent n-gram that ends the history, copy what followed.
+
+    For every n in ``[n_min, n_max]`` an index maps each n-gram to the end position of its
+    latest occurrence. Appending a token updates ``n_max - n_min + 1`` entries, and a
+    proposal is a dictionary result read before the update, so each step costs O(n_max + k)
+    whatever the history length. The most recent occurrence wins: in edits and rewrites the
+    nearest copy is the one being followed.
+    """
+
+    name = "ngram"
+
+    def __init__(self, n_min: int = 1, n_max: int = 4) -> None:
+        self.n_min = n_min
+        self.n_max = n_max
+        self.reset(())
+
+    def reset(self, prompt: Sequence[int]) -> None:
+        self._history: list[int] = []
+        self._index: dict[int, dict[tuple[int, ...], int]] = {n: {} for n in range(self.n_min, self.n_max + 1)}
+        # for each n: where the n-gram ending the history occurred before (end position), or -1
+        self._previous: dict[int, int] = {n: -1 for n in self._index}
+        self._extend(prompt)
+
+    def _extend(self, history: Sequence[int]) -> None:
+        hist = self._history
+        for j in range(len(hist), len(history)):
+            hist.append(history[j])
+            end = j + 1
+            for n, index in self._index.items():
+                if end < n:
+                    self._previous[n] = -1
+                    continue
+                key = tuple(hist[end - n:end])
+                self._previous[n] = index.get(key, -1)
+                index[key] = end
+
+    def propose(self, history: Sequence[int], k: int) -> Draft:
+        self._extend(history)
+        hist = self._history
+        for n in range(self.n_max, self.n_min - 1, -1):
+            start = self._previous[n]
+            if start >= 0:
+                return Draft(hist[start:start + k])
+        return Draft(_EMPTY)
+
+    def close(self) -> None:
+        pass
+
+
+class ModelDrafter:
+    """A second model proposes ``k`` tokens autoregressively from its own KV cache.
+
+    Greedy drafting is a deterministic proposal (``Draft.probs`` is None); a sampling drafter
+    returns the warped distribution of every drafted token, which verification needs.
+    """
+
+    def __init__(self, backend: Backend, sampling: SamplingConfig) -> None:
+        self.backend = backend
+        self.sampler = Sampler(sampling)
+        self.name = f"model:{backend.artifacts().name}"
+        self._cached: list[int] = []
+
+    def reset(self, prompt: Sequence[int]) -> None:
+        self.backend.truncate(0)
+        self._cached = []
+        if prompt:
+            # prefill now, so that the first proposal only evaluates the first new token
+            self.backend.eval(prompt, all_logits=False)
+            self._cached = list(prompt)
+
+    def _sync(self, history: Sequence[int]) -> list[int]:
+        """Roll the cache back to the longest prefix shared with ``history``; return the rest."""
+        cached = self._cached
+        n = min(len(cached), len(history))
+        common = 0
+        # the cache and history agree up to the last proposal's start: scan from the end of
+        # the shorter one backwards is not cheaper in general, so scan forward from a hint.
+        while common < n and cached[common] == history[common]:
+            common += 1
+        if common == len(history):  # nothing new to evaluate, but we need fresh logits
+            common -= 1
+        if common < len(cached):
+            self.backend.truncate(common)
+            del cached[common:]
+        return list(history[common:])
+
+    def propose(self, history: Sequence[int], k: int) -> Draft:
+        pending = self._sync(history)
+        room = self.backend.n_ctx - self.backend.n_past - len(pending)
+        k = min(k, room + 1)
+        if k <= 0:
+            return Draft(_EMPTY)
+        logits = self.backend.eval(pending, all_logits=False)
+        self._cached.extend(pending)
+        forwards = 1
+        tokens: list[int] = []
+        probs = None if self.sampler.greedy else []
+        eog = self.backend.eog_tokens
+        while True:
+            row = logits[-1]
+            if probs is None:
+                tok = int(row.argmax())
+            else:
+                q = self.sampler.probs(row)
+                probs.append(q)
+                tok = self.sampler.draw(q)
+            tokens.append(tok)
+            if len(tokens) == k or tok in eog:
+                break
+            logits = self.backend.eval((tok,), all_logits=False)
+            self._cached.append(tok)
+            forwards += 1
+        return Draft(tokens, probs, forwards)
+
+    def close(self) -> None:
+        self.backend.close()
+
+
+class DraftLength:
+    """Draft length K, fixed or adaptive: grow after a fully accepted block, shrink after a
+    rejection, always within ``[k_min, k_max]``."""
+
+    def __init__(self, config: DraftConfig) -> None:
+        self.adaptive = config.adaptive
+        self.k = config.k
+        self.k_min = config.k_min if config.adaptive else config.k
+        self.k_max = config.k_max if config.adaptive else config.k
+
+    def update(self, asked: int, drafted: int, accepted: int) -> None:
+        if not self.adaptive or drafted == 0:
+            return
+        if accepted == drafted == asked:
+            self.k = min(self.k + 1, self.k_max)
+        elif accepted < drafted:
+            self.k = max(self.k - 1, self.k_min)
+
+
+def draft_sampling(target: SamplingConfig, draft: DraftConfig) -> SamplingConfig:
+    """The draft model's sampling settings: the target's warpers unless overridden.
+
+    The seed always differs from the target's: the draft's draws and the acceptance draws
+    must be independent, and two generators with one seed would replay the same stream.
+    """
+    temperature = target.temperature if draft.temperature is None else draft.temperature
+    return SamplingConfig(temperature=temperature, top_k=target.top_k, top_p=target.top_p, seed=target.seed + 0x9E3779B9)

@@ -1,0 +1,233 @@
+"""The llama.cpp backend, on llama-cpp-python's low-level C API.
+
+Why the low-level API: the speculative loop needs logits for chosen rows of a batch, KV-cache
+truncation to any position, and no Python-side copies of the vocabulary-sized logits. The
+high-level ``Llama`` class copies every row into a NumPy score matrix and owns its own
+sampling; here a batch is reused, only the flagged rows produce logits, and callers get a
+zero-copy NumPy view of llama.cpp's own output buffer.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+from collections import deque
+from collections.abc import Sequence
+
+import llama_cpp as ll
+import numpy as np
+
+from spectui.config import BackendConfig
+from spectui.engine.artifacts import model_artifacts, package_version
+from spectui.engine.gguf import GGUFInfo, read_gguf
+from spectui.errors import SpectuiError
+from spectui.recording.schema import ModelArtifacts
+
+_init_lock = threading.Lock()
+_initialised = False
+#: llama.cpp's recent log lines, so a failed load can say why without flooding stderr
+_log_lines: deque[str] = deque(maxlen=32)
+
+
+@ll.llama_log_callback
+def _log_callback(level: int, text: bytes, _user: ctypes.c_void_p) -> None:
+    if text:
+        _log_lines.append(text.decode("utf-8", "replace").rstrip())
+
+
+def _init_llama() -> None:
+    global _initialised
+    with _init_lock:
+        if not _initialised:
+            ll.llama_log_set(_log_callback, ctypes.c_void_p(0))
+            ll.llama_backend_init()
+            _initialised = True
+
+
+def _last_error() -> str:
+    for line in reversed(_log_lines):
+        if "error" in line.lower() or "failed" in line.lower():
+            return line.strip()
+    return _log_lines[-1].strip() if _log_lines else "no details"
+
+
+def default_threads() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS
+        return os.cpu_count() or 1
+
+
+class LlamaModel:
+    """Loaded weights, shareable by several contexts (a model drafting for itself)."""
+
+    def __init__(self, info: GGUFInfo, config: BackendConfig) -> None:
+        _init_llama()
+        self.info = info
+        self.n_gpu_layers = config.n_gpu_layers
+        params = ll.llama_model_default_params()
+        params.n_gpu_layers = config.n_gpu_layers if config.n_gpu_layers >= 0 else 2**30
+        self.ptr = ll.llama_model_load_from_file(info.path.encode(), params)
+        if not self.ptr:
+            raise SpectuiError(f"llama.cpp could not load {info.path}: {_last_error()}")
+        self.vocab = ll.llama_model_get_vocab(self.ptr)
+        self.n_vocab = ll.llama_vocab_n_tokens(self.vocab)
+        self.eog_tokens = frozenset(t for t in range(self.n_vocab) if ll.llama_vocab_is_eog(self.vocab, t))
+        self._pieces: dict[int, bytes] = {}
+        self._piece_buf = ctypes.create_string_buffer(256)
+        self._artifacts: ModelArtifacts | None = None
+        self.refs = 0
+
+    def piece(self, token: int) -> bytes:
+        cached = self._pieces.get(token)
+        if cached is None:
+            n = ll.llama_token_to_piece(self.vocab, token, self._piece_buf, len(self._piece_buf), 0, True)
+            cached = self._piece_buf.raw[: max(n, 0)]
+            self._pieces[token] = cached
+        return cached
+
+    def special_text(self, token: int) -> str:
+        return self.piece(token).decode("utf-8", "replace") if 0 <= token < self.n_vocab else ""
+
+    def artifacts(self) -> ModelArtifacts:
+        if self._artifacts is None:
+            self._artifacts = model_artifacts(self.info)
+        return self._artifacts
+
+    def release(self) -> None:
+        self.refs -= 1
+        if self.refs <= 0 and self.ptr:
+            ll.llama_model_free(self.ptr)
+            self.ptr = None
+
+
+class LlamaCppBackend:
+    """One llama.cpp context (one KV cache, one sequence) over a ``LlamaModel``."""
+
+    name = "llamacpp"
+
+    def __init__(self, model: LlamaModel, config: BackendConfig) -> None:
+        self.model = model
+        model.refs += 1
+        self.n_threads = config.n_threads or default_threads()
+        params = ll.llama_context_default_params()
+        params.n_ctx = config.n_ctx
+        params.n_batch = config.n_batch
+        params.n_ubatch = config.n_batch
+        params.n_seq_max = 1
+        params.n_threads = self.n_threads
+        params.n_threads_batch = self.n_threads
+        params.no_perf = True
+        self.ctx = ll.llama_init_from_model(model.ptr, params)
+        if not self.ctx:
+            model.release()
+            raise SpectuiError(f"llama.cpp could not create a context of {config.n_ctx} tokens: {_last_error()}")
+        self.memory = ll.llama_get_memory(self.ctx)
+        # llama.cpp pads the context and clamps the batch to the requested context: use its numbers
+        self.n_ctx = min(config.n_ctx, ll.llama_n_ctx(self.ctx))
+        self.n_batch = ll.llama_n_batch(self.ctx)
+        self.n_vocab = model.n_vocab
+        self.eog_tokens = model.eog_tokens
+        self.chat_template = model.info.chat_template
+        meta = model.info.metadata
+        self.bos_token = model.special_text(meta.get("tokenizer.ggml.bos_token_id", -1))
+        self.eos_token = model.special_text(meta.get("tokenizer.ggml.eos_token_id", -1))
+        self.n_past = 0
+        # One batch, allocated once; sequence ids never change, so they are set here once.
+        self._batch = ll.llama_batch_init(self.n_batch, 0, 1)
+        b = self._batch
+        for i in range(self.n_batch):
+            b.n_seq_id[i] = 1
+            b.seq_id[i][0] = 0
+        self._token = b.token
+        self._pos = b.pos
+        self._flags = b.logits
+
+    @classmethod
+    def open(cls, path: str, config: BackendConfig, *, share_with: LlamaCppBackend | None = None) -> LlamaCppBackend:
+        """Load ``path``; reuse ``share_with``'s weights when it is the same file."""
+        if share_with is not None and os.path.samefile(share_with.model.info.path, path):
+            return cls(share_with.model, config)
+        return cls(LlamaModel(read_gguf(path), config), config)
+
+    # -- protocol -----------------------------------------------------------------------
+
+    def tokenize(self, text: str, *, special: bool = True, add_bos: bool = False) -> list[int]:
+        raw = text.encode("utf-8")
+        cap = len(raw) + 16
+        buf = (ll.llama_token * cap)()
+        n = ll.llama_tokenize(self.model.vocab, raw, len(raw), buf, cap, add_bos, special)
+        if n < 0:
+            cap = -n
+            buf = (ll.llama_token * cap)()
+            n = ll.llama_tokenize(self.model.vocab, raw, len(raw), buf, cap, add_bos, special)
+        return list(buf[:n])
+
+    def piece(self, token: int) -> bytes:
+        return self.model.piece(token)
+
+    def eval(self, tokens: Sequence[int], *, all_logits: bool) -> np.ndarray:
+        n = len(tokens)
+        if n == 0:
+            raise ValueError("eval of an empty token list")
+        if self.n_past + n > self.n_ctx:
+            raise SpectuiError(f"context full: {self.n_past} + {n} tokens exceed the context of {self.n_ctx}")
+        if all_logits and n > self.n_batch:
+            raise ValueError(f"all_logits for {n} tokens exceeds the batch size {self.n_batch}")
+        token, pos, flags, batch = self._token, self._pos, self._flags, self._batch
+        start = 0
+        while start < n:
+            chunk = min(self.n_batch, n - start)
+            last_chunk = start + chunk == n
+            base = self.n_past
+            for i in range(chunk):
+                token[i] = tokens[start + i]
+                pos[i] = base + i
+                flags[i] = all_logits
+            if last_chunk:
+                flags[chunk - 1] = True
+            batch.n_tokens = chunk
+            rc = ll.llama_decode(self.ctx, batch)
+            if rc != 0:
+                raise RuntimeError(f"llama_decode returned {rc} at position {base}: {_last_error()}")
+            self.n_past += chunk
+            start += chunk
+        rows = chunk if all_logits else 1
+        ptr = ll.llama_get_logits(self.ctx)
+        return np.ctypeslib.as_array(ptr, shape=(rows, self.n_vocab))
+
+    def truncate(self, n: int) -> None:
+        if n < self.n_past:
+            ll.llama_memory_seq_rm(self.memory, 0, n, -1)
+            self.n_past = n
+
+    def artifacts(self) -> ModelArtifacts:
+        return self.model.artifacts()
+
+    def runtime_info(self) -> dict[str, str]:
+        version = ll.llama_version() if hasattr(ll, "llama_version") else b""
+        return {
+            "backend": "llamacpp",
+            "llama-cpp-python": package_version("llama-cpp-python"),
+            "llama.cpp": version.decode() if isinstance(version, bytes) else str(version),
+            "gpu_offload_supported": str(bool(ll.llama_supports_gpu_offload())).lower(),
+            "n_gpu_layers": str(self.model.n_gpu_layers),
+            "n_threads": str(self.n_threads),
+            "n_ctx": str(self.n_ctx),
+            "n_batch": str(self.n_batch),
+            "system_info": ll.llama_print_system_info().decode(errors="replace").strip(),
+        }
+
+    def close(self) -> None:
+        if self.ctx:
+            ll.llama_batch_free(self._batch)
+            ll.llama_free(self.ctx)
+            self.ctx = None
+            self.model.release()
+
+    def __del__(self) -> None:  # pragma: no cover - best effort at interpreter exit
+        try:
+            self.close()
+        except Exception:
+            pass

@@ -1,0 +1,30 @@
+"""Turning the user's prompt into the exact text and tokens the model sees."""
+
+from __future__ import annotations
+
+from jinja2 import TemplateError
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from spectui.errors import SpectuiError
+
+
+def _raise(message: str) -> None:
+    raise TemplateError(message)
+
+
+def apply_chat_template(template: str, prompt: str, *, bos_token: str = "", eos_token: str = "") -> str:
+    """Render the GGUF's chat template (Jinja, as Hugging Face writes them) for one user turn.
+
+    The template runs in Jinja's immutable sandbox: it comes from a model file, not from us.
+    """
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"])
+    env.globals["raise_exception"] = _raise
+    try:
+        return env.from_string(template).render(
+            messages=[{"role": "user", "content": prompt}],
+            add_generation_prompt=True,
+            bos_token=bos_token,
+            eos_token=eos_token,
+        )
+    except TemplateError as exc:
+        raise SpectuiError(f"the model's chat template failed: {exc} (use --raw to send the prompt as is)") from None

@@ -1,0 +1,87 @@
+"""The two small protocols the decoding loops are written against.
+
+A ``Backend`` is one model with one KV cache. It evaluates a list of tokens at the end of its
+cache and hands back the logits of the rows asked for, and it truncates its cache to ``n``
+tokens. That is all the AR and speculative loops need, so they are written once for every
+backend (llama.cpp, MLX).
+
+A ``Drafter`` proposes up to ``k`` tokens that continue a history.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from spectui.recording.schema import ModelArtifacts
+
+
+@runtime_checkable
+class Backend(Protocol):
+    #: number of tokens in the KV cache (the position the next evaluated token gets)
+    n_past: int
+    n_ctx: int
+    n_vocab: int
+    #: end-of-generation token ids (EOS, EOT, <|im_end|>, ...)
+    eog_tokens: frozenset[int]
+    chat_template: str | None
+    bos_token: str
+    eos_token: str
+
+    def tokenize(self, text: str, *, special: bool = True) -> list[int]:
+        """Token ids for ``text``; ``special`` parses control tokens like ``<|im_start|>``."""
+
+    def piece(self, token: int) -> bytes:
+        """The raw bytes of one token (may be part of a UTF-8 character)."""
+
+    def eval(self, tokens: Sequence[int], *, all_logits: bool) -> np.ndarray:
+        """Append ``tokens`` to the cache and return logits, shape ``(rows, n_vocab)``.
+
+        ``all_logits`` asks for one row per token, otherwise only the last row. The array
+        may be a view into engine memory, valid until the next ``eval`` or ``truncate``:
+        copy what must outlive that.
+        """
+
+    def truncate(self, n: int) -> None:
+        """Drop every cached token from position ``n`` on (rollback)."""
+
+    def artifacts(self) -> ModelArtifacts:
+        """What identifies the loaded model."""
+
+    def runtime_info(self) -> dict[str, str]:
+        """Runtime versions and offload settings, for the recording header."""
+
+    def close(self) -> None:
+        """Free the model and its context."""
+
+
+class Draft:
+    """A proposal: tokens, and for a sampling model drafter the distributions they came from."""
+
+    __slots__ = ("tokens", "probs", "forwards")
+
+    def __init__(self, tokens: list[int], probs: list[np.ndarray] | None = None, forwards: int = 0) -> None:
+        self.tokens = tokens
+        #: ``probs[i]`` is the distribution ``tokens[i]`` was drawn from; None = deterministic.
+        self.probs = probs
+        #: forward passes of a draft model spent on this proposal
+        self.forwards = forwards
+
+
+@runtime_checkable
+class Drafter(Protocol):
+    name: str
+
+    def reset(self, prompt: Sequence[int]) -> None:
+        """Start a new session whose history begins with ``prompt``."""
+
+    def propose(self, history: Sequence[int], k: int) -> Draft:
+        """Up to ``k`` tokens continuing ``history`` (the committed tokens so far).
+
+        ``history`` only ever grows by committed tokens, so a drafter may keep state between
+        calls; it must cope with its previous proposal having been partly rejected.
+        """
+
+    def close(self) -> None: ...

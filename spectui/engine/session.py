@@ -1,0 +1,149 @@
+"""A session: load models once, then run configured decodes that yield the event stream.
+
+``Engine.load`` does every check that can fail on bad input (files, GGUF, vocabularies,
+settings) before anything decodes, so the CLI and the dashboard can refuse early with one
+line. ``Engine.run`` yields ``Header``, ``Prefill``, ``Step``..., ``End``; an engine failure
+mid-run becomes an ``End`` with reason ``error`` rather than an exception, so a recording
+always ends with a record saying how.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+import time
+from collections.abc import Iterator
+
+from spectui import __version__
+from spectui.config import RunConfig
+from spectui.engine.artifacts import host_info
+from spectui.engine.decode import decode
+from spectui.engine.drafters import DraftLength, ModelDrafter, NgramDrafter, draft_sampling
+from spectui.engine.gguf import first_vocab_difference, read_gguf
+from spectui.engine.llamacpp import LlamaCppBackend, LlamaModel
+from spectui.engine.prompt import apply_chat_template
+from spectui.engine.protocol import Backend, Drafter
+from spectui.engine.sampling import Sampler
+from spectui.errors import SpectuiError
+from spectui.models import resolve_model
+from spectui.recording.schema import Artifacts, End, Event, Header, Step
+
+
+class Engine:
+    """The loaded target (and draft model, if any) for a configuration."""
+
+    def __init__(self, target: Backend, draft_model: Backend | None, config: RunConfig) -> None:
+        self.target = target
+        self.draft_model = draft_model
+        self.config = config
+
+    @classmethod
+    def load(cls, config: RunConfig) -> Engine:
+        config.validate()
+        if config.backend.name != "llamacpp":
+            raise SpectuiError(f"backend {config.backend.name!r} is not available yet; use --backend llamacpp")
+        target_info = read_gguf(resolve_model(config.target))
+        draft_info = None
+        if config.mode == "spec" and not config.draft.is_ngram:
+            draft_info = read_gguf(resolve_model(config.draft.source))
+            difference = first_vocab_difference(target_info, draft_info)
+            if difference:
+                raise SpectuiError(f"draft and target vocabularies differ: {difference}")
+        target = LlamaCppBackend(LlamaModel(target_info, config.backend), config.backend)
+        draft_model = None
+        if draft_info is not None:
+            try:
+                draft_model = LlamaCppBackend.open(draft_info.path, config.backend, share_with=target)
+            except BaseException:
+                target.close()
+                raise
+        return cls(target, draft_model, config)
+
+    def close(self) -> None:
+        if self.draft_model is not None:
+            self.draft_model.close()
+        self.target.close()
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- per run ------------------------------------------------------------------------
+
+    def prepare_prompt(self, config: RunConfig) -> tuple[str, list[int]]:
+        """The prompt text as the model sees it (chat template applied) and its tokens."""
+        t = self.target
+        if config.chat and t.chat_template:
+            text = apply_chat_template(t.chat_template, config.prompt, bos_token=t.bos_token, eos_token=t.eos_token)
+            tokens = t.tokenize(text, special=True)
+        else:
+            text = config.prompt
+            tokens = t.tokenize(text, special=True, add_bos=True)
+        if not tokens:
+            raise SpectuiError("the prompt tokenized to nothing")
+        if len(tokens) + 1 > t.n_ctx:
+            raise SpectuiError(
+                f"the prompt is {len(tokens)} tokens but the context holds {t.n_ctx}; raise --ctx or shorten the prompt"
+            )
+        return text, tokens
+
+    def make_drafter(self, config: RunConfig) -> Drafter | None:
+        if config.mode == "ar":
+            return None
+        if config.draft.is_ngram:
+            return NgramDrafter(config.draft.ngram_min, config.draft.ngram_max)
+        if self.draft_model is None:
+            raise SpectuiError("this engine was loaded without a draft model")
+        return ModelDrafter(self.draft_model, draft_sampling(config.sampling, config.draft))
+
+    def header(self, config: RunConfig, prompt_text: str, prompt_tokens: list[int]) -> Header:
+        artifacts = Artifacts(
+            target=self.target.artifacts(),
+            draft=self.draft_model.artifacts() if self.draft_model is not None and config.mode == "spec" else None,
+            runtime=self.target.runtime_info(),
+            host=host_info(),
+        )
+        runtime = artifacts.runtime
+        artifacts.offload = {k: runtime.pop(k) for k in ("gpu_offload_supported", "n_gpu_layers", "n_threads") if k in runtime}
+        return Header(
+            spectui_version=__version__,
+            started_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds"),
+            config=config,
+            artifacts=artifacts,
+            prompt_text=prompt_text,
+            prompt_tokens=prompt_tokens,
+        )
+
+    def run(self, config: RunConfig | None = None, *, stop: threading.Event | None = None) -> Iterator[Event]:
+        """Validate, then yield the session's events. Bad input raises before the first event."""
+        config = config or self.config
+        config.validate()
+        prompt_text, prompt_tokens = self.prepare_prompt(config)
+        drafter = self.make_drafter(config)
+        header = self.header(config, prompt_text, prompt_tokens)  # fingerprints: not the model's time
+        t0 = time.perf_counter_ns()
+        yield header
+        n_tokens = 0
+        try:
+            for event in decode(
+                self.target,
+                prompt_tokens,
+                sampler=Sampler(config.sampling),
+                max_tokens=config.max_tokens,
+                drafter=drafter,
+                draft_length=DraftLength(config.draft) if drafter is not None else None,
+                t0_ns=t0,
+                stop=stop,
+            ):
+                if isinstance(event, Step):
+                    n_tokens += len(event.tokens)
+                yield event
+        except Exception as exc:  # an engine failure ends the session, it does not lose it
+            yield End(
+                t_us=(time.perf_counter_ns() - t0) // 1000,
+                reason="error",
+                n_tokens=n_tokens,
+                error=f"{type(exc).__name__}: {exc}",
+            )

@@ -1,0 +1,1 @@
+"""Statistics computed from events only, so live runs, replays and diffs agree."""

@@ -1,0 +1,144 @@
+"""Run statistics from the event stream (never from engine internals).
+
+Definitions (they match the anchors operators know):
+
+* TTFT: session start (the ``Header``) to the first emitted token.
+* Prefill: the target's (and a draft model's) evaluation of the prompt.
+* Decode tok/s: tokens after the first, over the time since the first. The *steady* rate drops
+  the first ``WARMUP_TOKENS`` decode tokens and fits a least-squares line to (time, token
+  index); its slope is the rate. Runs too short for that report the plain rate and say so.
+* Inter-token latency: gaps between consecutive emitted tokens as a client sees them. Tokens of
+  one speculative block arrive together, so their gaps are zero: that is what streaming sees.
+* Acceptance rate: accepted / drafted. Mean accepted length: 1 + accepted / blocks with a draft
+  (vLLM's definition: tokens a verify step yields). Per-position acceptance: of the blocks that
+  drafted at least j tokens, the share that accepted at least j. Rollbacks: blocks with a
+  rejected draft token (the caches were truncated).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import msgspec
+import numpy as np
+
+from spectui.recording.schema import End, Event, Header, MemorySample, Prefill, Step
+
+WARMUP_TOKENS = 64
+
+
+class Summary(msgspec.Struct, kw_only=True):
+    n_prompt_tokens: int = 0
+    n_tokens: int = 0
+    finish_reason: str = ""
+    error: str = ""
+    ttft_ms: float = float("nan")
+    prefill_ms: float = float("nan")
+    prefill_tok_s: float = float("nan")
+    decode_tok_s: float = float("nan")
+    steady_tok_s: float = float("nan")
+    warmup_dropped: bool = False
+    itl_p50_ms: float = float("nan")
+    itl_p95_ms: float = float("nan")
+    itl_p99_ms: float = float("nan")
+    drafted: int = 0
+    accepted: int = 0
+    acceptance_rate: float = float("nan")
+    mean_accepted_length: float = float("nan")
+    per_position_acceptance: list[float] = msgspec.field(default_factory=list)
+    draft_blocks: int = 0
+    rollbacks: int = 0
+    draft_forwards: int = 0
+    draft_ms: float = 0.0
+    verify_ms: float = 0.0
+    peak_rss_bytes: int = 0
+    min_headroom_bytes: int = -1
+    swap_delta_bytes: int = 0
+
+
+def summarize(events: Iterable[Event]) -> Summary:
+    s = Summary()
+    times: list[int] = []
+    drafted_per_block: list[int] = []
+    accepted_per_block: list[int] = []
+    draft_us = verify_us = 0
+    memory: list[MemorySample] = []
+    for ev in events:
+        kind = type(ev)
+        if kind is Step:
+            times.extend(ev.t_us)
+            s.draft_forwards += ev.draft_forwards
+            draft_us += ev.draft_us
+            verify_us += ev.verify_us
+            if ev.drafted:
+                drafted_per_block.append(ev.drafted)
+                accepted_per_block.append(ev.accepted)
+        elif kind is MemorySample:
+            memory.append(ev)
+        elif kind is Prefill:
+            s.prefill_ms = (ev.t_end_us - ev.t_start_us) / 1000
+            s.n_prompt_tokens = ev.n_tokens
+            if ev.t_end_us > ev.t_start_us:
+                s.prefill_tok_s = ev.n_tokens / ((ev.t_end_us - ev.t_start_us) / 1e6)
+        elif kind is End:
+            s.finish_reason = ev.reason
+            s.error = ev.error
+        elif kind is Header:
+            s.n_prompt_tokens = len(ev.prompt_tokens)
+
+    s.n_tokens = len(times)
+    s.draft_ms = draft_us / 1000
+    s.verify_ms = verify_us / 1000
+    if times:
+        t = np.asarray(times, dtype=np.float64) / 1e6  # seconds
+        s.ttft_ms = float(t[0] * 1000)
+        if len(t) > 1:
+            span = t[-1] - t[0]
+            if span > 0:
+                s.decode_tok_s = float((len(t) - 1) / span)
+            itl = np.diff(t) * 1000
+            s.itl_p50_ms, s.itl_p95_ms, s.itl_p99_ms = (float(v) for v in np.percentile(itl, [50, 95, 99]))
+        s.steady_tok_s, s.warmup_dropped = steady_rate(t)
+
+    if drafted_per_block:
+        d = np.asarray(drafted_per_block)
+        a = np.asarray(accepted_per_block)
+        s.draft_blocks = len(d)
+        s.drafted = int(d.sum())
+        s.accepted = int(a.sum())
+        s.acceptance_rate = s.accepted / s.drafted
+        s.mean_accepted_length = 1.0 + s.accepted / len(d)
+        s.rollbacks = int((a < d).sum())
+        s.per_position_acceptance = per_position_acceptance(d, a)
+
+    if memory:
+        s.peak_rss_bytes = max(m.rss for m in memory)
+        s.min_headroom_bytes = min(m.headroom for m in memory)
+        s.swap_delta_bytes = memory[-1].swap_used - memory[0].swap_used
+    return s
+
+
+def steady_rate(t: np.ndarray, warmup: int = WARMUP_TOKENS) -> tuple[float, bool]:
+    """Tokens/s as the slope of token index over time, after dropping warm-up tokens.
+
+    Returns ``(rate, warmup_dropped)``. The first token (which pays for the prefill) is never
+    part of decode; with fewer than ``warmup + 16`` decode tokens the warm-up is kept.
+    """
+    decode_t = t[1:]
+    dropped = len(decode_t) >= warmup + 16
+    if dropped:
+        decode_t = decode_t[warmup:]
+    if len(decode_t) < 2 or decode_t[-1] <= decode_t[0]:
+        return float("nan"), dropped
+    idx = np.arange(len(decode_t), dtype=np.float64)
+    slope = np.polyfit(decode_t - decode_t[0], idx, 1)[0]
+    return float(slope), dropped
+
+
+def per_position_acceptance(drafted: np.ndarray, accepted: np.ndarray) -> list[float]:
+    """Share of blocks with at least j drafted tokens that accepted at least j, j = 1..max."""
+    out = []
+    for j in range(1, int(drafted.max()) + 1):
+        reached = drafted >= j
+        out.append(float((accepted[reached] >= j).mean()))
+    return out

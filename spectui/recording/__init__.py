@@ -1,0 +1,1 @@
+"""Recordings: the event schema, the crash-safe writer and the streaming reader."""

@@ -1,0 +1,105 @@
+"""Speculative sampling on the real model produces the target's own distribution.
+
+1. Next-token chi-square: from one fixed context, repeat a speculative block many times with
+   a model drafter that samples from a different distribution (temperature 2.0 against the
+   target's 1.0); the first emitted token must follow the target's warped distribution.
+2. Whole runs through the decode loop: for every token emitted under sampling, the randomized
+   probability integral transform under the target's distribution at that position (from a
+   fresh teacher-forced evaluation) must be Uniform(0, 1). A wrong acceptance rule shows up
+   as a non-uniform PIT; the Kolmogorov-Smirnov test checks it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from spectui.config import DraftConfig, RunConfig, SamplingConfig
+from spectui.engine.drafters import ModelDrafter
+from spectui.engine.sampling import verify_sampled, warp
+from spectui.recording.schema import Step
+
+ALPHA = 1e-3
+TARGET = SamplingConfig(temperature=1.0, top_k=8, seed=3)
+
+
+def test_next_token_distribution_with_model_draft(engine):
+    t = engine.target
+    _, prompt = engine.prepare_prompt(RunConfig(prompt="Pick a colour:"))
+    drafter = ModelDrafter(engine.draft_model, SamplingConfig(temperature=2.0, top_k=8, seed=11))
+    rng = np.random.Generator(np.random.PCG64(5))
+    t.truncate(0)
+    p_first = warp(np.array(t.eval(prompt, all_logits=False)[-1]), 1.0, top_k=8)
+    pending = int(np.argmax(p_first))
+    history = [*prompt, pending]
+    drafter.reset(prompt)
+    base = t.n_past
+
+    # the target distribution after `history`
+    p = warp(np.array(t.eval((pending,), all_logits=False)[-1]), 1.0, top_k=8)
+    t.truncate(base)
+
+    n = 800
+    firsts = np.empty(n, dtype=np.int64)
+    accepted_any = rejected_any = False
+    for i in range(n):
+        draft = drafter.propose(history, 2)
+        logits = t.eval([pending, *draft.tokens], all_logits=True)
+        acc, nxt = verify_sampled(draft.tokens, lambda j: warp(logits[j], 1.0, top_k=8), draft.probs, rng)
+        t.truncate(base)
+        firsts[i] = draft.tokens[0] if acc > 0 else nxt
+        accepted_any |= acc > 0
+        rejected_any |= acc < len(draft.tokens)
+    assert accepted_any and rejected_any
+
+    support = np.flatnonzero(p)
+    counts = np.array([(firsts == tok).sum() for tok in support])
+    assert counts.sum() == n, "a token outside the target's top-k was emitted"
+    pvalue = stats.chisquare(counts, p[support] * n).pvalue
+    assert pvalue > ALPHA, f"chi-square p-value {pvalue:.2e}; counts {counts.tolist()} vs expected {(p[support] * n).round(1).tolist()}"
+
+
+def pit_values(engine, config: RunConfig, rng: np.random.Generator) -> list[float]:
+    """Randomized PIT of each emitted token (after the first) under the target's warped distribution."""
+    _, prompt = engine.prepare_prompt(config)
+    tokens = [tok for ev in engine.run(config) if isinstance(ev, Step) for tok in ev.tokens]
+    t = engine.target
+    t.truncate(0)
+    t.eval(prompt, all_logits=False)
+    rows = np.array(t.eval(tokens[:-1], all_logits=True))  # row i predicts tokens[i + 1]
+    out = []
+    s = config.sampling
+    for i, tok in enumerate(tokens[1:]):
+        p = warp(rows[i], s.temperature, s.top_k, s.top_p)
+        below = p[:tok].sum()
+        out.append(float(below + rng.random() * p[tok]))
+    return out
+
+
+@pytest.mark.parametrize(
+    "draft",
+    [
+        pytest.param(lambda path: DraftConfig(source=path, k=3, temperature=2.0), id="model-draft-t2"),
+        pytest.param(lambda path: DraftConfig(source="ngram", k=3), id="ngram"),
+    ],
+)
+def test_decode_loop_samples_from_target_distribution(engine, draft):
+    path = engine.target.model.info.path
+    rng = np.random.Generator(np.random.PCG64(17))
+    pits: list[float] = []
+    prompts = ["Tell me about the ocean.", "Repeat after me: red green blue red green blue red green", "Write a poem about autumn."]
+    for seed in range(8):
+        for prompt in prompts:
+            config = RunConfig(
+                target=path,
+                mode="spec",
+                prompt=prompt,
+                max_tokens=40,
+                sampling=SamplingConfig(temperature=1.0, top_k=20, top_p=0.95, seed=seed),
+                draft=draft(path),
+            )
+            pits.extend(pit_values(engine, config, rng))
+    assert len(pits) > 500
+    pvalue = stats.kstest(pits, "uniform").pvalue
+    assert pvalue > ALPHA, f"PIT not uniform: KS p-value {pvalue:.2e} over {len(pits)} tokens"

@@ -1,0 +1,50 @@
+"""Shared fixtures: the real embedded model (SmolLM2-135M-Instruct Q4_1 GGUF), loaded once."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from spectui.config import BackendConfig, DraftConfig, RunConfig
+from spectui.models import embedded_model_path
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(scope="session")
+def model_path() -> str:
+    return embedded_model_path()
+
+
+@pytest.fixture(scope="session")
+def engine(model_path):
+    """A target and a draft model context over the same weights (the only registry model).
+
+    The draft context is a separate KV cache, so self-drafting exercises every code path a
+    second GGUF would; tests make it disagree by sampling the draft at temperature 1.0.
+    """
+    from spectui.engine.session import Engine
+
+    config = RunConfig(
+        target=model_path,
+        mode="spec",
+        prompt="x",
+        draft=DraftConfig(source=model_path),
+        backend=BackendConfig(n_ctx=2048),
+    )
+    with Engine.load(config) as eng:
+        yield eng
+
+
+def run_cli(*args: str, stdin: str | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "spectui", *args],
+        capture_output=True,
+        text=True,
+        input=stdin,
+        timeout=timeout,
+        cwd=REPO,
+    )
