@@ -1,4 +1,4 @@
-"""Command line entry point: ``spectui run --headless``, ``spectui models``.
+"""Command line entry point: ``spectui run --headless``, ``spectui report``, ``spectui models``.
 
 Every user mistake ends as one line on stderr and exit code 2 (``SpectuiError``); the
 headless run prints the generated text alone on stdout (so ``> out.txt`` captures it) and a
@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 import codecs
+import contextlib
+import os
 import signal
 import sys
 import threading
@@ -45,6 +47,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--headless", action="store_true", help="no dashboard: text on stdout, summary on stderr")
     add_run_arguments(run)
     run.add_argument("--json", action="store_true", help="print one JSON object (text, token ids, summary) on stdout")
+    rec = run.add_mutually_exclusive_group()
+    rec.add_argument("--record", metavar="FILE", default=None, help="recording path (default: a readable name under recordings/)")
+    rec.add_argument("--no-record", action="store_true", help="do not record this session")
+
+    report = sub.add_parser("report", help="summarise a recording: speed, latency, acceptance, memory, artifacts")
+    report.add_argument("file")
+    report.add_argument("--json", action="store_true", help="one JSON object with the header and the summary")
 
     sub.add_parser("models", help="show the embedded default model and where it is")
     return parser
@@ -146,6 +155,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from spectui.engine.session import Engine
     from spectui.metrics.stats import summarize
     from spectui.recording.schema import End, Step
+    from spectui.recording.writer import RecordingWriter, default_recording_path
 
     config = config_from_args(args)
     engine = Engine.load(config)
@@ -155,9 +165,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     eog = engine.target.eog_tokens
     out = sys.stdout
-    with engine, _StopOnSignal() as stop:
+    path = None if args.no_record else (args.record or default_recording_path(config))
+    try:
+        writer = RecordingWriter(path) if path is not None else None
+    except OSError as exc:
+        engine.close()
+        raise SpectuiError(f"cannot write the recording {path}: {exc.strerror or exc}") from None
+    with engine, _StopOnSignal() as stop, writer or contextlib.nullcontext():
         for ev in engine.run(config, stop=stop):
             events.append(ev)
+            if writer is not None:
+                writer.write(ev)
             if type(ev) is Step:
                 token_ids.extend(ev.tokens)
                 chunk = decoder.decode(b"".join(p for t, p in zip(ev.tokens, ev.pieces) if t not in eog))
@@ -170,16 +188,37 @@ def cmd_run(args: argparse.Namespace) -> int:
         text_parts.append(tail)
     summary = summarize(events)
     if args.json:
-        doc = {"text": "".join(text_parts), "tokens": token_ids, "summary": msgspec.to_builtins(summary)}
+        doc = {
+            "text": "".join(text_parts),
+            "tokens": token_ids,
+            "summary": msgspec.to_builtins(summary),
+            "recording": str(path) if path is not None else None,
+        }
         out.write(msgspec.json.encode(doc).decode() + "\n")
     else:
         out.write(tail + "\n")
         out.flush()
     print(format_summary(config, summary), file=sys.stderr)
+    if path is not None:
+        print(f"spectui: recorded to {path}", file=sys.stderr)
     end = events[-1]
     if isinstance(end, End) and end.reason == "error":
         print(f"spectui: error: the engine failed: {end.error}", file=sys.stderr)
         return 1
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from spectui.recording.reader import read_recording
+    from spectui.recording.report import format_report, report_json
+
+    if not os.path.isfile(args.file):
+        raise SpectuiError(f"recording not found: {args.file}")
+    rec = read_recording(args.file)
+    if args.json:
+        print(msgspec.json.encode(report_json(rec)).decode())
+    else:
+        print(format_report(rec))
     return 0
 
 
@@ -222,6 +261,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             args = parser.parse_args(["run", "--headless", *(argv or sys.argv[1:])])
         if args.command == "run":
             return cmd_run(args)
+        if args.command == "report":
+            return cmd_report(args)
         if args.command == "models":
             return cmd_models(args)
         parser.print_help()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
@@ -12,6 +13,9 @@ from spectui.config import BackendConfig, DraftConfig, RunConfig
 from spectui.models import embedded_model_path
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# Sessions are recorded by default; tests must not fill the repository's recordings/.
+os.environ["SPECTUI_RECORDINGS"] = tempfile.mkdtemp(prefix="spectui-test-recordings-")
 
 
 @pytest.fixture(scope="session")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import threading
 import time
+from collections import deque
 from collections.abc import Iterator
 
 from spectui import __version__
@@ -25,8 +26,9 @@ from spectui.engine.prompt import apply_chat_template
 from spectui.engine.protocol import Backend, Drafter
 from spectui.engine.sampling import Sampler
 from spectui.errors import SpectuiError
+from spectui.metrics.memory import MemorySampler
 from spectui.models import resolve_model
-from spectui.recording.schema import Artifacts, End, Event, Header, Step
+from spectui.recording.schema import Artifacts, End, Event, Header, MemorySample, Step
 
 
 class Engine:
@@ -116,8 +118,20 @@ class Engine:
             prompt_tokens=prompt_tokens,
         )
 
-    def run(self, config: RunConfig | None = None, *, stop: threading.Event | None = None) -> Iterator[Event]:
-        """Validate, then yield the session's events. Bad input raises before the first event."""
+    def run(
+        self,
+        config: RunConfig | None = None,
+        *,
+        stop: threading.Event | None = None,
+        memory_interval_s: float | None = 0.25,
+    ) -> Iterator[Event]:
+        """Validate, then yield the session's events. Bad input raises before the first event.
+
+        A memory sampler thread reads the process and system every ``memory_interval_s``
+        (None turns it off); its samples join the stream between steps, so the stream stays
+        one ordered sequence whoever consumes it, and one sample is taken at the start and
+        one just before ``End``.
+        """
         config = config or self.config
         config.validate()
         prompt_text, prompt_tokens = self.prepare_prompt(config)
@@ -125,7 +139,12 @@ class Engine:
         header = self.header(config, prompt_text, prompt_tokens)  # fingerprints: not the model's time
         t0 = time.perf_counter_ns()
         yield header
+        samples: deque[MemorySample] = deque()  # appended by the sampler thread, drained here
+        sampler = MemorySampler(t0, samples.append, memory_interval_s) if memory_interval_s else None
+        if sampler is not None:
+            sampler.start()
         n_tokens = 0
+        end: End | None = None
         try:
             for event in decode(
                 self.target,
@@ -137,13 +156,27 @@ class Engine:
                 t0_ns=t0,
                 stop=stop,
             ):
-                if isinstance(event, Step):
+                while samples:
+                    yield samples.popleft()
+                if type(event) is End:
+                    end = event
+                    break
+                if type(event) is Step:
                     n_tokens += len(event.tokens)
                 yield event
         except Exception as exc:  # an engine failure ends the session, it does not lose it
-            yield End(
+            end = End(
                 t_us=(time.perf_counter_ns() - t0) // 1000,
                 reason="error",
                 n_tokens=n_tokens,
                 error=f"{type(exc).__name__}: {exc}",
             )
+        finally:
+            if sampler is not None:
+                sampler.stop()
+        if sampler is not None:
+            samples.append(sampler.sample_now())
+            while samples:
+                yield samples.popleft()
+        if end is not None:
+            yield end

@@ -1,0 +1,202 @@
+"""Memory sampling on a daemon thread: process RSS, system headroom, swap traffic, pressure,
+and MLX allocator state when MLX is in use.
+
+Each reading costs ~0.1-0.3 ms (a few /proc reads), so 4 Hz is invisible next to decoding.
+Readings go to ``on_sample`` as ``MemorySample`` records; timestamps share the engine's
+origin (``t0_ns`` from ``time.perf_counter_ns``) so they line up with ``Step`` times.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import psutil
+
+from spectui.recording.schema import MemorySample
+
+_PSI_PATH = "/proc/pressure/memory"
+
+
+def headroom_bytes(available: int, mlx_active: int = -1, mlx_working_set: int = 0) -> int:
+    """How many more bytes can be allocated before the system starts swapping.
+
+    ``available`` is psutil's ``virtual_memory().available``: on Linux the kernel's
+    MemAvailable estimate, on macOS free + inactive pages; both already count page cache
+    the kernel can drop without swapping, so it is the right starting point (``free``
+    alone would be far too pessimistic). With MLX on Apple silicon, GPU allocations
+    beyond Metal's ``max_recommended_working_set_size`` get paged even while the system
+    still looks roomy, so when MLX is in use (``mlx_active >= 0``, ``mlx_working_set >
+    0``) headroom is capped at that working set minus what MLX already holds. Never
+    negative. (Container cgroup limits are not considered: on Linux MemAvailable is the
+    host's view.)
+    """
+    headroom = available
+    if mlx_active >= 0 and mlx_working_set > 0:
+        headroom = min(headroom, mlx_working_set - mlx_active)
+    return max(0, headroom)
+
+
+class _MacPressure:
+    """kern.memorystatus_vm_pressure_level via sysctlbyname (no subprocess: ~1 µs)."""
+
+    def __init__(self) -> None:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.dylib", use_errno=True)
+        self._sysctlbyname = libc.sysctlbyname
+        self._sysctlbyname.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t), ctypes.c_void_p, ctypes.c_size_t]
+        self._sysctlbyname.restype = ctypes.c_int
+
+    def read(self) -> float:
+        value = ctypes.c_int(0)
+        size = ctypes.c_size_t(ctypes.sizeof(value))
+        if self._sysctlbyname(b"kern.memorystatus_vm_pressure_level", ctypes.byref(value), ctypes.byref(size), None, 0):
+            return -1.0
+        return float(value.value)
+
+
+def _linux_pressure() -> float:
+    # "some avg10=0.12 avg60=... total=..." : percent of the last 10 s in which at least
+    # one task stalled on memory. Absent on old kernels; unreadable when PSI is disabled.
+    with open(_PSI_PATH, "rb") as f:
+        line = f.readline()
+    return float(line.split(b"avg10=", 1)[1].split(None, 1)[0])
+
+
+class MemorySampler:
+    """Calls ``on_sample`` with a fresh ``MemorySample`` every ``interval_s`` on a daemon
+    thread, starting at once. Keep ``on_sample`` cheap (e.g. a ``RecordingWriter.write``
+    or a queue put): it runs on the sampling thread. Errors in sampling or in the callback
+    never stop the thread: they are counted in ``errors`` (last one in ``last_error``)."""
+
+    def __init__(self, t0_ns: int, on_sample: Callable[[MemorySample], None], interval_s: float = 0.25) -> None:
+        self.t0_ns = t0_ns
+        self.on_sample = on_sample
+        self.interval_s = interval_s
+        self.errors = 0
+        self.last_error: BaseException | None = None
+        self.n_samples = 0
+        self._process = psutil.Process()
+        self._lock = threading.Lock()  # sample_now may run on the thread and a caller at once
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._swap_prev: tuple[int, int, int] | None = None  # (t_ns, sin, sout)
+        self._pressure: Callable[[], float] | None = self._pressure_source()
+        self._mlx_working_set: int | None = None  # read once: a device constant
+
+    # -- one reading ----------------------------------------------------------------------
+
+    def sample_now(self) -> MemorySample:
+        with self._lock:
+            now = time.perf_counter_ns()
+            vm = psutil.virtual_memory()
+            swap = psutil.swap_memory()
+            # sin/sout are cumulative bytes since boot; rates come from the deltas. They
+            # are 0 where psutil cannot tell (e.g. some containers), which reads as "no swap".
+            sin_rate = sout_rate = 0.0
+            if self._swap_prev is not None:
+                t_prev, sin_prev, sout_prev = self._swap_prev
+                dt = (now - t_prev) / 1e9
+                if dt > 0:
+                    sin_rate = max(0, swap.sin - sin_prev) / dt
+                    sout_rate = max(0, swap.sout - sout_prev) / dt
+            self._swap_prev = (now, swap.sin, swap.sout)
+            active, cache, peak, working_set = self._mlx()
+            return MemorySample(
+                t_us=(now - self.t0_ns) // 1000,
+                rss=self._process.memory_info().rss,
+                available=vm.available,
+                headroom=headroom_bytes(vm.available, active, working_set),
+                swap_used=swap.used,
+                swap_in_rate=sin_rate,
+                swap_out_rate=sout_rate,
+                pressure=self._read_pressure(),
+                mlx_active=active,
+                mlx_cache=cache,
+                mlx_peak=peak,
+            )
+
+    def _pressure_source(self) -> Callable[[], float] | None:
+        try:
+            if sys.platform == "darwin":
+                source: Callable[[], float] = _MacPressure().read
+            elif sys.platform.startswith("linux"):
+                source = _linux_pressure
+            else:
+                return None
+            source()  # probe once: a source that fails now is never retried
+            return source
+        except Exception:
+            return None
+
+    def _read_pressure(self) -> float:
+        if self._pressure is None:
+            return -1.0
+        try:
+            return self._pressure()
+        except Exception:
+            return -1.0
+
+    def _mlx(self) -> tuple[int, int, int, int]:
+        """(active, cache, peak, max recommended working set), -1/0 where unknown. MLX is
+        only read if the process already imported it: importing it here would cost
+        seconds and memory in runs that never use it."""
+        mx: Any = sys.modules.get("mlx.core")
+        if mx is None:
+            return -1, -1, -1, 0
+        values = []
+        for name in ("get_active_memory", "get_cache_memory", "get_peak_memory"):
+            # Newer MLX has these at top level; older versions under mx.metal.
+            fn = getattr(mx, name, None) or getattr(getattr(mx, "metal", None), name, None)
+            try:
+                values.append(int(fn()) if fn is not None else -1)
+            except Exception:
+                values.append(-1)
+        if self._mlx_working_set is None:
+            self._mlx_working_set = 0
+            info = getattr(mx, "device_info", None) or getattr(getattr(mx, "metal", None), "device_info", None)
+            try:
+                self._mlx_working_set = int(info()["max_recommended_working_set_size"]) if info else 0
+            except Exception:
+                pass  # CPU backends have no such limit
+        return values[0], values[1], values[2], self._mlx_working_set
+
+    # -- the thread -----------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self._thread is not None:
+            raise RuntimeError("MemorySampler already started")
+        self._thread = threading.Thread(target=self._run, name="spectui-memory", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+
+    def _run(self) -> None:
+        # Deadlines on a fixed grid, so a slow reading does not push later ones back.
+        next_at = time.perf_counter()
+        while not self._stop.is_set():
+            try:
+                self.on_sample(self.sample_now())
+                self.n_samples += 1
+            except Exception as e:  # noqa: BLE001 - the sampler must outlive any failure
+                self.errors += 1
+                self.last_error = e
+            next_at += self.interval_s
+            delay = next_at - time.perf_counter()
+            if delay < 0:  # fell behind (suspended laptop, stalled machine): resync
+                next_at, delay = time.perf_counter(), 0.0
+            self._stop.wait(delay)
+
+    def __enter__(self) -> MemorySampler:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

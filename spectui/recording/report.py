@@ -1,0 +1,110 @@
+"""``spectui report``: everything a recording says about its run, as a table or as JSON."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from spectui.metrics.stats import Summary, summarize
+from spectui.recording.reader import Recording
+
+
+def _mib(n: int) -> str:
+    return "n/a" if n < 0 else f"{n / 2**20:,.1f} MiB"
+
+
+def _num(v: float, spec: str = ".1f") -> str:
+    return "n/a" if v != v else format(v, spec)
+
+
+def report_rows(rec: Recording, s: Summary) -> list[tuple[str, list[tuple[str, str]]]]:
+    h = rec.header
+    c, a = h.config, h.artifacts
+    if c.mode == "ar":
+        mode = "AR"
+    else:
+        drafter = "n-gram" if c.draft.is_ngram else "draft model"
+        mode = f"speculative, {drafter}, K={c.draft.k}{f' adaptive {c.draft.k_min}-{c.draft.k_max}' if c.draft.adaptive else ''}"
+    sampling = "greedy" if c.sampling.greedy else (
+        f"temperature {c.sampling.temperature}, top-k {c.sampling.top_k}, top-p {c.sampling.top_p}, seed {c.sampling.seed}"
+    )
+    status = "complete" if rec.complete else "incomplete (no end record)"
+    if rec.truncated:
+        status += f", truncated at byte {rec.truncated_at}"
+    run = [
+        ("file", str(rec.path)),
+        ("status", status),
+        ("started", h.started_at),
+        ("mode", mode),
+        ("sampling", sampling),
+        ("prompt", f"{c.prompt_tier + ': ' if c.prompt_tier else ''}{c.prompt[:60]!r}{'...' if len(c.prompt) > 60 else ''}"),
+        ("finish", s.finish_reason or "none (the run never wrote its end record)"),
+    ]
+    if s.error:
+        run.append(("error", s.error))
+    speed = [
+        ("prompt tokens", str(s.n_prompt_tokens)),
+        ("generated tokens", str(s.n_tokens)),
+        ("TTFT", f"{_num(s.ttft_ms)} ms"),
+        ("prefill", f"{_num(s.prefill_ms)} ms ({_num(s.prefill_tok_s)} tok/s)"),
+        ("decode", f"{_num(s.decode_tok_s)} tok/s"),
+        ("steady decode", f"{_num(s.steady_tok_s)} tok/s" + ("" if s.warmup_dropped else " (run too short to drop warm-up)")),
+        ("ITL p50 / p95 / p99", f"{_num(s.itl_p50_ms, '.2f')} / {_num(s.itl_p95_ms, '.2f')} / {_num(s.itl_p99_ms, '.2f')} ms"),
+    ]
+    accept = []
+    if c.mode == "spec":
+        per_pos = " ".join(_num(x, ".2f") for x in s.per_position_acceptance) or "n/a"
+        accept = [
+            ("acceptance rate", f"{_num(s.acceptance_rate, '.3f')} ({s.accepted} of {s.drafted} drafted)"),
+            ("mean accepted length", _num(s.mean_accepted_length, ".2f")),
+            ("per-position acceptance", per_pos),
+            ("blocks / rollbacks", f"{s.draft_blocks} / {s.rollbacks}"),
+            ("draft forwards", str(s.draft_forwards)),
+            ("draft / verify time", f"{_num(s.draft_ms)} / {_num(s.verify_ms)} ms"),
+        ]
+    memory = [
+        ("peak RSS", _mib(s.peak_rss_bytes) if s.peak_rss_bytes else "n/a"),
+        ("minimum headroom", _mib(s.min_headroom_bytes)),
+        ("swap delta", _mib(s.swap_delta_bytes)),
+    ]
+    t, d = a.target, a.draft
+    artifacts = [
+        ("target", f"{t.name} ({t.architecture}, {t.quant}, {t.n_params / 1e6:.0f}M params)"),
+        ("target sha256", t.sha256),
+        ("vocab / template sha256", f"{t.vocab_sha256[:16]} / {t.chat_template_sha256[:16] or 'none'}"),
+    ]
+    if d is not None:
+        artifacts += [("draft", f"{d.name} ({d.quant})"), ("draft sha256", d.sha256)]
+    artifacts += [(k, v) for k, v in a.runtime.items() if k != "system_info"]
+    artifacts += [(k, v) for k, v in a.offload.items()]
+    artifacts += [
+        ("host", f"{a.host.os} {a.host.machine}, {a.host.cpu} x{a.host.cpu_count}, {_mib(a.host.total_memory_bytes)}"),
+        ("spectui / schema", f"{h.spectui_version} / {h.schema_version}"),
+    ]
+    sections = [("run", run), ("speed", speed)]
+    if accept:
+        sections.append(("acceptance", accept))
+    sections += [("memory", memory), ("artifacts", artifacts)]
+    return sections
+
+
+def format_report(rec: Recording) -> str:
+    sections = report_rows(rec, summarize(rec.events))
+    width = max(len(k) for _, rows in sections for k, _ in rows)
+    lines = []
+    for title, rows in sections:
+        lines.append(f"-- {title} " + "-" * max(0, width + 20 - len(title)))
+        lines.extend(f"  {k:<{width}}  {v}" for k, v in rows)
+    return "\n".join(lines)
+
+
+def report_json(rec: Recording) -> dict[str, Any]:
+    return {
+        "file": str(rec.path),
+        "complete": rec.complete,
+        "truncated": rec.truncated,
+        "truncated_at": rec.truncated_at,
+        "header": msgspec.to_builtins(rec.header),
+        "summary": msgspec.to_builtins(summarize(rec.events)),
+    }
