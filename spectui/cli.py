@@ -76,10 +76,11 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--top-k", type=int, default=d_samp.top_k)
     p.add_argument("--top-p", type=float, default=d_samp.top_p)
     p.add_argument("--seed", type=int, default=d_samp.seed)
-    p.add_argument("--max-tokens", type=int, default=d_run.max_tokens)
+    p.add_argument("--max-tokens", type=int, default=None, help=f"token budget (default: the prompt's ceiling, else {d_run.max_tokens})")
     src = p.add_mutually_exclusive_group()
     src.add_argument("--prompt", default=None, help="prompt text")
     src.add_argument("--prompt-file", default=None, help="read the prompt from a file ('-' for stdin)")
+    src.add_argument("--prompt-name", default=None, help="a prompt from prompts/ by name (its tier and token ceiling come along)")
     p.add_argument("--raw", action="store_true", help="send the prompt as is, without the chat template")
     p.add_argument("--ctx", type=int, default=d_back.n_ctx, help="context size in tokens")
     p.add_argument("--batch", type=int, default=d_back.n_batch, help="prompt evaluation batch size")
@@ -88,7 +89,14 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def config_from_args(args: argparse.Namespace) -> RunConfig:
-    if args.prompt_file is not None:
+    from spectui.prompts import find_prompt, parse_prompt
+
+    tier = ""
+    ceiling = RunConfig().max_tokens
+    if args.prompt_name is not None:
+        spec = find_prompt(args.prompt_name)
+        prompt, tier, ceiling = spec.text, spec.tier, spec.max_tokens
+    elif args.prompt_file is not None:
         try:
             if args.prompt_file == "-":
                 prompt = sys.stdin.read()
@@ -97,14 +105,18 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
                     prompt = f.read()
         except (OSError, UnicodeDecodeError) as exc:
             raise SpectuiError(f"cannot read prompt file {args.prompt_file}: {exc}") from None
+        if prompt.startswith("#"):  # a prompts/-style file with a metadata header
+            spec = parse_prompt(prompt, os.path.basename(args.prompt_file).rsplit(".", 1)[0], args.prompt_file)
+            prompt, tier, ceiling = spec.text, spec.tier, spec.max_tokens
     else:
         prompt = DEFAULT_PROMPT if args.prompt is None else args.prompt
     config = RunConfig(
         target=args.target,
         mode=args.mode,
         prompt=prompt,
+        prompt_tier=tier,
         chat=not args.raw,
-        max_tokens=args.max_tokens,
+        max_tokens=ceiling if args.max_tokens is None else args.max_tokens,
         sampling=SamplingConfig(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed),
         draft=DraftConfig(
             source=args.draft,

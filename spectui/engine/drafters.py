@@ -83,18 +83,20 @@ class ModelDrafter:
     def reset(self, prompt: Sequence[int]) -> None:
         self.backend.truncate(0)
         self._cached = []
+        # history is append-only, so everything up to the last proposal's history length
+        # still matches the cache: the next sync starts comparing there, not at token 0
+        self._known = 0
         if prompt:
             # prefill now, so that the first proposal only evaluates the first new token
             self.backend.eval(prompt, all_logits=False)
             self._cached = list(prompt)
+            self._known = len(prompt)
 
     def _sync(self, history: Sequence[int]) -> list[int]:
         """Roll the cache back to the longest prefix shared with ``history``; return the rest."""
         cached = self._cached
         n = min(len(cached), len(history))
-        common = 0
-        # the cache and history agree up to the last proposal's start: scan from the end of
-        # the shorter one backwards is not cheaper in general, so scan forward from a hint.
+        common = min(self._known, n)
         while common < n and cached[common] == history[common]:
             common += 1
         if common == len(history):  # nothing new to evaluate, but we need fresh logits
@@ -102,6 +104,7 @@ class ModelDrafter:
         if common < len(cached):
             self.backend.truncate(common)
             del cached[common:]
+        self._known = len(history)
         return list(history[common:])
 
     def propose(self, history: Sequence[int], k: int) -> Draft:
