@@ -97,13 +97,13 @@ class MemorySampler:
             swap = psutil.swap_memory()
             # sin/sout are cumulative bytes since boot; rates come from the deltas. They
             # are 0 where psutil cannot tell (e.g. some containers), which reads as "no swap".
-            sin_rate = sout_rate = 0.0
+            sin_rate = sout_rate = 0
             if self._swap_prev is not None:
                 t_prev, sin_prev, sout_prev = self._swap_prev
                 dt = (now - t_prev) / 1e9
                 if dt > 0:
-                    sin_rate = max(0, swap.sin - sin_prev) / dt
-                    sout_rate = max(0, swap.sout - sout_prev) / dt
+                    sin_rate = int(max(0, swap.sin - sin_prev) / dt)
+                    sout_rate = int(max(0, swap.sout - sout_prev) / dt)
             self._swap_prev = (now, swap.sin, swap.sout)
             active, cache, peak, working_set = self._mlx()
             return MemorySample(

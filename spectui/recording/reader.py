@@ -37,7 +37,6 @@ import msgspec
 
 from spectui.errors import SpectuiError
 from spectui.recording.schema import (
-    EVENT_NAMES,
     SCHEMA_VERSION,
     End,
     Event,
@@ -228,7 +227,7 @@ def _check_header(payload: bytes, path: Path) -> Header:
                 raise RecordingError(f"{path} has a header this spectui cannot read") from None
             raise _Corrupt(0, "undecodable header") from None
     if type(event) is not Header:
-        raise RecordingError(f"{path} does not start with a header record (found a {EVENT_NAMES[type(event)]} record)")
+        raise RecordingError(f"{path} does not start with a header record (found a {type(event).__name__} record)")
     return event
 
 

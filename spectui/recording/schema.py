@@ -129,8 +129,10 @@ class MemorySample(msgspec.Struct, tag=4, array_like=True, gc=False):
     available: int
     headroom: int
     swap_used: int = 0
-    swap_in_rate: float = 0.0
-    swap_out_rate: float = 0.0
+    # integers, not floats: msgpack spends 9 bytes on any float and 1 on a small int, and
+    # memory samples must not push a recording past ~40 bytes per token
+    swap_in_rate: int = 0
+    swap_out_rate: int = 0
     #: macOS kern.memorystatus_vm_pressure_level (1 normal, 2 warn, 4 critical), or Linux
     #: PSI "some avg10" percent; -1 where neither exists.
     pressure: float = -1.0

@@ -12,6 +12,11 @@ CORE = [
     "spectui.engine.llamacpp",
     "spectui.metrics.stats",
     "spectui.recording.schema",
+    "spectui.recording.writer",
+    "spectui.recording.reader",
+    "spectui.recording.report",
+    "spectui.metrics.memory",
+    "spectui.prompts",
 ]
 
 

@@ -71,7 +71,7 @@ def test_sampling_errors_do_not_kill_the_thread(monkeypatch: pytest.MonkeyPatch)
 def test_sample_now_without_thread_and_swap_rates() -> None:
     sampler = MemorySampler(time.perf_counter_ns(), lambda s: None)
     first = sampler.sample_now()
-    assert first.swap_in_rate == 0.0 and first.swap_out_rate == 0.0  # no previous reading
+    assert first.swap_in_rate == 0 and first.swap_out_rate == 0  # no previous reading
     second = sampler.sample_now()
     assert second.t_us >= first.t_us and second.rss > 0
     assert sampler._thread is None

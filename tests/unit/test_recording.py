@@ -63,7 +63,7 @@ def _every_kind() -> list[Event]:
         Prefill(n_tokens=5, t_start_us=10, t_end_us=15_000),
         Step([42], [TokenOrigin.AR], [b"Once"], [15_100], 0, 0, 0, 0, 9_000, 0),
         Step([7, 8, 9, 10], [1, 1, 1, 2], [b" upon", b" a", b"\xe2\x80", b"\x9c"], [30_000] * 4, 4, 4, 3, 2_000, 12_000, 4),
-        MemorySample(1_000, 300 * 2**20, 20 * 2**30, 19 * 2**30, 0, 12.5, 0.0, 0.25, -1, -1, -1),
+        MemorySample(1_000, 300 * 2**20, 20 * 2**30, 19 * 2**30, 0, 12_500, 0, 0.25, -1, -1, -1),
         PolicyChange(t_us=40_000, before="k=4", after="k=2", reason="acceptance fell below 40%"),
         End(t_us=50_000, reason="stop", n_tokens=5, error=""),
     ]
@@ -138,8 +138,8 @@ _memory = st.builds(
     st.integers(0, 2**40),
     st.integers(0, 2**40),
     st.integers(0, 2**40),
-    st.floats(0, 1e9),
-    st.floats(0, 1e9),
+    st.integers(0, 2**30),
+    st.integers(0, 2**30),
     st.floats(-1, 100),
 )
 
@@ -222,7 +222,7 @@ def test_flipped_byte_in_a_middle_record_names_its_offset(tmp_path: Path) -> Non
             assert got == events[:index]
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_recordings(), st.data())
 def test_any_damage_is_a_recording_error_or_a_prefix(events: list[Event], data: st.DataObject) -> None:
     """One changed byte anywhere, maybe a cut too: never another exception, and what is
@@ -284,7 +284,7 @@ def test_not_a_recording(tmp_path: Path) -> None:
 
 def test_first_record_must_be_a_header(tmp_path: Path) -> None:
     _write(tmp_path / "r.spectui", _every_kind()[1:])
-    with pytest.raises(RecordingError, match="does not start with a header record .found a prefill"):
+    with pytest.raises(RecordingError, match="does not start with a header record .found a Prefill"):
         read_recording(tmp_path / "r.spectui")
 
 
@@ -376,7 +376,7 @@ def test_bytes_per_token_of_a_realistic_ar_run(tmp_path: Path) -> None:
         t += verify + 150
         events.append(Step([rng.randrange(49152)], [0], [rng.choice(pieces)], [t], 0, 0, 0, 0, verify, 0))
         if t >= next_sample:
-            samples.append(MemorySample(t, 350 * 2**20, 20 * 2**30, 20 * 2**30, 2**30, 0.0, 0.0, 0.0))
+            samples.append(MemorySample(t, 350 * 2**20, 20 * 2**30, 20 * 2**30, 2**30, 0, 0, 0.0))
             next_sample += 250_000
     events.append(End(t_us=t, n_tokens=n))
     size = _write(tmp_path / "ar.spectui", events)[-1]
