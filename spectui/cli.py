@@ -45,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run one AR or speculative session")
     run.add_argument("--headless", action="store_true", help="no dashboard: text on stdout, summary on stderr")
+    run.add_argument("--theme", default=None, help="dashboard theme: spectui-dark, spectui-light, spectui-256, ...")
     add_run_arguments(run)
     run.add_argument("--json", action="store_true", help="print one JSON object (text, token ids, summary) on stdout")
     rec = run.add_mutually_exclusive_group()
@@ -220,6 +221,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_dashboard(args: argparse.Namespace) -> int:
+    from spectui.ui.app import run_dashboard
+
+    config = config_from_args(args)
+    if args.record is not None:
+        raise SpectuiError("--record FILE is for headless runs; the dashboard names each session's recording itself")
+    return run_dashboard(config, record=not args.no_record, theme=args.theme)
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from spectui.recording.reader import read_recording
     from spectui.recording.report import format_report, report_json
@@ -270,9 +280,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser = build_parser()
         args = parser.parse_args(argv)
         if args.command is None:
-            args = parser.parse_args(["run", "--headless", *(argv or sys.argv[1:])])
+            args = parser.parse_args(["run", *(argv or sys.argv[1:])])
         if args.command == "run":
-            return cmd_run(args)
+            # the dashboard needs a terminal; piped or scripted runs get the headless path
+            if args.headless or args.json or not (sys.stdout.isatty() and sys.stdin.isatty()):
+                return cmd_run(args)
+            return cmd_dashboard(args)
         if args.command == "report":
             return cmd_report(args)
         if args.command == "models":

@@ -1,0 +1,138 @@
+"""Does the dashboard slow decoding down? Decode tok/s of the same run under the dashboard
+(headless Textual, ``App.run_test``) and headless (``engine.run`` directly).
+
+    python benchmarks/dashboard_vs_headless.py [--reps 5] [--max-tokens 256] [--record]
+
+One process, one loaded engine shared by both variants; greedy, the same prompt, AR and
+n-gram speculative (K=4). Repetitions alternate the order of the two variants, so drift in
+machine load hits both alike; the report gives medians and the dashboard / headless ratio
+(target >= 0.98). Decode tok/s comes from the event timestamps, taken in the engine thread:
+whatever the UI costs shows up as slower steps.
+
+``--record`` writes a recording in both variants (the dashboard records by default); without
+it neither records, which isolates the UI's own cost.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import msgspec
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from spectui.config import DraftConfig, RunConfig  # noqa: E402
+from spectui.engine.session import Engine  # noqa: E402
+from spectui.metrics.stats import summarize  # noqa: E402
+from spectui.prompts import find_prompt  # noqa: E402
+from spectui.recording.writer import RecordingWriter, default_recording_path  # noqa: E402
+from spectui.ui.app import make_app  # noqa: E402
+
+SIZE = (160, 48)  # a large screen: more to draw than the 80x24 minimum
+
+
+class SharedEngine:
+    """The benchmark's engine, lent to each dashboard without letting it close it."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.config = engine.config
+        self.draft_model = engine.draft_model
+
+    def run(self, config, *, stop=None):  # noqa: ANN001, ANN201
+        return self.engine.run(config, stop=stop)
+
+    def close(self) -> None:
+        pass
+
+
+def headless(engine: Engine, config: RunConfig, record_dir: str | None) -> tuple[float, int]:
+    events = []
+    writer = RecordingWriter(default_recording_path(config, record_dir)) if record_dir else None
+    for ev in engine.run(config):
+        if writer is not None:
+            writer.write(ev)
+        events.append(ev)
+    if writer is not None:
+        writer.close()
+    s = summarize(events)
+    return s.decode_tok_s, s.n_tokens
+
+
+async def dashboard(engine: Engine, config: RunConfig, record_dir: str | None) -> tuple[float, int]:
+    shared = SharedEngine(engine)
+    app = make_app(
+        config,
+        record=record_dir is not None,
+        recordings_dir=record_dir,
+        autostart=True,
+        engine_factory=lambda _cfg: shared,
+    )
+    async with app.run_test(size=SIZE):
+        while app.state not in ("done", "interrupted", "error") or app.runner.busy:
+            await asyncio.sleep(0.05)
+        if app.state == "error":
+            raise RuntimeError(app.detail)
+        s = app.live.summary()
+    return s.decode_tok_s, s.n_tokens
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--max-tokens", type=int, default=256)
+    ap.add_argument("--prompt-name", default="load-technical-memo", help="a prompt from prompts/ that runs long")
+    ap.add_argument("--record", action="store_true", help="record in both variants")
+    args = ap.parse_args()
+
+    prompt = find_prompt(args.prompt_name).text
+    base = RunConfig(prompt=prompt, max_tokens=args.max_tokens, draft=DraftConfig(source="ngram", k=4))
+    configs = {"ar": msgspec.structs.replace(base, mode="ar"), "spec": msgspec.structs.replace(base, mode="spec")}
+    tmp = tempfile.TemporaryDirectory(prefix="spectui-bench-")
+    record_dir = tmp.name if args.record else None
+
+    results: dict[tuple[str, str], list[float]] = {}
+    tokens: dict[tuple[str, str], list[int]] = {}
+    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
+    with Engine.load(base) as engine:
+        for config in configs.values():  # warm-up: caches, page faults, fingerprints
+            headless(engine, config, None)
+        t0 = time.monotonic()
+        for rep in range(args.reps):
+            order = ("headless", "dashboard") if rep % 2 == 0 else ("dashboard", "headless")
+            for mode, config in configs.items():
+                for variant in order:
+                    if variant == "headless":
+                        rate, n = headless(engine, config, record_dir)
+                    else:
+                        rate, n = asyncio.run(dashboard(engine, config, record_dir))
+                    results.setdefault((mode, variant), []).append(rate)
+                    tokens.setdefault((mode, variant), []).append(n)
+                    print(f"rep {rep + 1} {mode:4} {variant:9} {rate:7.1f} tok/s  ({n} tokens)", flush=True)
+        elapsed = time.monotonic() - t0
+    tmp.cleanup()
+
+    print(f"\n{args.reps} alternating repetitions in {elapsed:.0f} s; greedy, {args.max_tokens} tokens max, "
+          f"prompt {args.prompt_name}, recording {'on' if args.record else 'off'}, dashboard {SIZE[0]}x{SIZE[1]}")
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(f"{'mode':6}{'headless':>12}{'dashboard':>12}{'ratio':>8}   (median decode tok/s)")
+    worst = float("inf")
+    for mode in configs:
+        h = statistics.median(results[(mode, "headless")])
+        d = statistics.median(results[(mode, "dashboard")])
+        ratio = d / h
+        worst = min(worst, ratio)
+        print(f"{mode:6}{h:12.1f}{d:12.1f}{ratio:8.3f}")
+    print(f"dashboard / headless (worst mode): {worst:.3f}  target >= 0.98: {'met' if worst >= 0.98 else 'NOT met'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

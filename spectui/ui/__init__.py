@@ -1,0 +1,1 @@
+"""The Textual dashboard. Nothing in the headless core imports this package."""

@@ -1,0 +1,518 @@
+"""The live dashboard: runs sessions on an engine thread and shows the four signals.
+
+Threads and data flow:
+
+* Sessions run on the app's one engine thread, a Textual *thread* worker started at mount
+  (``SessionRunner.serve``): it loads the engine (or reuses it), iterates ``engine.run``,
+  writes every event to the recording and posts it to the app with ``post_message``, which
+  is thread-safe and never blocks the engine. (``call_from_thread`` waits for the UI and
+  costs ~100x more per token: never used here.) Why one thread for every session, not one
+  worker each: see ``spectui.ui.session``.
+* The app folds each event into a ``LiveRun`` (cheap, no drawing) and marks the screen
+  dirty; a timer repaints at ``REPAINT_HZ`` at most. A 200 tok/s run costs 12 repaints a
+  second, not 200.
+* Stopping sets the run's ``threading.Event``: the engine ends after its current step with
+  ``End(reason='interrupted')``. A new run (restart, mode switch, new settings) is queued
+  behind it on the engine thread, so two runs never share the engine; messages from a
+  superseded run are dropped by ``run_id``. Quitting stops the run, and the engine thread
+  closes the engine and exits before the app does.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import msgspec
+from textual.app import App
+from textual.binding import Binding
+from textual.timer import Timer
+from textual.worker import Worker, WorkerState, get_current_worker
+
+from spectui.config import MAX_DRAFT_LENGTH, RunConfig
+from spectui.errors import SpectuiError
+from spectui.metrics.live import LiveRun
+from spectui.recording.schema import End
+from spectui.ui.messages import SessionEvent, SessionFinished, SessionStatus
+from spectui.ui.screens.live import LiveScreen
+from spectui.ui.screens.pickers import OpenRecording, PromptPicker
+from spectui.ui.screens.plot import PlotScreen
+from spectui.ui.session import EngineFactory, SessionRequest, SessionRunner
+from spectui.ui.themes import DEFAULT_THEME, load_themes
+from spectui.ui.widgets.header import HeaderInfo
+from spectui.ui.widgets.stats import Baseline
+
+#: Repaints per second at most. Fast enough to read as live, slow enough to leave the CPU to
+#: the engine (the benchmark holds the dashboard to >= 98% of headless decode speed).
+REPAINT_HZ = 12
+#: A settings change during a run restarts it after this pause, so a burst of K presses
+#: costs one restart instead of one per key.
+RESTART_DEBOUNCE_S = 0.4
+TEMPERATURE_STEP = 0.1
+MAX_TEMPERATURE = 2.0
+
+_BACKEND_LABEL = {"llamacpp": "llama.cpp", "mlx": "MLX"}
+_FINISHED = {"length": "done", "stop": "done", "context": "done", "interrupted": "interrupted", "error": "error"}
+
+
+def default_config() -> RunConfig:
+    """The embedded default model, speculative with n-gram drafts, on the CLI's default prompt."""
+    try:
+        from spectui.cli import DEFAULT_PROMPT
+    except ImportError:  # pragma: no cover - the CLI always has it; keep the UI standalone
+        DEFAULT_PROMPT = "Fix the typos in this text and return it unchanged otherwise: Speculative decodng is fast."
+    return RunConfig(prompt=DEFAULT_PROMPT)
+
+
+def _worker_cancelled() -> bool:
+    """True once Textual cancelled the calling worker (the app is exiting)."""
+    return get_current_worker().is_cancelled
+
+
+def _model_label(spec: str) -> str:
+    if spec in ("", "smollm2"):
+        return "SmolLM2-135M (embedded)"
+    return Path(spec).name.removesuffix(".gguf")
+
+
+def _artifact_label(a, spec: str) -> tuple[str, str]:  # noqa: ANN001 - ModelArtifacts
+    """(name, quant) for the header: the file name (what people pass and recognise; GGUF
+    ``general.name`` strings are often long and odd), the quant only when the name lacks it."""
+    name = Path(a.path).name.removesuffix(".gguf") if a.path else (a.name or _model_label(spec))
+    quant = a.quant if a.quant and a.quant.lower() not in name.lower() else ""
+    return name, quant
+
+
+def _baseline_key(cfg: RunConfig) -> tuple:
+    # What must match for an AR run to be the yardstick of a speculative one.
+    return (cfg.target, cfg.backend, cfg.prompt, cfg.chat, cfg.max_tokens, cfg.sampling)
+
+
+class SpectuiApp(App[int]):
+    CSS_PATH = "app.tcss"
+    TITLE = "spectui"
+    # Short descriptions: the footer shows every shown binding in one row at 80 columns.
+    BINDINGS = [
+        Binding("r", "run", "Run"),
+        Binding("s", "stop", "Stop"),
+        Binding("m", "toggle_mode", "Mode"),
+        Binding("plus,equals_sign", "k_up", "K+", key_display="+"),
+        Binding("minus", "k_down", "K-", key_display="-"),
+        Binding("right_square_bracket", "temperature_up", "T+", key_display="]"),
+        Binding("left_square_bracket", "temperature_down", "T-", key_display="["),
+        Binding("p", "pick_prompt", "Prompt"),
+        Binding("o", "open_recording", "Open"),
+        Binding("g", "plot", "Plot"),
+        Binding("b", "toggle_blocks", "Blocks"),
+        Binding("c", "cycle_theme", "Theme", show=False),
+        Binding("q", "quit", "Quit"),
+    ]
+
+    def __init__(
+        self,
+        config: RunConfig,
+        *,
+        record: bool = True,
+        recordings_dir: str | Path | None = None,
+        autostart: bool = False,
+        engine_factory: EngineFactory | None = None,
+    ) -> None:
+        super().__init__()
+        self.config = config if config.prompt else msgspec.structs.replace(config, prompt=default_config().prompt)
+        self.record = record
+        self._recordings_dir = Path(recordings_dir) if recordings_dir is not None else None
+        self.autostart = autostart
+        self.runner = SessionRunner(engine_factory)
+
+        self.live = LiveRun()
+        self.run_id = 0
+        self.state = "idle"
+        self.detail = "press r to run"
+        self.recording_path: Path | None = None
+        self.replay_path: str | None = None
+        self.show_blocks = False
+        self._stop: threading.Event | None = None
+        self._restart_timer: Timer | None = None
+        self._baselines: dict[tuple, Baseline] = {}
+        self._models: dict[str, tuple[str, str]] = {}  # target spec -> (name, quant) once loaded
+        self._painted: tuple[int, int] | None = None
+        self._dirty = True
+
+        self._themes = load_themes()
+        for theme in self._themes:
+            self.register_theme(theme)
+        if any(t.name == DEFAULT_THEME for t in self._themes):
+            self.theme = DEFAULT_THEME
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    def get_default_screen(self) -> LiveScreen:
+        return LiveScreen()
+
+    @property
+    def recordings_dir(self) -> Path:
+        if self._recordings_dir is None:
+            from spectui.recording.writer import recordings_dir
+
+            self._recordings_dir = recordings_dir()
+        return self._recordings_dir
+
+    @property
+    def running(self) -> bool:
+        return self.state in ("loading", "running", "starting", "stopping")
+
+    def on_mount(self) -> None:
+        # The one engine thread of this app (see spectui.ui.session for why only one).
+        self.engine_worker = self.run_worker(
+            functools.partial(self.runner.serve, should_exit=_worker_cancelled),
+            name="spectui-engine",
+            group="engine",
+            thread=True,
+            exit_on_error=False,
+        )
+        self.set_interval(1 / REPAINT_HZ, self._repaint)
+        # a theme picked anywhere (the command palette too) restyles the baked-in texts
+        self.theme_changed_signal.subscribe(self, lambda _theme: self._touch())
+        if self.autostart:
+            self.start_run()
+
+    def on_unmount(self) -> None:
+        # The engine thread ends the step in flight, closes the engine and exits.
+        if self._stop is not None:
+            self._stop.set()
+        self.runner.shutdown()
+
+    def _touch(self) -> None:
+        self._dirty = True
+
+    def _repaint(self, *, force: bool = False) -> None:
+        painted = (id(self.live), self.live.version)
+        if not (force or self._dirty or painted != self._painted):
+            return
+        screen = self.screen
+        if isinstance(screen, LiveScreen) and screen.redraw():
+            self._painted, self._dirty = painted, False
+
+    def refresh_now(self) -> None:
+        """Repaint at once (tests and snapshots; the timer does it otherwise)."""
+        self._repaint(force=True)
+
+    # -- what the screen shows ----------------------------------------------------------------
+
+    def shown_config(self) -> RunConfig:
+        """The config of the recording on screen, else the one ``r`` runs."""
+        if self.replay_path is not None and self.live.header is not None:
+            return self.live.header.config
+        return self.config
+
+    def header_info(self) -> HeaderInfo:
+        cfg = self.shown_config()
+        live = self.live
+        h = live.header if live.header is not None and live.header.config.target == cfg.target else None
+        if h is not None:
+            target, quant = _artifact_label(h.artifacts.target, cfg.target)
+        else:
+            target, quant = self._models.get(cfg.target, (_model_label(cfg.target), ""))
+        d = cfg.draft
+        if cfg.mode == "ar":
+            draft = "AR"
+        else:
+            k = f"K={d.k_min}..{d.k_max} adaptive" if d.adaptive else f"K={d.k}"
+            draft = f"spec n-gram {k}" if d.is_ngram else f"spec draft {_model_label(d.source)} {k}"
+        s = cfg.sampling
+        if s.greedy:
+            sampling = "greedy"
+        else:
+            sampling = f"T={s.temperature:.2f}"
+            sampling += f" top-k {s.top_k}" if s.top_k else ""
+            sampling += f" top-p {s.top_p:g}" if s.top_p < 1 else ""
+            sampling += f" seed {s.seed}"
+        words = " ".join(cfg.prompt.split())
+        prompt = (f"{cfg.prompt_tier}: " if cfg.prompt_tier else "") + (words[:40] + "…" if len(words) > 40 else words)
+
+        detail = self.detail
+        if self.state in ("running", "stopping"):
+            detail = f"{live.n_tokens}/{cfg.max_tokens} tokens"
+        elif self.state in ("done", "interrupted", "replay") and live.end is not None:
+            detail = f"{live.n_tokens} tokens ({live.end.reason})"
+        elif self.state == "replay":
+            detail = f"{live.n_tokens} tokens (no end record)"
+        if self.replay_path is not None:
+            recording, path = "replay", self.replay_path
+        elif not self.record:
+            recording, path = "off", ""
+        else:
+            recording = "rec"
+            path = str(self.recording_path) if self.recording_path is not None else f"{self.recordings_dir}/ (on run)"
+        return HeaderInfo(
+            backend=_BACKEND_LABEL.get(cfg.backend.name, cfg.backend.name),
+            target=target,
+            quant=quant,
+            draft=draft,
+            sampling=sampling,
+            prompt=prompt,
+            state=self.state,
+            detail=detail,
+            recording=recording,
+            path=path,
+        )
+
+    def baseline_for(self, live: LiveRun) -> Baseline | None:
+        if live.header is None:
+            return None
+        return self._baselines.get(_baseline_key(live.header.config))
+
+    def _note_baseline(self, live: LiveRun) -> None:
+        """A finished AR run becomes the yardstick for speculative runs of the same setup."""
+        h = live.header
+        if h is None or h.config.mode != "ar" or live.end is None or live.end.reason not in ("length", "stop"):
+            return
+        rate = live.decode_tok_s()
+        if not math.isnan(rate):
+            self._baselines[_baseline_key(h.config)] = Baseline(rate, live.mean_ar_step_us)
+
+    # -- sessions -------------------------------------------------------------------------------
+
+    def _record_path_factory(self) -> Callable[[RunConfig], Path] | None:
+        if not self.record:
+            return None
+        from spectui.recording.writer import default_recording_path
+
+        directory = self.recordings_dir
+        return lambda cfg: default_recording_path(cfg, directory)
+
+    def start_run(self) -> None:
+        """Start a session with the current config (stopping the one in progress)."""
+        if self._restart_timer is not None:
+            self._restart_timer.stop()
+            self._restart_timer = None
+        if self._stop is not None:
+            self._stop.set()
+        self.run_id += 1
+        self._stop = stop = threading.Event()
+        self.live = LiveRun()
+        self.replay_path = None
+        self.recording_path = None
+        self.state, self.detail = "starting", ""
+        self.runner.submit(
+            SessionRequest(
+                run_id=self.run_id,
+                config=self.config,
+                stop=stop,
+                post=self.post_message,
+                record_to=self._record_path_factory(),
+            )
+        )
+        self._touch()
+
+    def stop_run(self) -> None:
+        if self._restart_timer is not None:
+            self._restart_timer.stop()
+            self._restart_timer = None
+        if self._stop is not None and self.running:
+            self._stop.set()
+            self.state = "stopping"
+            self._touch()
+
+    def on_session_status(self, msg: SessionStatus) -> None:
+        if msg.run_id != self.run_id:
+            return
+        self.state = msg.state
+        if msg.state == "running":
+            self.recording_path = Path(msg.detail) if msg.detail else None
+            self.detail = ""
+        else:
+            self.detail = msg.detail
+        self._touch()
+
+    def on_session_event(self, msg: SessionEvent) -> None:
+        if msg.run_id != self.run_id:
+            return  # a superseded run's last steps
+        self.live.feed(msg.event)
+        if type(msg.event) is End:
+            self.state = _FINISHED.get(msg.event.reason, "done")
+            self.detail = msg.event.error
+            h = self.live.header
+            if h is not None:
+                self._models[h.config.target] = _artifact_label(h.artifacts.target, h.config.target)
+
+    def on_session_finished(self, msg: SessionFinished) -> None:
+        if msg.run_id != self.run_id:
+            return
+        if msg.error:
+            self.state, self.detail = "error", msg.error
+            self.notify(msg.error, title="run failed", severity="error", timeout=8)
+        elif self.live.end is None:  # stopped before it began
+            self.state, self.detail = "idle", ""
+        self._note_baseline(self.live)
+        self._touch()
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        # SessionRunner catches every session's errors; this is the net under it.
+        if event.state == WorkerState.ERROR and event.worker.group == "engine":
+            self.state, self.detail = "error", f"the engine thread failed: {event.worker.error}"
+            self.notify(self.detail, severity="error", timeout=8)
+            self._touch()
+
+    def _settings_changed(self) -> None:
+        """A new setting applies to the next run; a run in progress restarts with it."""
+        self._touch()
+        if self.running and self.replay_path is None:
+            self.stop_run()
+            self._restart_timer = self.set_timer(RESTART_DEBOUNCE_S, self.start_run)
+
+    # -- recordings -----------------------------------------------------------------------------
+
+    def open_recording(self, path: str | Path) -> bool:
+        """Show a recording's final state through the same LiveRun and redraw as a live run."""
+        from spectui.recording.reader import read_recording
+
+        try:
+            rec = read_recording(path)
+        except SpectuiError as exc:
+            self.notify(str(exc), title="cannot open recording", severity="error", timeout=8)
+            return False
+        except OSError as exc:
+            self.notify(f"{path}: {exc.strerror or exc}", title="cannot open recording", severity="error", timeout=8)
+            return False
+        self.stop_run()
+        self.run_id += 1  # whatever the stopped run still sends is not this view's
+        live = LiveRun.from_events(rec.events)
+        self.live = live
+        self.replay_path = str(path)
+        self.state, self.detail = "replay", ""
+        if rec.truncated:
+            self.detail = "truncated recording"
+        self._note_baseline(live)
+        self._touch()
+        self.refresh_now()
+        return True
+
+    # -- actions ----------------------------------------------------------------------------------
+
+    def action_run(self) -> None:
+        self.start_run()
+
+    def action_stop(self) -> None:
+        self.stop_run()
+
+    def _set_config(self, **changes: Any) -> None:
+        self.config = msgspec.structs.replace(self.config, **changes)
+        self._settings_changed()
+
+    def action_toggle_mode(self) -> None:
+        self._set_config(mode="ar" if self.config.mode == "spec" else "spec")
+
+    def _set_k(self, delta: int) -> None:
+        d = self.config.draft
+        lo, hi = (d.k_min, d.k_max) if d.adaptive else (1, MAX_DRAFT_LENGTH)
+        k = min(hi, max(lo, d.k + delta))
+        if k != d.k:
+            self._set_config(draft=msgspec.structs.replace(d, k=k))
+
+    def action_k_up(self) -> None:
+        self._set_k(+1)
+
+    def action_k_down(self) -> None:
+        self._set_k(-1)
+
+    def _set_temperature(self, delta: float) -> None:
+        s = self.config.sampling
+        t = round(min(MAX_TEMPERATURE, max(0.0, s.temperature + delta)), 2)
+        if t != s.temperature:
+            self._set_config(sampling=msgspec.structs.replace(s, temperature=t))
+
+    def action_temperature_up(self) -> None:
+        self._set_temperature(+TEMPERATURE_STEP)
+
+    def action_temperature_down(self) -> None:
+        self._set_temperature(-TEMPERATURE_STEP)
+
+    def action_pick_prompt(self) -> None:
+        def chosen(spec) -> None:  # noqa: ANN001 - PromptSpec | None
+            if spec is not None:
+                self._set_config(prompt=spec.text, prompt_tier=spec.tier, max_tokens=spec.max_tokens)
+
+        self.push_screen(PromptPicker(), chosen)
+
+    def action_open_recording(self) -> None:
+        def chosen(path: str | None) -> None:
+            if path:
+                self.open_recording(path)
+
+        self.push_screen(OpenRecording(self.recordings_dir), chosen)
+
+    def action_plot(self) -> None:
+        if isinstance(self.screen, PlotScreen):
+            self.pop_screen()
+        else:
+            self.push_screen(PlotScreen())
+
+    def action_toggle_blocks(self) -> None:
+        self.show_blocks = not self.show_blocks
+        screen = self.screen
+        if isinstance(screen, LiveScreen):
+            screen.set_show_blocks(self.show_blocks)
+
+    def action_cycle_theme(self) -> None:
+        names = [t.name for t in self._themes] or ["textual-dark", "textual-light", "textual-ansi"]
+        i = names.index(self.theme) if self.theme in names else -1
+        self.theme = names[(i + 1) % len(names)]
+        self.notify(f"theme: {self.theme}", timeout=2)
+        self._touch()
+
+    async def action_quit(self) -> None:
+        self.stop_run()
+        self.exit(0)
+
+
+def make_app(
+    config: RunConfig,
+    *,
+    record: bool = True,
+    recordings_dir: str | None = None,
+    autostart: bool = False,
+    engine_factory: EngineFactory | None = None,
+    theme: str | None = None,
+) -> SpectuiApp:
+    """The dashboard for ``config`` (shared by the CLI and the tests).
+
+    ``record`` writes every live session to ``recordings_dir`` (default: $SPECTUI_RECORDINGS,
+    ./recordings, or the user data folder); ``autostart`` starts a run at once;
+    ``engine_factory(config) -> Engine`` replaces ``Engine.load`` (tests, benchmarks);
+    ``theme`` names a theme (themes/*.toml or a Textual built-in; default spectui-dark).
+    """
+    app = SpectuiApp(
+        config, record=record, recordings_dir=recordings_dir, autostart=autostart, engine_factory=engine_factory
+    )
+    if theme is not None:
+        if theme not in app.available_themes:
+            raise SpectuiError(f"unknown theme {theme!r} (known: {', '.join(sorted(app.available_themes))})")
+        app.theme = theme
+    return app
+
+
+#: Used when the terminal has no truecolor (TERM=xterm-256color, no COLORTERM): its colours
+#: are exact palette entries, where the default theme's would be rounded to neighbours.
+THEME_256 = "spectui-256"
+
+
+def run_dashboard(
+    config: RunConfig, *, record: bool = True, recordings_dir: str | None = None, theme: str | None = None
+) -> int:
+    """Run the dashboard in this terminal until the user quits; returns the exit code.
+
+    Keyboard only: the mouse is not captured, so the terminal's own text selection keeps
+    working (copying a recording path over SSH, for one).
+    """
+    app = make_app(config, record=record, recordings_dir=recordings_dir, theme=theme)
+    if theme is None and app.console.color_system != "truecolor" and THEME_256 in app.available_themes:
+        app.theme = THEME_256
+    result = app.run(mouse=False)
+    if app.return_code not in (None, 0):
+        return app.return_code
+    return result if isinstance(result, int) else 0

@@ -1,0 +1,104 @@
+"""The main screen: header, token stream, stats, the three live signals, legend, footer.
+
+``redraw`` is the one path from state to screen. It reads the app's ``LiveRun`` (a live run
+or an opened recording: the screen cannot tell them apart) and the header facts, and is
+called by the app's repaint timer, never per token.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
+from textual.events import Resize
+from textual.screen import Screen
+from textual.widgets import Footer
+
+from spectui.metrics.live import percentiles
+from spectui.ui.format import DASH, num, pct, size
+from spectui.ui.widgets.header import RunHeader
+from spectui.ui.widgets.signals import SignalPanel
+from spectui.ui.widgets.stats import StatsPanel
+from spectui.ui.widgets.token_stream import Legend, TokenStream
+
+if TYPE_CHECKING:
+    from spectui.ui.app import SpectuiApp
+
+#: Screens at least this tall get three-row sparklines; at least this wide, a wider stats panel.
+TALL_ROWS = 40
+WIDE_COLUMNS = 140
+
+
+class LiveScreen(Screen[None]):
+    AUTO_FOCUS = "TokenStream"  # arrows and page keys scroll the stream
+
+    def compose(self) -> ComposeResult:
+        yield RunHeader(id="header")
+        with Horizontal(id="main"):
+            yield TokenStream(id="tokens")
+            yield StatsPanel(id="stats")
+        with Vertical(id="signals"):
+            yield SignalPanel("ITL", id="signal-itl")
+            yield SignalPanel("accept", id="signal-acceptance")
+            yield SignalPanel("headroom", id="signal-headroom")
+        yield Legend(id="legend")
+        # compact, and no command-palette key docked over the last bindings at 80 columns
+        yield Footer(compact=True, show_command_palette=False)
+
+    def on_resize(self, event: Resize) -> None:
+        self.set_class(event.size.height >= TALL_ROWS, "-tall")
+        self.set_class(event.size.width >= WIDE_COLUMNS, "-wide")
+
+    def on_screen_resume(self) -> None:
+        self.redraw()
+
+    def set_show_blocks(self, show: bool) -> None:
+        self.query_one(TokenStream).show_blocks = show
+        self.query_one(Legend).show_blocks = show
+
+    def redraw(self) -> bool:
+        """Draw the app's state; False if the widgets are not all there (nested containers
+        mount their children a moment after the screen itself, and unmount them at exit)."""
+        try:
+            self._redraw()
+        except NoMatches:
+            return False
+        return True
+
+    def _redraw(self) -> None:
+        app: SpectuiApp = self.app  # type: ignore[assignment]
+        live = app.live
+        self.query_one(RunHeader).show(app.header_info())
+        self.query_one(TokenStream).update_from(live)
+        # The numbers are the run's: its own config (and, with adaptive K, its latest K), not
+        # the settings the next run will use.
+        cfg = live.header.config if live.header is not None else app.shown_config()
+        k = live.last_k or cfg.draft.k
+        self.query_one(StatsPanel).update_from(live, mode=cfg.mode, k=k, baseline=app.baseline_for(live))
+
+        s = live.summary()
+        itl = live.itl_ms
+        # "Now" is the latest wait between deliveries: tokens of one block share a timestamp,
+        # so the very last gap is usually 0 in a speculative run and says nothing.
+        last_wait = next((v for v in reversed(itl) if v > 0), 0.0) if itl else None
+        self.query_one("#signal-itl", SignalPanel).show(
+            num(last_wait, ".2f", " ms"),
+            num(s.itl_p50_ms, ".2f"),
+            num(s.itl_p95_ms, ".2f"),
+            itl,
+        )
+        acc = live.block_acceptance
+        a50, a95 = percentiles(acc)
+        self.query_one("#signal-acceptance", SignalPanel).show(
+            pct(acc[-1]) if acc else ("AR" if cfg.mode == "ar" else DASH), pct(a50), pct(a95), acc
+        )
+        head = live.headroom
+        h50, h95 = percentiles(head)
+        self.query_one("#signal-headroom", SignalPanel).show(
+            size(head[-1]) if head else DASH,
+            size(int(h50)) if head else DASH,
+            size(int(h95)) if head else DASH,
+            head,
+        )

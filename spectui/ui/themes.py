@@ -1,0 +1,53 @@
+"""Themes from the top-level ``themes/`` folder: one small TOML file per Textual ``Theme``.
+
+A file holds ``Theme``'s fields (``name``, ``primary``, ..., ``dark``, optional
+``[variables]``). Widgets use theme variables only, so a new file is a new look with no code.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+
+from textual.theme import Theme
+
+DEFAULT_THEME = "spectui-dark"
+_FIELDS = {
+    "name", "primary", "secondary", "warning", "error", "success", "accent", "foreground",
+    "background", "surface", "panel", "boost", "dark", "luminosity_spread", "text_alpha", "variables",
+}  # fmt: skip
+
+
+def themes_dir() -> Path:
+    """$SPECTUI_THEMES, else ./themes, else the themes/ folder beside the package."""
+    env = os.environ.get("SPECTUI_THEMES")
+    if env:
+        return Path(env).expanduser()
+    local = Path("themes")
+    if local.is_dir():
+        return local
+    return Path(__file__).resolve().parents[2] / "themes"
+
+
+def load_theme(path: str | os.PathLike[str]) -> Theme:
+    with open(path, "rb") as f:
+        data = tomllib.load(f)
+    unknown = set(data) - _FIELDS
+    if unknown:
+        raise ValueError(f"{path}: unknown theme fields {sorted(unknown)}")
+    data.setdefault("name", Path(path).stem)
+    return Theme(**data)
+
+
+def load_themes(directory: str | os.PathLike[str] | None = None) -> list[Theme]:
+    """Every readable theme file, sorted by name; a broken file is skipped, not fatal (the
+    dashboard still has Textual's built-in themes)."""
+    folder = Path(directory) if directory is not None else themes_dir()
+    themes = []
+    for path in sorted(folder.glob("*.toml")) if folder.is_dir() else ():
+        try:
+            themes.append(load_theme(path))
+        except (OSError, ValueError, TypeError, tomllib.TOMLDecodeError):
+            continue
+    return themes

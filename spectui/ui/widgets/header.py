@@ -1,0 +1,125 @@
+"""The two header lines: what runs (backend, models, draft, sampling, prompt) and its state
+(run state, token count, recording indicator with the recording's path)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual.widget import Widget
+
+from spectui.ui.format import ellipsize_left
+
+
+@dataclass(frozen=True)
+class HeaderInfo:
+    backend: str = "llama.cpp"
+    target: str = ""
+    quant: str = ""
+    draft: str = ""  # "AR" or "n-gram K=4" / "draft <name> K=4"
+    sampling: str = "greedy"
+    prompt: str = ""
+    state: str = "idle"  # idle, loading, running, stopping, done, interrupted, error, replay
+    detail: str = ""  # tokens so far, the finish reason, an error line
+    #: "rec" (live, recording to ``path``), "off" (recording turned off), "replay" (showing
+    #: the recording at ``path``), "" (nothing run yet)
+    recording: str = ""
+    path: str = ""
+
+
+_STATE_MARK = {
+    "idle": "○",
+    "starting": "◌",
+    "loading": "◌",
+    "running": "▶",
+    "stopping": "◼",
+    "done": "✔",
+    "interrupted": "◼",
+    "error": "✖",
+    "replay": "▷",
+}
+
+
+class RunHeader(Widget):
+    DEFAULT_CSS = """
+    RunHeader {
+        height: 2;
+        padding: 0 1;
+        background: $panel;
+        color: $foreground;
+    }
+    RunHeader > .run-header--app { color: $text-primary; text-style: bold; }
+    RunHeader > .run-header--muted { color: $text-muted; }
+    RunHeader > .run-header--value { color: $foreground; text-style: bold; }
+    RunHeader > .run-header--running { color: $text-success; text-style: bold; }
+    RunHeader > .run-header--error { color: $text-error; text-style: bold; }
+    RunHeader > .run-header--rec { color: $text-error; text-style: bold; }
+    RunHeader > .run-header--replay { color: $text-accent; text-style: bold; }
+    """
+    COMPONENT_CLASSES = {
+        "run-header--app",
+        "run-header--muted",
+        "run-header--value",
+        "run-header--running",
+        "run-header--error",
+        "run-header--rec",
+        "run-header--replay",
+    }
+
+    def __init__(self, **kwargs) -> None:  # noqa: ANN003
+        super().__init__(**kwargs)
+        self.info = HeaderInfo()
+
+    def show(self, info: HeaderInfo) -> None:
+        if info != self.info:
+            self.info = info
+            self.refresh()
+
+    def render(self) -> Text:
+        info = self.info
+        style = self.get_component_rich_style
+        muted, value = style("run-header--muted"), style("run-header--value")
+        width = max(1, self.content_size.width)
+        sep = (" │ ", muted)
+
+        line1 = Text(no_wrap=True, overflow="ellipsis", end="")
+        line1.append("spectui", style("run-header--app"))
+        for label, text in (
+            ("", info.backend),
+            ("", f"{info.target} {info.quant}".strip()),
+            ("", info.draft),
+            ("", info.sampling),
+            ("prompt ", info.prompt),
+        ):
+            if not text:
+                continue
+            line1.append(*sep)
+            if label:
+                line1.append(label, muted)
+            line1.append(text, value)
+        line1.truncate(width, overflow="ellipsis")
+
+        line2 = Text(no_wrap=True, end="")
+        state_style = (
+            style("run-header--running")
+            if info.state in ("running", "loading")
+            else style("run-header--error")
+            if info.state == "error"
+            else value
+        )
+        line2.append(f"{_STATE_MARK.get(info.state, '•')} {info.state}", state_style)
+        if info.detail:
+            line2.append(f" {info.detail}", muted)
+        if info.recording:
+            line2.append(*sep)
+            if info.recording == "rec":
+                badge, badge_style = "● REC ", style("run-header--rec")
+            elif info.recording == "replay":
+                badge, badge_style = "file ", style("run-header--replay")
+            else:
+                badge, badge_style = "○ recording off", muted
+            line2.append(badge, badge_style)
+            if info.path:
+                line2.append(ellipsize_left(info.path, width - line2.cell_len), muted)
+        line2.truncate(width, overflow="ellipsis")
+        return Text("\n").join([line1, line2])

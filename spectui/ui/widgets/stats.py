@@ -1,0 +1,128 @@
+"""The stats panel: the run's numbers, with the same definitions as ``spectui report``.
+
+Speed (decode tok/s, TTFT, prefill), speculation (acceptance, mean accepted length, K,
+rollbacks), memory (peak RSS, swap) and the verdict: predicted speedup (from the measured
+acceptance and costs, ``spectui.metrics.predict``) beside the measured one (decode tok/s
+over an AR run of the same prompt and settings, when this session has one), and the
+break-even acceptance.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.table import Table
+from rich.text import Text
+from textual.widgets import Static
+
+from spectui.metrics.live import LiveRun
+from spectui.ui.format import DASH, missing, num, pct, signed_size, size
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """An AR run of the same target, prompt and settings: the measured speedup's yardstick."""
+
+    decode_tok_s: float
+    ar_step_us: float
+
+
+class StatsPanel(Static):
+    DEFAULT_CSS = """
+    StatsPanel {
+        width: 36;
+        height: 1fr;
+        border: round $primary 40%;
+        border-title-color: $text-primary;
+        padding: 0 1;
+    }
+    StatsPanel > .stats-panel--label { color: $text-muted; }
+    StatsPanel > .stats-panel--value { color: $foreground; text-style: bold; }
+    StatsPanel > .stats-panel--good { color: $text-success; text-style: bold; }
+    StatsPanel > .stats-panel--bad { color: $text-error; text-style: bold; }
+    """
+    COMPONENT_CLASSES = {"stats-panel--label", "stats-panel--value", "stats-panel--good", "stats-panel--bad"}
+
+    def __init__(self, **kwargs) -> None:  # noqa: ANN003
+        super().__init__("", markup=False, **kwargs)
+        self.border_title = "stats"
+        self._key: tuple | None = None
+
+    def update_from(self, live: LiveRun, *, mode: str, k: int, baseline: Baseline | None) -> None:
+        height = self.content_size.height
+        get = self.get_component_rich_style
+        label_style, value_style, good, bad = styles = tuple(
+            get(f"stats-panel--{name}") for name in ("label", "value", "good", "bad")
+        )
+        # The styles are baked into the table, so they are part of what decides a rebuild
+        # (a theme change restyles it even when no event arrived).
+        key = (id(live), live.version, mode, k, baseline, height, styles)
+        if key == self._key:
+            return
+        self._key = key
+
+        s = live.summary()
+        # Labels of at most 12 cells and values of at most 18 fit the 36-cell panel at 80x24.
+        rows: list[tuple[str, str | Text]] = []
+        row = lambda label, value: rows.append((label, value))  # noqa: E731
+        row("decode", num(s.decode_tok_s, ".1f", " tok/s"))
+        row("TTFT", num(s.ttft_ms, ".1f", " ms"))
+        row("prefill", num(s.prefill_ms, ".1f", " ms") + (f" · {s.n_prompt_tokens} tok" if s.n_prompt_tokens else ""))
+        row("tokens", f"{s.n_tokens}" + (f" · {s.finish_reason}" if s.finish_reason else ""))
+        row("acceptance", pct(s.acceptance_rate) + (f" · {s.accepted}/{s.drafted}" if s.drafted else ""))
+        row("mean acc len", num(s.mean_accepted_length, ".2f"))
+        row("draft K", ("AR" if mode == "ar" else f"{k}") + (f" · {s.rollbacks} rollbacks" if s.draft_blocks else ""))
+        row("peak RSS", size(s.peak_rss_bytes) if s.peak_rss_bytes else DASH)
+        swap = DASH if live.last_memory is None else f"{size(live.swap_used)} ({signed_size(live.swap_delta)})"
+        row("swap", swap)
+
+        prediction = live.prediction(baseline.ar_step_us if baseline else None)
+        if prediction is None:
+            row("speedup pred", DASH)
+        else:
+            v = prediction.speedup
+            row("speedup pred", Text(f"{v:.2f}×", good if v >= 1 else bad))
+        measured: str | Text = DASH
+        if baseline is not None and not missing(s.decode_tok_s) and baseline.decode_tok_s > 0 and live.draft_blocks:
+            m = s.decode_tok_s / baseline.decode_tok_s
+            measured = Text(f"{m:.2f}× vs AR", good if m >= 1 else bad)
+        elif live.draft_blocks:
+            measured = "needs an AR run"
+        row("speedup meas", measured)
+        if prediction is None:
+            row("break-even a", DASH)
+        else:
+            be = prediction.break_even
+            row("break-even a", "never" if missing(be) else pct(be))
+            row("block cost", f"{prediction.relative_cost:.2f}× AR ({prediction.ar_step_source})")
+
+        # Details, shown when the panel is tall enough (they are in `spectui report` too).
+        details: list[tuple[str, str | Text]] = [("", "")]
+        if s.warmup_dropped:
+            details.append(("steady", num(s.steady_tok_s, ".1f", " tok/s")))
+        details.append(("ITL p50", num(s.itl_p50_ms, ".2f", " ms")))
+        details.append(("ITL p95", num(s.itl_p95_ms, ".2f", " ms")))
+        details.append(("ITL p99", num(s.itl_p99_ms, ".2f", " ms")))
+        if s.draft_blocks:
+            details.append(("draft blocks", f"{s.draft_blocks}"))
+            details.append(("draft time", f"{s.draft_ms:.1f} ms"))
+            details.append(("verify time", f"{s.verify_ms:.1f} ms"))
+            if s.draft_forwards:
+                details.append(("draft fwds", f"{s.draft_forwards}"))
+            if prediction is not None:
+                details.append(("E[tok/block]", f"{prediction.expected_tokens:.2f}"))
+            for j, share in enumerate(s.per_position_acceptance[:8], 1):
+                details.append((f"accept @{j}", pct(share)))
+        if live.last_memory is not None:
+            details.append(("min headroom", size(s.min_headroom_bytes)))
+        if height > len(rows) + 1:
+            rows.extend(details[: height - len(rows)])
+
+        table = Table.grid(padding=(0, 1), expand=True)
+        table.add_column(style=label_style, no_wrap=True)
+        table.add_column(style=value_style, no_wrap=True, justify="right")
+        for label, value in rows:
+            # Text, not str: a str cell is parsed as console markup ("E[tok/block]" would lose
+            # its brackets).
+            table.add_row(Text(label), value if isinstance(value, Text) else Text(value))
+        self.update(table)

@@ -1,0 +1,71 @@
+"""Snapshots of the dashboard on fixed sessions (pytest-textual-snapshot).
+
+The sessions are real recordings checked in under tests/data; the app opens them without
+loading the engine, so nothing on screen depends on this machine's clock or memory. Update
+with ``python -m pytest tests/ui/test_snapshots.py --snapshot-update`` after a deliberate
+change, and look at the SVGs (the failure report shows both) before committing them.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from spectui.config import RunConfig
+from spectui.ui.app import make_app
+
+from .conftest import FIXED_AR, FIXED_SPEC, REPO
+
+
+@pytest.fixture(autouse=True)
+def _repo_cwd(monkeypatch):
+    # Paths in the header and the themes/ folder are read relative to the repository.
+    monkeypatch.chdir(REPO)
+
+
+def fixed_app(theme: str | None = None):
+    app = make_app(RunConfig(prompt="unused: the recording brings its own"), record=False)
+
+    async def open_fixed(pilot) -> None:  # noqa: ANN001
+        await pilot.pause()  # let the nested widgets mount
+        if theme is not None:
+            app.theme = theme
+        # The AR run first: it becomes the baseline of the measured speedup.
+        assert app.open_recording(os.path.relpath(FIXED_AR, REPO))
+        assert app.open_recording(os.path.relpath(FIXED_SPEC, REPO))
+        await pilot.pause()
+        app.refresh_now()
+        await pilot.pause()
+
+    return app, open_fixed
+
+
+class TestMainScreen:
+    def test_80x24(self, snap_compare):
+        app, before = fixed_app()
+        assert snap_compare(app, terminal_size=(80, 24), run_before=before)
+
+    def test_160x48(self, snap_compare):
+        app, before = fixed_app()
+        assert snap_compare(app, terminal_size=(160, 48), run_before=before)
+
+    def test_block_boundaries(self, snap_compare):
+        app, before = fixed_app()
+        assert snap_compare(app, press=["b"], terminal_size=(100, 30), run_before=before)
+
+
+class TestThemes:
+    def test_light(self, snap_compare):
+        app, before = fixed_app("spectui-light")
+        assert snap_compare(app, terminal_size=(100, 30), run_before=before)
+
+    def test_256_colours(self, snap_compare):
+        app, before = fixed_app("spectui-256")
+        assert snap_compare(app, terminal_size=(100, 30), run_before=before)
+
+
+class TestPlotView:
+    def test_whole_run(self, snap_compare):
+        app, before = fixed_app()
+        assert snap_compare(app, press=["g"], terminal_size=(120, 40), run_before=before)
