@@ -42,6 +42,13 @@ class Engine:
     @classmethod
     def load(cls, config: RunConfig) -> Engine:
         config.validate()
+        if config.backend.name == "mlx":
+            # imported here: mlx and mlx-lm load only for sessions that ask for them
+            from spectui.engine.mlx import open_mlx_models
+
+            draft_source = config.draft.source if config.mode == "spec" and not config.draft.is_ngram else None
+            mlx_target, mlx_draft = open_mlx_models(config.target, draft_source, config.backend)
+            return cls(mlx_target, mlx_draft, config)
         if config.backend.name != "llamacpp":
             raise SpectuiError(f"backend {config.backend.name!r} is not available yet; use --backend llamacpp")
         target_info = read_gguf(resolve_model(config.target))

@@ -17,6 +17,9 @@ CORE = [
     "spectui.recording.report",
     "spectui.metrics.memory",
     "spectui.prompts",
+    "spectui.engine.mlx",
+    "spectui.metrics.live",
+    "spectui.metrics.predict",
 ]
 
 
