@@ -11,6 +11,13 @@ whatever the UI costs shows up as slower steps.
 
 ``--record`` writes a recording in both variants (the dashboard records by default); without
 it neither records, which isolates the UI's own cost.
+
+Threads: llama.cpp's CPU backend uses OpenMP, and libgomp keeps a thread team per calling
+thread. With two live teams on two cores, libgomp stops spinning between parallel regions
+and decoding drops to a third (measured). The dashboard calls llama.cpp from its one engine
+thread only; so that the headless variant does not leave a second team alive next to it,
+each headless run (and the engine load) happens on a fresh thread that exits afterwards,
+which is what ``spectui run --headless`` is too: one process, one calling thread.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ import os
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -28,7 +36,7 @@ import msgspec
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from spectui.config import DraftConfig, RunConfig  # noqa: E402
+from spectui.config import BackendConfig, DraftConfig, RunConfig  # noqa: E402
 from spectui.engine.session import Engine  # noqa: E402
 from spectui.metrics.stats import summarize  # noqa: E402
 from spectui.prompts import find_prompt  # noqa: E402
@@ -51,6 +59,25 @@ class SharedEngine:
 
     def close(self) -> None:
         pass
+
+
+def on_fresh_thread(fn):  # noqa: ANN001, ANN201
+    """``fn()`` on a new thread that exits afterwards (its OpenMP team goes with it)."""
+    out: list = []
+    errors: list[BaseException] = []
+
+    def body() -> None:
+        try:
+            out.append(fn())
+        except BaseException as exc:  # noqa: BLE001 - re-raised on the caller's thread
+            errors.append(exc)
+
+    thread = threading.Thread(target=body)
+    thread.start()
+    thread.join()
+    if errors:
+        raise errors[0]
+    return out[0]
 
 
 def headless(engine: Engine, config: RunConfig, record_dir: str | None) -> tuple[float, int]:
@@ -90,10 +117,16 @@ def main() -> int:
     ap.add_argument("--max-tokens", type=int, default=256)
     ap.add_argument("--prompt-name", default="load-technical-memo", help="a prompt from prompts/ that runs long")
     ap.add_argument("--record", action="store_true", help="record in both variants")
+    ap.add_argument("--threads", type=int, default=0, help="llama.cpp threads (0 = one per core)")
     args = ap.parse_args()
 
     prompt = find_prompt(args.prompt_name).text
-    base = RunConfig(prompt=prompt, max_tokens=args.max_tokens, draft=DraftConfig(source="ngram", k=4))
+    base = RunConfig(
+        prompt=prompt,
+        max_tokens=args.max_tokens,
+        draft=DraftConfig(source="ngram", k=4),
+        backend=BackendConfig(n_threads=args.threads),
+    )
     configs = {"ar": msgspec.structs.replace(base, mode="ar"), "spec": msgspec.structs.replace(base, mode="spec")}
     tmp = tempfile.TemporaryDirectory(prefix="spectui-bench-")
     record_dir = tmp.name if args.record else None
@@ -101,26 +134,31 @@ def main() -> int:
     results: dict[tuple[str, str], list[float]] = {}
     tokens: dict[tuple[str, str], list[int]] = {}
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
-    with Engine.load(base) as engine:
+    engine = on_fresh_thread(lambda: Engine.load(base))
+    try:
         for config in configs.values():  # warm-up: caches, page faults, fingerprints
-            headless(engine, config, None)
+            on_fresh_thread(lambda c=config: headless(engine, c, None))
+            asyncio.run(dashboard(engine, config, None))
         t0 = time.monotonic()
         for rep in range(args.reps):
             order = ("headless", "dashboard") if rep % 2 == 0 else ("dashboard", "headless")
             for mode, config in configs.items():
                 for variant in order:
                     if variant == "headless":
-                        rate, n = headless(engine, config, record_dir)
+                        rate, n = on_fresh_thread(lambda c=config: headless(engine, c, record_dir))
                     else:
                         rate, n = asyncio.run(dashboard(engine, config, record_dir))
                     results.setdefault((mode, variant), []).append(rate)
                     tokens.setdefault((mode, variant), []).append(n)
                     print(f"rep {rep + 1} {mode:4} {variant:9} {rate:7.1f} tok/s  ({n} tokens)", flush=True)
         elapsed = time.monotonic() - t0
+    finally:
+        on_fresh_thread(engine.close)
     tmp.cleanup()
 
     print(f"\n{args.reps} alternating repetitions in {elapsed:.0f} s; greedy, {args.max_tokens} tokens max, "
-          f"prompt {args.prompt_name}, recording {'on' if args.record else 'off'}, dashboard {SIZE[0]}x{SIZE[1]}")
+          f"prompt {args.prompt_name}, recording {'on' if args.record else 'off'}, dashboard {SIZE[0]}x{SIZE[1]}, "
+          f"threads {args.threads or 'one per core'}")
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"{'mode':6}{'headless':>12}{'dashboard':>12}{'ratio':>8}   (median decode tok/s)")
     worst = float("inf")

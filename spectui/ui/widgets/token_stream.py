@@ -99,10 +99,6 @@ class TokenStream(VerticalScroll):
             or len(live.tokens) < self._n
             or eog != self._eog
         ):
-            if live is not self._live:
-                # Follow the end of the stream (Textual's anchor: kept at the bottom as the
-                # text grows, released while the reader scrolls back, restored at the end).
-                self.anchor()
             self._live, self._styles, self._stale, self._eog = live, styles, False, eog
             self._text = Text()
             self._parts = []
@@ -128,7 +124,13 @@ class TokenStream(VerticalScroll):
                 text.append(piece, style)
                 parts.append(piece)
         self._next_block, self._n = b, n_new
+        # Follow the end of the stream unless the reader scrolled back. (Not Textual's
+        # anchor(): in 8.2 it scrolls to a negative offset while the text is shorter than the
+        # view, which leaves the text hanging at the bottom of an empty box.)
+        follow = self.scroll_y >= self.max_scroll_y - 1
         self.query_one("#token-text", Static).update(text)
+        if follow:
+            self.call_after_refresh(self.scroll_end, animate=False)
 
 
 class Legend(Widget):
