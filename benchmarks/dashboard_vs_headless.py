@@ -44,6 +44,7 @@ from spectui.recording.writer import RecordingWriter, default_recording_path  # 
 from spectui.ui.app import make_app  # noqa: E402
 
 SIZE = (160, 48)  # a large screen: more to draw than the 80x24 minimum
+UI_CPU_SHARE: list[float] = []  # the UI thread's CPU time / wall time, per dashboard run
 
 
 class SharedEngine:
@@ -102,12 +103,14 @@ async def dashboard(engine: Engine, config: RunConfig, record_dir: str | None) -
         autostart=True,
         engine_factory=lambda _cfg: shared,
     )
+    wall0, cpu0 = time.monotonic(), time.thread_time()  # this thread runs the whole UI
     async with app.run_test(size=SIZE):
         while app.state not in ("done", "interrupted", "error") or app.runner.busy:
             await asyncio.sleep(0.05)
         if app.state == "error":
             raise RuntimeError(app.detail)
         s = app.live.summary()
+    UI_CPU_SHARE.append((time.thread_time() - cpu0) / (time.monotonic() - wall0))
     return s.decode_tok_s, s.n_tokens
 
 
@@ -118,6 +121,7 @@ def main() -> int:
     ap.add_argument("--prompt-name", default="load-technical-memo", help="a prompt from prompts/ that runs long")
     ap.add_argument("--record", action="store_true", help="record in both variants")
     ap.add_argument("--threads", type=int, default=0, help="llama.cpp threads (0 = one per core)")
+    ap.add_argument("--modes", default="ar,spec", help="comma-separated: ar, spec")
     args = ap.parse_args()
 
     prompt = find_prompt(args.prompt_name).text
@@ -127,7 +131,7 @@ def main() -> int:
         draft=DraftConfig(source="ngram", k=4),
         backend=BackendConfig(n_threads=args.threads),
     )
-    configs = {"ar": msgspec.structs.replace(base, mode="ar"), "spec": msgspec.structs.replace(base, mode="spec")}
+    configs = {m: msgspec.structs.replace(base, mode=m) for m in args.modes.split(",")}
     tmp = tempfile.TemporaryDirectory(prefix="spectui-bench-")
     record_dir = tmp.name if args.record else None
 
@@ -168,6 +172,7 @@ def main() -> int:
         ratio = d / h
         worst = min(worst, ratio)
         print(f"{mode:6}{h:12.1f}{d:12.1f}{ratio:8.3f}")
+    print(f"UI thread CPU, mount to exit: median {statistics.median(UI_CPU_SHARE):.1%} of one core")
     print(f"dashboard / headless (worst mode): {worst:.3f}  target >= 0.98: {'met' if worst >= 0.98 else 'NOT met'}")
     return 0
 

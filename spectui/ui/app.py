@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import math
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -46,9 +47,23 @@ from spectui.ui.themes import DEFAULT_THEME, load_themes
 from spectui.ui.widgets.header import HeaderInfo
 from spectui.ui.widgets.stats import Baseline
 
-#: Repaints per second at most. Fast enough to read as live, slow enough to leave the CPU to
-#: the engine (the benchmark holds the dashboard to >= 98% of headless decode speed).
+#: Token stream repaints per second at most: fast enough to read as live.
 REPAINT_HZ = 12
+#: Everything else (header, stats, sparklines) repaints this often while a run is live, and at
+#: once on any change of state. Rendering is the dashboard's whole CPU cost, and on a small
+#: machine every millisecond of it is taken from the engine's cores (the benchmark measures
+#: dashboard vs headless decode speed); numbers that change 12 times a second cannot be read
+#: anyway.
+DETAIL_HZ = 3
+#: While a session decodes, the UI thread may use this share of one core, measured with
+#: ``time.thread_time`` (everything: message handling, our redraws, Textual's compositor).
+#: A repaint that would overdraw the allowance waits, so the stream then updates less often
+#: instead of slowing the engine: on a two-core machine llama.cpp's threads own both cores,
+#: and every millisecond the UI takes is a millisecond of decode lost (the benchmark holds
+#: dashboard decode speed to >= 0.98 of headless). A fast machine never reaches the budget.
+UI_CPU_BUDGET = 0.02
+#: The most allowance saved up while idle, so a burst of repaints after a quiet spell is short.
+UI_CPU_BURST_S = 0.05
 #: A settings change during a run restarts it after this pause, so a burst of K presses
 #: costs one restart instead of one per key.
 RESTART_DEBOUNCE_S = 0.4
@@ -140,7 +155,11 @@ class SpectuiApp(App[int]):
         self._baselines: dict[tuple, Baseline] = {}
         self._models: dict[str, tuple[str, str]] = {}  # target spec -> (name, quant) once loaded
         self._painted: tuple[int, int] | None = None
-        self._dirty = True
+        self._dirty = True  # a change of state: everything needs a repaint
+        self._details_owed = False  # events drawn in the stream, not yet in the details
+        self._detailed_at = -1e9
+        self._cpu_allowance = UI_CPU_BURST_S
+        self._cpu_mark = (time.monotonic(), time.thread_time())
 
         self._themes = load_themes()
         for theme in self._themes:
@@ -189,13 +208,40 @@ class SpectuiApp(App[int]):
     def _touch(self) -> None:
         self._dirty = True
 
+    def _within_cpu_budget(self) -> bool:
+        """Charge the UI thread's CPU since the last tick against ``UI_CPU_BUDGET``."""
+        now, cpu = time.monotonic(), time.thread_time()
+        then, cpu_then = self._cpu_mark
+        self._cpu_mark = (now, cpu)
+        if not self.running:
+            self._cpu_allowance = UI_CPU_BURST_S  # nothing to take CPU from
+            return True
+        earned = (now - then) * UI_CPU_BUDGET
+        self._cpu_allowance = min(UI_CPU_BURST_S, self._cpu_allowance + earned - (cpu - cpu_then))
+        return self._cpu_allowance > 0
+
     def _repaint(self, *, force: bool = False) -> None:
-        painted = (id(self.live), self.live.version)
-        if not (force or self._dirty or painted != self._painted):
+        if not self._within_cpu_budget() and not force:
+            return
+        live = self.live
+        painted = (id(live), live.version)
+        changed = painted != self._painted
+        if not (force or self._dirty or changed or self._details_owed):
             return
         screen = self.screen
-        if isinstance(screen, LiveScreen) and screen.redraw():
-            self._painted, self._dirty = painted, False
+        if not isinstance(screen, LiveScreen):
+            return
+        now = time.monotonic()
+        full = force or self._dirty or live.finished or now - self._detailed_at >= 1 / DETAIL_HZ
+        if not (full or changed):
+            return  # nothing new for the stream; the details wait for their tick
+        if screen.redraw(full=full):
+            self._painted = painted
+            if full:
+                self._dirty = self._details_owed = False
+                self._detailed_at = now
+            else:
+                self._details_owed = True
 
     def refresh_now(self) -> None:
         """Repaint at once (tests and snapshots; the timer does it otherwise)."""

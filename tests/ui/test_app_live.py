@@ -311,7 +311,7 @@ async def test_events_are_coalesced_into_timed_repaints(monkeypatch):
 
     redraws = []
     original = LiveScreen.redraw
-    monkeypatch.setattr(LiveScreen, "redraw", lambda self: (redraws.append(1), original(self)))
+    monkeypatch.setattr(LiveScreen, "redraw", lambda self, **kw: (redraws.append(1), original(self, **kw))[1])
     events = read_recording(FIXED_SPEC).events
     app = make_app(real_config())
     async with app.run_test(size=SIZE) as pilot:

@@ -58,20 +58,25 @@ class LiveScreen(Screen[None]):
         self.query_one(TokenStream).show_blocks = show
         self.query_one(Legend).show_blocks = show
 
-    def redraw(self) -> bool:
+    def redraw(self, *, full: bool = True) -> bool:
         """Draw the app's state; False if the widgets are not all there (nested containers
-        mount their children a moment after the screen itself, and unmount them at exit)."""
+        mount their children a moment after the screen itself, and unmount them at exit).
+
+        ``full=False`` updates the token stream only: the app asks for that on most ticks of
+        a live run and for everything a few times a second (see ``app.DETAIL_HZ``).
+        """
         try:
-            self._redraw()
+            self.query_one(TokenStream).update_from(self.app.live, restyle=full)  # type: ignore[attr-defined]
+            if full:
+                self._redraw_details()
         except NoMatches:
             return False
         return True
 
-    def _redraw(self) -> None:
+    def _redraw_details(self) -> None:
         app: SpectuiApp = self.app  # type: ignore[assignment]
         live = app.live
         self.query_one(RunHeader).show(app.header_info())
-        self.query_one(TokenStream).update_from(live)
         # The numbers are the run's: its own config (and, with adaptive K, its latest K), not
         # the settings the next run will use.
         cfg = live.header.config if live.header is not None else app.shown_config()
@@ -92,7 +97,10 @@ class LiveScreen(Screen[None]):
         acc = live.block_acceptance
         a50, a95 = percentiles(acc)
         self.query_one("#signal-acceptance", SignalPanel).show(
-            pct(acc[-1]) if acc else ("AR" if cfg.mode == "ar" else DASH), pct(a50), pct(a95), acc
+            pct(acc[-1]) if acc else ("AR" if cfg.mode == "ar" else DASH),
+            pct(a50),
+            pct(a95),
+            acc,
         )
         head = live.headroom
         h50, h95 = percentiles(head)

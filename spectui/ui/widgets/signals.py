@@ -11,7 +11,9 @@ from collections.abc import Sequence
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.widget import Widget
-from textual.widgets import Sparkline, Static
+from textual.widgets import Static
+
+from spectui.ui.widgets.spark import SparkBars
 
 
 class SignalPanel(Widget):
@@ -25,12 +27,10 @@ class SignalPanel(Widget):
         width: 51;
         height: 1;
     }
-    SignalPanel > Sparkline {
+    SignalPanel > SparkBars {
         width: 1fr;
         height: 1;
     }
-    SignalPanel > Sparkline > .sparkline--max-color { color: $accent; }
-    SignalPanel > Sparkline > .sparkline--min-color { color: $primary 60%; }
     SignalPanel > .signal-panel--name { color: $text-primary; text-style: bold; }
     SignalPanel > .signal-panel--value { color: $foreground; text-style: bold; }
     SignalPanel > .signal-panel--muted { color: $text-muted; }
@@ -41,11 +41,10 @@ class SignalPanel(Widget):
         super().__init__(id=id)
         self.signal_name = name
         self._caption: tuple = ()
-        self._data: tuple[float, ...] = ()
 
     def compose(self) -> ComposeResult:
         yield Static(self.signal_name, classes="signal-caption", markup=False)
-        yield Sparkline([])
+        yield SparkBars()
 
     def show(self, current: str, p50: str, p95: str, data: Sequence[float]) -> None:
         """Update the caption and the sparkline (which shows the most recent points that fit,
@@ -64,10 +63,5 @@ class SignalPanel(Widget):
             text.append(f"{p50:>9}", muted)
             text.append("  p95 ", muted)
             text.append(f"{p95:>9}", muted)
-            self.query_one(".signal-caption", Static).update(text)
-        spark = self.query_one(Sparkline)
-        window = max(2, spark.size.width)
-        tail = tuple(data[-window:])
-        if tail != self._data:
-            self._data = tail
-            spark.data = list(tail)  # Sparkline.data is reactive: a new list repaints it
+            self.query_one(".signal-caption", Static).update(text, layout=False)  # fixed size
+        self.query_one(SparkBars).show(data)

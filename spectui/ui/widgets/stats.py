@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
@@ -118,11 +117,16 @@ class StatsPanel(Static):
         if height > len(rows) + 1:
             rows.extend(details[: height - len(rows)])
 
-        table = Table.grid(padding=(0, 1), expand=True)
-        table.add_column(style=label_style, no_wrap=True)
-        table.add_column(style=value_style, no_wrap=True, justify="right")
-        for label, value in rows:
-            # Text, not str: a str cell is parsed as console markup ("E[tok/block]" would lose
-            # its brackets).
-            table.add_row(Text(label), value if isinstance(value, Text) else Text(value))
-        self.update(table)
+        # Plain Text in two aligned columns: a rich Table re-lays itself out on every repaint,
+        # which cost more than everything else in this panel.
+        width = max(20, self.content_size.width)
+        label_width = max(len(label) for label, _ in rows) + 1
+        out = Text(no_wrap=True, overflow="ellipsis", end="")
+        for i, (label, value) in enumerate(rows):
+            if i:
+                out.append("\n")
+            out.append(label.ljust(label_width), label_style)
+            value_text = value if isinstance(value, Text) else Text(value, value_style)
+            out.append(" " * max(1, width - label_width - value_text.cell_len))
+            out.append_text(value_text)
+        self.update(out, layout=False)  # a fixed-size panel: no layout pass per update

@@ -5,18 +5,22 @@ Colours come from theme variables through component classes: accepted draft toke
 ``$text-accent``, plain AR tokens in ``$foreground``. Block boundaries (one speculative
 draft+verify block, or one AR step) are drawn as a thin muted bar when turned on.
 
-The rich ``Text`` grows by appending only the tokens that arrived since the last redraw; it is
-rebuilt from the ``LiveRun`` only when the run, the theme or the boundary toggle changes.
+Cost: the stream is a line-API scroll view (like Textual's ``Log``). Finished paragraphs are
+wrapped once into cached strips; a redraw re-wraps only the paragraph still growing, and
+Textual paints only the visible lines. (A ``Static`` holding the whole text re-rendered all of
+it on every repaint: most of the UI's CPU time, taken from the engine's cores.) Everything is
+rebuilt from the ``LiveRun`` when the run, the width, the theme or the boundary toggle changes.
 """
 
 from __future__ import annotations
 
 from rich.style import Style
 from rich.text import Text
-from textual.containers import VerticalScroll
+from textual.geometry import Size
 from textual.reactive import reactive
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
 from textual.widget import Widget
-from textual.widgets import Static
 
 from spectui.metrics.live import LiveRun
 from spectui.recording.schema import TokenOrigin
@@ -39,7 +43,7 @@ _ORIGIN_CSS = """
 _COMPONENTS = {*ORIGIN_CLASSES.values(), "token-stream--boundary"}
 
 
-class TokenStream(VerticalScroll):
+class TokenStream(ScrollView, can_focus=True):
     DEFAULT_CSS = (
         """
     TokenStream {
@@ -47,9 +51,9 @@ class TokenStream(VerticalScroll):
         border-title-color: $text-primary;
         padding: 0 1;
         scrollbar-size-vertical: 1;
+        overflow-x: hidden;
     }
     TokenStream:focus { border: round $primary; }
-    TokenStream > #token-text { width: 1fr; height: auto; }
     """
         + _ORIGIN_CSS.format(w="TokenStream")
     )
@@ -62,16 +66,17 @@ class TokenStream(VerticalScroll):
         super().__init__(**kwargs)
         self.border_title = "tokens"
         self._live: LiveRun | None = None
-        self._text = Text()
         self._parts: list[str] = []  # the token texts shown, without boundary bars
-        self._n = 0  # tokens already in _text
+        self._n = 0  # tokens already laid out
         self._next_block = 0  # index into live.block_starts
+        self._done: list[Strip] = []  # wrapped lines of finished paragraphs
+        self._tail = Text()  # the paragraph still growing
+        self._tail_lines: list[Strip] = []
+        self._width = 0
         self._styles: tuple[Style, ...] | None = None
         self._stale = True
         self._eog = False
-
-    def compose(self):  # noqa: ANN201
-        yield Static("", id="token-text", markup=False)
+        self._base_style: Style | None = None
 
     @property
     def plain_text(self) -> str:
@@ -83,54 +88,115 @@ class TokenStream(VerticalScroll):
         if self._live is not None:
             self.update_from(self._live)
 
+    def on_resize(self) -> None:
+        if self._live is not None:
+            self.update_from(self._live)  # re-wraps at the new width
+
+    # -- layout -----------------------------------------------------------------------------
+
+    def _wrap(self, text: Text) -> list[Strip]:
+        if not text:
+            return [Strip.blank(0)]  # an empty paragraph is still a line
+        console = self.app.console
+        lines = text.wrap(console, self._width, overflow="fold")
+        return [Strip(list(line.render(console)), line.cell_len) for line in lines]
+
     def _current_styles(self) -> tuple[Style, ...]:
         get = self.get_component_rich_style
         return tuple(get(name) for name in sorted(_COMPONENTS))
 
-    def update_from(self, live: LiveRun) -> None:
-        styles = self._current_styles()
+    def update_from(self, live: LiveRun, *, restyle: bool = True) -> None:
+        """Show ``live``'s tokens. ``restyle=False`` skips looking up the styles again (the
+        fast repaints of a live run; a theme change comes with a full repaint)."""
+        width = self.scrollable_content_region.width
+        if width < 1:  # not laid out yet: on_resize brings it back
+            self._live, self._stale = live, True
+            return
+        if restyle or self._styles is None:
+            styles = self._current_styles()
+            self._base_style = self.rich_style
+        else:
+            styles = self._styles
         # A run that ended on an end-of-generation token: that token (e.g. "<|im_end|>") is
         # shown muted, as the end marker it is rather than as text the model wrote.
         eog = live.end is not None and live.end.reason == "stop"
-        if (
+        rebuilt = (
             live is not self._live
             or self._stale
             or styles != self._styles
+            or width != self._width
             or len(live.tokens) < self._n
             or eog != self._eog
-        ):
-            self._live, self._styles, self._stale, self._eog = live, styles, False, eog
-            self._text = Text()
-            self._parts = []
+        )
+        if rebuilt:
+            self._live, self._styles, self._stale, self._eog, self._width = live, styles, False, eog, width
+            self._parts, self._done, self._tail, self._tail_lines = [], [], Text(), []
             self._n = self._next_block = 0
         n_new = len(live.texts)
-        if n_new == self._n:
+        if n_new == self._n and self._tail_lines:
             return
+        old_done, old_tail = len(self._done), self._tail_lines
         get = self.get_component_rich_style
         origin_style = {o: get(cls) for o, cls in ORIGIN_CLASSES.items()}
         ar_style = origin_style[int(TokenOrigin.AR)]
         bar_style = get("token-stream--boundary")
-        text, parts, starts, show = self._text, self._parts, live.block_starts, self.show_blocks
+        parts, starts, show = self._parts, live.block_starts, self.show_blocks
         texts, origins = live.texts, live.origins
         b = self._next_block
         for i in range(self._n, n_new):
             while b < len(starts) and starts[b] <= i:
                 if show and starts[b] == i and i > 0:
-                    text.append(BOUNDARY, bar_style)
+                    self._tail.append(BOUNDARY, bar_style)
                 b += 1
             piece = texts[i]
-            if piece:
-                style = bar_style if eog and i == n_new - 1 else origin_style.get(origins[i], ar_style)
-                text.append(piece, style)
-                parts.append(piece)
+            if not piece:
+                continue
+            parts.append(piece)
+            style = bar_style if eog and i == n_new - 1 else origin_style.get(origins[i], ar_style)
+            first, *rest = piece.split("\n")
+            self._tail.append(first, style)
+            for line in rest:  # each newline finishes a paragraph: wrapped once, kept
+                self._done.extend(self._wrap(self._tail))
+                self._tail = Text()  # (not Text(line, style): a base style would leak
+                self._tail.append(line, style)  # into every later token of the paragraph)
         self._next_block, self._n = b, n_new
-        # Follow the end of the stream unless the reader scrolled back. (Not Textual's
-        # anchor(): in 8.2 it scrolls to a negative offset while the text is shorter than the
-        # view, which leaves the text hanging at the bottom of an empty box.)
+        self._tail_lines = self._wrap(self._tail)
+
+        # Follow the end of the stream unless the reader scrolled back.
         follow = self.scroll_y >= self.max_scroll_y - 1
-        self.query_one("#token-text", Static).update(text)
-        if follow:
-            self.call_after_refresh(self.scroll_end, animate=False)
+        old_total = old_done + len(old_tail)
+        total = len(self._done) + len(self._tail_lines)
+        self.virtual_size = Size(width, total)
+        if rebuilt or (follow and total != old_total):
+            if follow:
+                self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True)
+            self.refresh()
+            return
+        # Most repaints add a few tokens to the last line: repaint from the first line that
+        # changed, not the whole view.
+        first = old_done
+        while first < min(total, old_total) and self._line(first) == old_tail[first - old_done]:
+            first += 1
+        if first < total:
+            self.refresh_lines(first, total - first)
+
+    def _line(self, index: int) -> Strip:
+        n_done = len(self._done)
+        return self._done[index] if index < n_done else self._tail_lines[index - n_done]
+
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        index = scroll_y + y
+        width = self.scrollable_content_region.width
+        base = self._base_style or self.rich_style  # cached: computing it per line is costly
+        n_done = len(self._done)
+        if index < n_done:
+            line = self._done[index]
+        elif index - n_done < len(self._tail_lines):
+            line = self._tail_lines[index - n_done]
+        else:
+            return Strip.blank(width, base)
+        return line.crop_extend(scroll_x, scroll_x + width, base).apply_style(base)
 
 
 class Legend(Widget):
