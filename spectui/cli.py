@@ -20,6 +20,7 @@ import msgspec
 
 from spectui import __version__
 from spectui.config import BackendConfig, DraftConfig, RunConfig, SamplingConfig
+from spectui.cli_views import VIEW_COMMANDS, add_view_parsers
 from spectui.errors import SpectuiError
 
 DEFAULT_PROMPT = (
@@ -55,8 +56,10 @@ def build_parser() -> argparse.ArgumentParser:
     report = sub.add_parser("report", help="summarise a recording: speed, latency, acceptance, memory, artifacts")
     report.add_argument("file")
     report.add_argument("--json", action="store_true", help="one JSON object with the header and the summary")
+    add_compare_arguments(sub)
 
     sub.add_parser("models", help="show the embedded default model and where it is")
+    add_view_parsers(sub)
     return parser
 
 
@@ -244,6 +247,87 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_compare_arguments(sub: argparse._SubParsersAction) -> None:
+    """``spectui diff`` and ``spectui gate`` (headless; their code lives in spectui.compare)."""
+    from spectui.compare.thresholds import GateThresholds  # msgspec only: --help stays cheap
+
+    diff = sub.add_parser("diff", help="baseline vs candidate recording: artifacts, outputs, speedup, acceptance, memory")
+    diff.add_argument("baseline", metavar="BASELINE")
+    diff.add_argument("candidate", metavar="CANDIDATE")
+    fmt = diff.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="one JSON object (the whole diff)")
+    fmt.add_argument("--markdown", action="store_true", help="GitHub markdown tables")
+    diff.add_argument("--force", action="store_true", help="compare even with different prompt tokens or target weights")
+
+    t = GateThresholds()
+    gate = sub.add_parser("gate", help="pass/fail for production: speedup, p95 ITL, acceptance, TTFT, identical outputs")
+    gate.add_argument("--baseline", nargs="+", required=True, metavar="FILE", help="baseline recordings (usually AR)")
+    gate.add_argument("--candidate", nargs="+", required=True, metavar="FILE", help="candidate recordings (usually speculative)")
+    knobs = [
+        ("--min-speedup", "min_speedup", float, "median decode tok/s, candidate / baseline"),
+        ("--min-acceptance", "min_acceptance", float, "median acceptance rate of speculative candidates"),
+        ("--expected-k", "expected_k", int, "the K the acceptance threshold is meant for"),
+        ("--max-ttft-growth", "max_ttft_growth", float, "TTFT growth allowed on short prompts (0.08 = +8%%)"),
+        ("--max-p95-itl-ratio", "max_p95_itl_ratio", float, "candidate / baseline p95 inter-token latency"),
+        ("--p95-itl-tolerance", "p95_itl_tolerance", float, "noise allowance on that ratio"),
+    ]
+    for flag, field, kind, text in knobs:
+        default = getattr(t, field)
+        gate.add_argument(flag, type=kind, default=default, metavar="K" if kind is int else "X", help=f"{text} (default {default})")
+    gate.add_argument(
+        "--allow-unverified-quality", action="store_true", help="sampled runs: do not fail on the unmeasured quality check"
+    )
+    gate.add_argument("--json", action="store_true", help="one JSON object (the verdict)")
+
+
+def _read_recordings(paths: Sequence[str]) -> list:  # list[Recording], kept import-light
+    from spectui.recording.reader import read_recording
+
+    recs = []
+    for path in paths:
+        if not os.path.isfile(path):
+            raise SpectuiError(f"recording not found: {path}")
+        recs.append(read_recording(path))
+    return recs
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    """Exit 0 whenever the two runs were compared, outputs identical or not."""
+    from spectui.compare.diff import diff_recordings, format_diff_markdown, format_diff_text
+
+    baseline, candidate = _read_recordings([args.baseline, args.candidate])
+    d = diff_recordings(baseline, candidate, force=args.force)
+    if args.json:
+        print(msgspec.json.encode(d).decode())
+    elif args.markdown:
+        print(format_diff_markdown(d), end="")
+    else:
+        print(format_diff_text(d))
+    return 0
+
+
+def cmd_gate(args: argparse.Namespace) -> int:
+    """Exit 0 pass, 1 fail (2, unusable input, comes from SpectuiError)."""
+    from spectui.compare.gate import GateThresholds, format_verdict_text, gate
+
+    t = GateThresholds(
+        min_speedup=args.min_speedup,
+        min_acceptance=args.min_acceptance,
+        expected_k=args.expected_k,
+        max_ttft_growth=args.max_ttft_growth,
+        max_p95_itl_ratio=args.max_p95_itl_ratio,
+        p95_itl_tolerance=args.p95_itl_tolerance,
+        allow_unverified_quality=args.allow_unverified_quality,
+    )
+    t.validate()  # before reading files: a typo in a threshold is the cheaper error to report
+    verdict = gate(_read_recordings(args.baseline), _read_recordings(args.candidate), t)
+    if args.json:
+        print(msgspec.json.encode(verdict).decode())
+    else:
+        print(format_verdict_text(verdict))
+    return 0 if verdict.passed else 1
+
+
 def format_summary(config: RunConfig, s) -> str:  # noqa: ANN001 - Summary, kept import-light
     def f(v: float, spec: str = ".1f") -> str:
         return "n/a" if v != v else format(v, spec)  # NaN check without numpy
@@ -288,8 +372,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_dashboard(args)
         if args.command == "report":
             return cmd_report(args)
+        if args.command == "diff":
+            return cmd_diff(args)
+        if args.command == "gate":
+            return cmd_gate(args)
         if args.command == "models":
             return cmd_models(args)
+        if args.command in VIEW_COMMANDS:
+            return VIEW_COMMANDS[args.command](args)
         parser.print_help()
         return 2
     except SpectuiError as exc:

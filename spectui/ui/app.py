@@ -39,6 +39,8 @@ from spectui.errors import SpectuiError
 from spectui.metrics.live import LiveRun
 from spectui.recording.schema import End
 from spectui.ui.messages import SessionEvent, SessionFinished, SessionStatus
+from spectui.ui.replay import SEEK_S, ReplayPlayer, speed_label
+from spectui.ui.screens.compare import CompareScreen, run_label
 from spectui.ui.screens.live import LiveScreen
 from spectui.ui.screens.pickers import OpenRecording, PromptPicker
 from spectui.ui.screens.plot import PlotScreen
@@ -115,17 +117,34 @@ class SpectuiApp(App[int]):
         Binding("r", "run", "Run"),
         Binding("s", "stop", "Stop"),
         Binding("m", "toggle_mode", "Mode"),
-        Binding("plus,equals_sign", "k_up", "K+", key_display="+"),
-        Binding("minus", "k_down", "K-", key_display="-"),
-        Binding("right_square_bracket", "temperature_up", "T+", key_display="]"),
-        Binding("left_square_bracket", "temperature_down", "T-", key_display="["),
+        # one footer entry per pair: 80 columns hold every key that way
+        Binding("plus,equals_sign", "k_up", "K", key_display="+-"),
+        Binding("minus", "k_down", "K-", show=False),
+        Binding("right_square_bracket", "temperature_up", "T", key_display="]["),
+        Binding("left_square_bracket", "temperature_down", "T-", show=False),
         Binding("p", "pick_prompt", "Prompt"),
         Binding("o", "open_recording", "Open"),
         Binding("g", "plot", "Plot"),
         Binding("b", "toggle_blocks", "Blocks"),
+        Binding("v", "compare", "Compare"),
         Binding("c", "cycle_theme", "Theme", show=False),
         Binding("q", "quit", "Quit"),
+        # replay only (hidden otherwise, see check_action)
+        Binding("space", "replay_pause", "Play", key_display="␣"),
+        Binding("greater_than_sign,full_stop", "replay_faster", "Faster", key_display=">"),
+        Binding("less_than_sign,comma", "replay_slower", "Slower", key_display="<"),
+        Binding("n", "replay_step", "Step"),
+        Binding("left", "replay_seek(-1)", "Back", show=False),
+        Binding("right", "replay_seek(1)", "Fwd", show=False),
+        Binding("home", "replay_restart", "Start", show=False),
     ]
+    REPLAY_ACTIONS = frozenset(
+        {"replay_pause", "replay_faster", "replay_slower", "replay_step", "replay_seek", "replay_restart"}
+    )
+    #: Settings of the next live run: out of the footer while a replay needs the room.
+    LIVE_SETTINGS = frozenset({"k_up", "k_down", "temperature_up", "temperature_down"})
+    #: Replay timer ticks per second: events are handed out at this granularity.
+    REPLAY_HZ = 30
 
     def __init__(
         self,
@@ -149,6 +168,13 @@ class SpectuiApp(App[int]):
         self.detail = "press r to run"
         self.recording_path: Path | None = None
         self.replay_path: str | None = None
+        self.replay_truncated = False
+        self.player: ReplayPlayer | None = None
+        self.on_mount_open: Callable[[], object] | None = None  # replay / compare from the CLI
+        self.compare: tuple[LiveRun, LiveRun] | None = None  # (baseline, candidate)
+        self.compare_files: tuple[str, str] | None = None
+        self._compare_queue: list[tuple[RunConfig, LiveRun]] = []
+        self._recorded: dict[int, Path | None] = {}  # id(LiveRun) -> its recording
         self.show_blocks = False
         self._stop: threading.Event | None = None
         self._restart_timer: Timer | None = None
@@ -194,10 +220,13 @@ class SpectuiApp(App[int]):
             exit_on_error=False,
         )
         self.set_interval(1 / REPAINT_HZ, self._repaint)
+        self.set_interval(1 / self.REPLAY_HZ, self._replay_tick)
         # a theme picked anywhere (the command palette too) restyles the baked-in texts
         self.theme_changed_signal.subscribe(self, lambda _theme: self._touch())
         if self.autostart:
             self.start_run()
+        if self.on_mount_open is not None:
+            self.call_after_refresh(self.on_mount_open)
 
     def on_unmount(self) -> None:
         # The engine thread ends the step in flight, closes the engine and exits.
@@ -229,7 +258,7 @@ class SpectuiApp(App[int]):
         if not (force or self._dirty or changed or self._details_owed):
             return
         screen = self.screen
-        if not isinstance(screen, LiveScreen):
+        if not isinstance(screen, (LiveScreen, CompareScreen)):
             return
         now = time.monotonic()
         full = force or self._dirty or live.finished or now - self._detailed_at >= 1 / DETAIL_HZ
@@ -283,10 +312,10 @@ class SpectuiApp(App[int]):
         detail = self.detail
         if self.state in ("running", "stopping"):
             detail = f"{live.n_tokens}/{cfg.max_tokens} tokens"
-        elif self.state in ("done", "interrupted", "replay") and live.end is not None:
+        elif self.state == "replay" and self.player is not None:
+            detail = self._replay_detail()
+        elif self.state in ("done", "interrupted") and live.end is not None:
             detail = f"{live.n_tokens} tokens ({live.end.reason})"
-        elif self.state == "replay":
-            detail = f"{live.n_tokens} tokens (no end record)"
         if self.replay_path is not None:
             recording, path = "replay", self.replay_path
         elif not self.record:
@@ -331,8 +360,11 @@ class SpectuiApp(App[int]):
         directory = self.recordings_dir
         return lambda cfg: default_recording_path(cfg, directory)
 
-    def start_run(self) -> None:
-        """Start a session with the current config (stopping the one in progress)."""
+    def start_run(self, config: RunConfig | None = None, live: LiveRun | None = None) -> None:
+        """Start a session with ``config`` (default: the current one), stopping the one in
+        progress; its events fold into ``live`` (default: a new ``LiveRun``)."""
+        if live is None:
+            self._compare_queue.clear()  # a plain run ends a live comparison
         if self._restart_timer is not None:
             self._restart_timer.stop()
             self._restart_timer = None
@@ -340,14 +372,17 @@ class SpectuiApp(App[int]):
             self._stop.set()
         self.run_id += 1
         self._stop = stop = threading.Event()
-        self.live = LiveRun()
+        self.live = live if live is not None else LiveRun()
+        if self.player is not None:
+            self.player = None
+            self.refresh_bindings()
         self.replay_path = None
         self.recording_path = None
         self.state, self.detail = "starting", ""
         self.runner.submit(
             SessionRequest(
                 run_id=self.run_id,
-                config=self.config,
+                config=config or self.config,
                 stop=stop,
                 post=self.post_message,
                 record_to=self._record_path_factory(),
@@ -370,6 +405,7 @@ class SpectuiApp(App[int]):
         self.state = msg.state
         if msg.state == "running":
             self.recording_path = Path(msg.detail) if msg.detail else None
+            self._recorded[id(self.live)] = self.recording_path
             self.detail = ""
         else:
             self.detail = msg.detail
@@ -379,7 +415,7 @@ class SpectuiApp(App[int]):
         if msg.run_id != self.run_id:
             return  # a superseded run's last steps
         self.live.feed(msg.event)
-        if type(msg.event) is End:
+        if type(msg.event) is End and self.player is None:
             self.state = _FINISHED.get(msg.event.reason, "done")
             self.detail = msg.event.error
             h = self.live.header
@@ -395,6 +431,11 @@ class SpectuiApp(App[int]):
         elif self.live.end is None:  # stopped before it began
             self.state, self.detail = "idle", ""
         self._note_baseline(self.live)
+        if self._compare_queue and self.state in ("done", "interrupted") and self.live.end is not None:
+            if self.state == "done":
+                self._start_next_compare()
+            else:
+                self._compare_queue.clear()  # stopped: the pair stays half-done
         self._touch()
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
@@ -413,9 +454,11 @@ class SpectuiApp(App[int]):
 
     # -- recordings -----------------------------------------------------------------------------
 
-    def open_recording(self, path: str | Path) -> bool:
-        """Show a recording's final state through the same LiveRun and redraw as a live run."""
+    def open_recording(self, path: str | Path, *, play: bool = False, speed: float = 1.0, paused: bool = False) -> bool:
+        """Show a recording through the same messages, ``LiveRun`` and repaint as a live run:
+        its final state at once, or (``play``) replayed at ``speed`` times its own pace."""
         from spectui.recording.reader import read_recording
+        from spectui.recording.timeline import Timeline
 
         try:
             rec = read_recording(path)
@@ -426,17 +469,65 @@ class SpectuiApp(App[int]):
             self.notify(f"{path}: {exc.strerror or exc}", title="cannot open recording", severity="error", timeout=8)
             return False
         self.stop_run()
-        self.run_id += 1  # whatever the stopped run still sends is not this view's
-        live = LiveRun.from_events(rec.events)
-        self.live = live
         self.replay_path = str(path)
+        self.replay_truncated = rec.truncated or not rec.complete
+        self.player = ReplayPlayer(
+            Timeline(rec.events), speed=speed, paused=paused, at_end=not play, now=time.monotonic()
+        )
         self.state, self.detail = "replay", ""
+        self._rebuild_replay()
         if rec.truncated:
-            self.detail = "truncated recording"
-        self._note_baseline(live)
-        self._touch()
+            self.notify(
+                f"cut off at byte {rec.truncated_at}: every complete record is shown",
+                title="truncated recording",
+                severity="warning",
+                timeout=6,
+            )
+        if not play:
+            self._note_baseline(self.live)
+        self.refresh_bindings()  # the replay keys show in the footer
         self.refresh_now()
         return True
+
+    def _rebuild_replay(self) -> None:
+        """Show the player's first ``shown`` events at once (open, seek, restart). A new run id
+        drops replay messages already posted for the old position."""
+        player = self.player
+        assert player is not None
+        self.run_id += 1
+        self.live = LiveRun.from_events(player.timeline.events[: player.shown])
+        self._touch()
+
+    def _replay_tick(self) -> None:
+        player = self.player
+        if player is None or player.paused:
+            return
+        self._post_replay(player.tick(time.monotonic()))
+
+    def _post_replay(self, indices: range) -> None:
+        events, run_id = self.player.timeline.events, self.run_id
+        for i in indices:
+            self.post_message(SessionEvent(run_id, events[i]))
+        if indices:
+            self._touch()
+
+    def _replay_detail(self) -> str:
+        player, live = self.player, self.live
+        tl = player.timeline
+        now = time.monotonic()
+        at = tl.time_at(player.shown) if player.paused or player.finished else min(player._clock(now), tl.duration_us)
+        state = "paused" if player.paused and not player.finished else speed_label(player.speed)
+        if player.finished:
+            state = "end" + (f" ({live.end.reason})" if live.end is not None else " (no end record)")
+        parts = [
+            state,
+            f"{at / 1e6:.1f}/{tl.duration_us / 1e6:.1f} s",
+            f"step {tl.blocks_done(player.shown)}/{len(tl.step_ends)}",
+            f"{live.n_tokens} tokens",
+        ]
+        if self.replay_truncated:
+            parts.append("truncated recording")
+        return " · ".join(parts)
 
     # -- actions ----------------------------------------------------------------------------------
 
@@ -504,12 +595,130 @@ class SpectuiApp(App[int]):
         if isinstance(screen, LiveScreen):
             screen.set_show_blocks(self.show_blocks)
 
+    # -- side by side -----------------------------------------------------------------------------
+
+    def action_compare(self) -> None:
+        """The compare screen; with nothing to compare yet, run the pair live."""
+        if isinstance(self.screen, CompareScreen):
+            self.pop_screen()
+            return
+        self.push_screen(CompareScreen())
+        if self.compare is None:
+            self.action_run_compare()
+
+    def action_run_compare(self) -> None:
+        """AR then speculative, same prompt and settings, one after the other (never at once:
+        they would share the cores and neither number would be true)."""
+        base = msgspec.structs.replace(self.config, mode="ar")
+        cand = msgspec.structs.replace(self.config, mode="spec")
+        self.compare = (LiveRun(), LiveRun())
+        self.compare_files = None
+        self._compare_queue[:] = [(base, self.compare[0]), (cand, self.compare[1])]
+        self._start_next_compare()
+
+    def _start_next_compare(self) -> None:
+        config, live = self._compare_queue.pop(0)
+        self.start_run(config, live)
+
+    def open_compare(self, baseline: str | Path, candidate: str | Path) -> bool:
+        """Two recordings side by side (baseline first)."""
+        from spectui.recording.reader import read_recording
+
+        runs = []
+        for path in (baseline, candidate):
+            try:
+                runs.append(LiveRun.from_events(read_recording(path).events))
+            except (SpectuiError, OSError) as exc:
+                self.notify(f"{path}: {exc}", title="cannot open recording", severity="error", timeout=8)
+                return False
+        self.stop_run()
+        self._compare_queue.clear()
+        self.compare = (runs[0], runs[1])
+        self.compare_files = (str(baseline), str(candidate))
+        if not isinstance(self.screen, CompareScreen):
+            self.push_screen(CompareScreen())
+        self._touch()
+        return True
+
+    def compare_paths(self) -> tuple[str, str] | None:
+        """The recordings behind the compared pair (files, or the live pair's recordings)."""
+        if self.compare_files is not None:
+            return self.compare_files
+        if self.compare is None:
+            return None
+        paths = tuple(self._recorded.get(id(live)) for live in self.compare)
+        return (str(paths[0]), str(paths[1])) if all(paths) and all(l.end for l in self.compare) else None
+
+    def action_diff(self) -> None:
+        from spectui.ui.screens.diff import DiffScreen, diff_text
+
+        paths = self.compare_paths()
+        if paths is None:
+            self.notify("the diff needs two finished, recorded runs", severity="warning", timeout=4)
+            return
+        self.push_screen(DiffScreen(diff_text(*paths)))
+
+    def compare_title(self) -> str:
+        if self.compare_files is not None:
+            return f"compare · files {self.compare_files[0]}  vs  {self.compare_files[1]}"
+        if self.compare is None:
+            return "compare · press r to run AR, then speculative"
+        base, cand = self.compare
+        which = "AR" if self.live is base else run_label(cand)
+        state = f"{self.state}: {which}" if self.running else self.state
+        return f"compare · live, one after the other · {state}"
+
     def action_cycle_theme(self) -> None:
         names = [t.name for t in self._themes] or ["textual-dark", "textual-light", "textual-ansi"]
         i = names.index(self.theme) if self.theme in names else -1
         self.theme = names[(i + 1) % len(names)]
         self.notify(f"theme: {self.theme}", timeout=2)
         self._touch()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in self.REPLAY_ACTIONS:
+            return self.player is not None
+        if action in self.LIVE_SETTINGS:
+            return self.player is None
+        return True
+
+    def action_replay_pause(self) -> None:
+        if self.player is not None:
+            if self.player.toggle_pause(time.monotonic()):
+                self._rebuild_replay()
+            self._touch()
+
+    def action_replay_faster(self) -> None:
+        if self.player is not None:
+            self.player.faster(time.monotonic())
+            self._touch()
+
+    def action_replay_slower(self) -> None:
+        if self.player is not None:
+            self.player.slower(time.monotonic())
+            self._touch()
+
+    def action_replay_step(self) -> None:
+        if self.player is not None:
+            self._post_replay(self.player.step_block(time.monotonic()))
+            self._touch()
+
+    def action_replay_seek(self, direction: int) -> None:
+        player = self.player
+        if player is None:
+            return
+        before = player.shown
+        after = player.seek(direction * SEEK_S, time.monotonic())
+        if after < before:
+            self._rebuild_replay()
+        else:
+            self._post_replay(range(before, after))
+        self._touch()
+
+    def action_replay_restart(self) -> None:
+        if self.player is not None:
+            self.player.seek(-math.inf, time.monotonic())
+            self._rebuild_replay()
 
     async def action_quit(self) -> None:
         self.stop_run()
@@ -556,9 +765,35 @@ def run_dashboard(
     working (copying a recording path over SSH, for one).
     """
     app = make_app(config, record=record, recordings_dir=recordings_dir, theme=theme)
+    return _run_in_terminal(app, theme)
+
+
+def run_replay(path: str, *, speed: float = 1.0, paused: bool = False, theme: str | None = None) -> int:
+    """``spectui replay``: play ``path`` from the start in the dashboard (no engine, no models)."""
+    from spectui.config import RunConfig
+
+    app = make_app(RunConfig(prompt="(replay)"), record=False, theme=theme)
+    app.on_mount_open = functools.partial(app.open_recording, path, play=True, speed=speed, paused=paused)
+    return _run_in_terminal(app, theme)
+
+
+def _run_in_terminal(app: SpectuiApp, theme: str | None) -> int:
     if theme is None and app.console.color_system != "truecolor" and THEME_256 in app.available_themes:
         app.theme = THEME_256
     result = app.run(mouse=False)
     if app.return_code not in (None, 0):
         return app.return_code
     return result if isinstance(result, int) else 0
+
+
+def run_compare(
+    files: list[str], *, config: RunConfig | None = None, record: bool = True, theme: str | None = None
+) -> int:
+    """``spectui compare``: two recordings side by side, or (no files) AR then speculative live."""
+    app = make_app(config or RunConfig(prompt="(compare)"), record=record and not files, theme=theme)
+    if files:
+        app.on_mount_open = functools.partial(app.open_compare, files[0], files[1])
+    else:
+        app.on_mount_open = app.action_compare
+    return _run_in_terminal(app, theme)
+

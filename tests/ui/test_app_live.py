@@ -219,7 +219,8 @@ async def test_open_a_recording_from_the_keyboard(tmp_path):
         assert app.state == "replay"
         assert screen_text(app) == recorded_text(FIXED_SPEC)[1]
         header = await header_text(pilot)
-        assert "replay" in header and f"file {FIXED_SPEC}" in header
+        # the path is shortened from the left to fit: its file name stays
+        assert "replay" in header and "file " in header and f"{FIXED_SPEC.parent.name}/{FIXED_SPEC.name}" in header
         # the same numbers as the recording's own summary
         assert app.live.summary().acceptance_rate == summarize(read_recording(FIXED_SPEC).events).acceptance_rate
 

@@ -58,7 +58,14 @@ def test_dashboard_in_tmux(tmp_path):
     tmux = Tmux(f"spectui-test-{os.getpid()}")
     recordings = tmp_path / "recordings"
     # Textual draws on stderr: it must stay the pane's terminal, so nothing is redirected.
-    command = f"env -u COLORTERM TERM=xterm-256color SPECTUI_RECORDINGS={recordings} {sys.executable} -m spectui.ui"
+    # The exit status goes through a file: a tmux server whose SIGCHLD is blocked by whatever
+    # started it (seen on this build machine) never reaps the pane's process, and then
+    # #{pane_dead_status} stays empty. The shell waits for the app itself.
+    status_file = tmp_path / "exit-status"
+    command = (
+        f"sh -c 'env -u COLORTERM TERM=xterm-256color SPECTUI_RECORDINGS={recordings} "
+        f"{sys.executable} -m spectui.ui; echo $? > {status_file}'"
+    )
     try:
         tmux("new-session", "-d", "-s", "e2e", "-x", "100", "-y", "30", "-c", str(REPO), command)
         tmux("set-option", "-t", "e2e", "remain-on-exit", "on")
@@ -98,7 +105,7 @@ def test_dashboard_in_tmux(tmp_path):
                 raise AssertionError(f"the app did not quit; the screen was:\n{tmux.screen()}")
             time.sleep(0.2)
         after = tmux.screen()
-        assert tmux.pane("#{pane_dead_status}") == "0", after
+        assert status_file.read_text().strip() == "0", after
         assert tmux.pane("#{alternate_on}") == "0"  # the terminal is back on its normal screen
         assert "Traceback" not in after and "Quit" not in after  # no error, no dashboard left
     finally:

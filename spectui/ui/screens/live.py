@@ -10,16 +10,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal
 from textual.css.query import NoMatches
 from textual.events import Resize
 from textual.screen import Screen
 from textual.widgets import Footer
 
-from spectui.metrics.live import percentiles
-from spectui.ui.format import DASH, num, pct, size
 from spectui.ui.widgets.header import RunHeader
-from spectui.ui.widgets.signals import SignalPanel
+from spectui.ui.widgets.signals import SignalGroup
 from spectui.ui.widgets.stats import StatsPanel
 from spectui.ui.widgets.token_stream import Legend, TokenStream
 
@@ -39,10 +37,7 @@ class LiveScreen(Screen[None]):
         with Horizontal(id="main"):
             yield TokenStream(id="tokens")
             yield StatsPanel(id="stats")
-        with Vertical(id="signals"):
-            yield SignalPanel("ITL", id="signal-itl")
-            yield SignalPanel("accept", id="signal-acceptance")
-            yield SignalPanel("headroom", id="signal-headroom")
+        yield SignalGroup(id="signals")
         yield Legend(id="legend")
         # compact, and no command-palette key docked over the last bindings at 80 columns
         yield Footer(compact=True, show_command_palette=False)
@@ -83,30 +78,4 @@ class LiveScreen(Screen[None]):
         k = live.last_k or cfg.draft.k
         self.query_one(StatsPanel).update_from(live, mode=cfg.mode, k=k, baseline=app.baseline_for(live))
 
-        s = live.summary()
-        itl = live.itl_ms
-        # "Now" is the latest wait between deliveries: tokens of one block share a timestamp,
-        # so the very last gap is usually 0 in a speculative run and says nothing.
-        last_wait = next((v for v in reversed(itl) if v > 0), 0.0) if itl else None
-        self.query_one("#signal-itl", SignalPanel).show(
-            num(last_wait, ".2f", " ms"),
-            num(s.itl_p50_ms, ".2f"),
-            num(s.itl_p95_ms, ".2f"),
-            itl,
-        )
-        acc = live.block_acceptance
-        a50, a95 = percentiles(acc)
-        self.query_one("#signal-acceptance", SignalPanel).show(
-            pct(acc[-1]) if acc else ("AR" if cfg.mode == "ar" else DASH),
-            pct(a50),
-            pct(a95),
-            acc,
-        )
-        head = live.headroom
-        h50, h95 = percentiles(head)
-        self.query_one("#signal-headroom", SignalPanel).show(
-            size(head[-1]) if head else DASH,
-            size(int(h50)) if head else DASH,
-            size(int(h95)) if head else DASH,
-            head,
-        )
+        self.query_one(SignalGroup).show_run(live, live.summary(), cfg.mode)

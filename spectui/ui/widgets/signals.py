@@ -10,10 +10,17 @@ from collections.abc import Sequence
 
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.containers import Vertical
 from textual.widget import Widget
 from textual.widgets import Static
 
+from spectui.metrics.live import LiveRun, percentiles
+from spectui.metrics.stats import Summary
+from spectui.ui.format import DASH, num, pct, size
 from spectui.ui.widgets.spark import SparkBars
+
+
+CAPTION_WIDTH = 51
 
 
 class SignalPanel(Widget):
@@ -24,7 +31,7 @@ class SignalPanel(Widget):
         padding: 0 1;
     }
     SignalPanel > .signal-caption {
-        width: 51;
+        width: 51;  /* CAPTION_WIDTH */
         height: 1;
     }
     SignalPanel > SparkBars {
@@ -41,6 +48,11 @@ class SignalPanel(Widget):
         super().__init__(id=id)
         self.signal_name = name
         self._caption: tuple = ()
+        self._shown: tuple | None = None
+
+    def on_resize(self) -> None:
+        if self._shown is not None:  # the caption's layout depends on the width
+            self.call_after_refresh(lambda: self.show(*self._shown))
 
     def compose(self) -> ComposeResult:
         yield Static(self.signal_name, classes="signal-caption", markup=False)
@@ -53,15 +65,56 @@ class SignalPanel(Widget):
         name_style, value_style, muted = styles = tuple(
             get(f"signal-panel--{part}") for part in ("name", "value", "muted")
         )
-        caption = (current, p50, p95, styles)  # styles are baked in: a theme change redraws
+        self._shown = (current, p50, p95, data)
+        caption_widget = self.query_one(".signal-caption", Static)
+        # Aligned columns where there is room (51 cells); packed tight in a narrow column.
+        wide = caption_widget.size.width >= CAPTION_WIDTH or caption_widget.size.width == 0
+        caption = (current, p50, p95, styles, wide)  # styles are baked in: a theme change redraws
         if caption != self._caption:
             self._caption = caption
+            w = (9, 11, 9) if wide else (0, 0, 0)
             text = Text(no_wrap=True, overflow="ellipsis")
-            text.append(f"{self.signal_name:<9}", name_style)
-            text.append(f"{current:>11}", value_style)
-            text.append("  p50 ", muted)
-            text.append(f"{p50:>9}", muted)
-            text.append("  p95 ", muted)
-            text.append(f"{p95:>9}", muted)
-            self.query_one(".signal-caption", Static).update(text, layout=False)  # fixed size
+            text.append(f"{self.signal_name:<{w[0]}}", name_style)
+            text.append(f"{current:>{w[1]}}" if wide else f" {current}", value_style)
+            text.append("  p50 " if wide else " p50 ", muted)
+            text.append(f"{p50:>{w[2]}}", muted)
+            text.append("  p95 " if wide else " p95 ", muted)
+            text.append(f"{p95:>{w[2]}}", muted)
+            caption_widget.update(text, layout=False)  # fixed size
         self.query_one(SparkBars).show(data)
+
+
+class SignalGroup(Vertical):
+    """The three live signals of one run: inter-token latency, acceptance per block, headroom.
+    (The main screen has one; the compare screen one per column.)"""
+
+    DEFAULT_CSS = """
+    SignalGroup { height: auto; }
+    """
+
+    def compose(self) -> ComposeResult:
+        yield SignalPanel("ITL", id="signal-itl")
+        yield SignalPanel("accept", id="signal-acceptance")
+        yield SignalPanel("headroom", id="signal-headroom")
+
+    def show_run(self, live: LiveRun, summary: Summary, mode: str) -> None:
+        itl = live.itl_ms
+        # "Now" is the latest wait between deliveries: tokens of one block share a timestamp,
+        # so the very last gap is usually 0 in a speculative run and says nothing.
+        last_wait = next((v for v in reversed(itl) if v > 0), 0.0) if itl else None
+        self.query_one("#signal-itl", SignalPanel).show(
+            num(last_wait, ".2f", " ms"), num(summary.itl_p50_ms, ".2f"), num(summary.itl_p95_ms, ".2f"), itl
+        )
+        acc = live.block_acceptance
+        a50, a95 = percentiles(acc)
+        self.query_one("#signal-acceptance", SignalPanel).show(
+            pct(acc[-1]) if acc else ("AR" if mode == "ar" else DASH), pct(a50), pct(a95), acc
+        )
+        head = live.headroom
+        h50, h95 = percentiles(head)
+        self.query_one("#signal-headroom", SignalPanel).show(
+            size(head[-1]) if head else DASH,
+            size(int(h50)) if head else DASH,
+            size(int(h95)) if head else DASH,
+            head,
+        )

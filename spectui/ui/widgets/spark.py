@@ -20,6 +20,8 @@ from textual.widget import Widget
 
 BARS = " ▁▂▃▄▅▆▇█"
 COLOUR_STEPS = 6
+#: Points kept: more than any terminal is wide, so a resize never waits for new data.
+KEEP = 1024
 
 
 def bar_levels(data: Sequence[float], rows: int) -> list[int]:
@@ -53,8 +55,8 @@ class SparkBars(Widget):
         return self._data
 
     def show(self, data: Sequence[float]) -> None:
-        """Show the last points that fit; repaints only when they changed."""
-        tail = tuple(data[-max(1, self.size.width) :])
+        """Show the last points that fit (one bar each); repaints only when they changed."""
+        tail = tuple(data[-KEEP:])
         if tail != self._data:
             self._data = tail
             self.refresh()

@@ -1,0 +1,74 @@
+"""The CLI's dashboard views of recordings: ``spectui replay`` and ``spectui compare``.
+
+Every file is read (and refused in one line) before the dashboard starts, so a bad path
+never leaves a half-drawn terminal behind. The UI is imported only when a view opens: the
+headless commands stay free of Textual.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from spectui.errors import SpectuiError
+
+
+def add_view_parsers(sub: argparse._SubParsersAction) -> None:
+    replay = sub.add_parser("replay", help="play a recording in the dashboard at its own pace (no models needed)")
+    replay.add_argument("file")
+    replay.add_argument("--speed", default="1", help="0.5, 1, 2, 4 or max (default 1: the original timing)")
+    replay.add_argument("--paused", action="store_true", help="open paused at the start: space plays, n steps a block")
+    replay.add_argument("--theme", default=None)
+
+    compare = sub.add_parser("compare", help="AR and speculative side by side: two recordings, or both run live")
+    compare.add_argument("files", nargs="*", metavar="FILE", help="two recordings (baseline first); none: run both live")
+    compare.add_argument("--theme", default=None)
+    compare.add_argument("--no-record", action="store_true", help="live: do not record the two sessions")
+    from spectui.cli import add_run_arguments  # the live pair takes every run knob
+
+    add_run_arguments(compare)
+
+
+def _need_terminal(what: str) -> None:
+    if not (sys.stdout.isatty() and sys.stdin.isatty()):
+        raise SpectuiError(f"{what} needs a terminal; for a text summary use: spectui report FILE / spectui diff A B")
+
+
+def _check_recording(path: str) -> None:
+    from spectui.recording.reader import read_recording
+
+    try:
+        read_recording(path)
+    except OSError as exc:
+        raise SpectuiError(f"{path}: {exc.strerror or exc}") from None
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from spectui.ui.replay import parse_speed
+
+    try:
+        speed = parse_speed(args.speed)
+    except ValueError:
+        raise SpectuiError(f"--speed {args.speed!r}: expected 0.5, 1, 2, 4 or max") from None
+    _check_recording(args.file)
+    _need_terminal("replay")
+    from spectui.ui.app import run_replay
+
+    return run_replay(args.file, speed=speed, paused=args.paused, theme=args.theme)
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from spectui.cli import config_from_args
+
+    if len(args.files) not in (0, 2):
+        raise SpectuiError("compare takes two recordings (baseline first), or none to run AR and speculative live")
+    for path in args.files:
+        _check_recording(path)
+    config = config_from_args(args) if not args.files else None
+    _need_terminal("compare")
+    from spectui.ui.app import run_compare
+
+    return run_compare(args.files, config=config, record=not args.no_record, theme=args.theme)
+
+
+VIEW_COMMANDS = {"replay": cmd_replay, "compare": cmd_compare}

@@ -1,0 +1,298 @@
+"""``spectui gate``: may speculation go to production? One check per criterion, each with its
+measured value, its threshold and a line of detail; the gate passes when no check fails.
+
+A check is ``passed=True``, ``False``, or ``None`` (not applicable: TTFT on a long prompt,
+acceptance for an AR candidate). Not applicable never fails the gate; *not measured* does
+(sampled output quality, see below), because a gate that passes what it did not look at is
+worse than none.
+
+With several recordings a side, speeds and latencies are medians across runs: one run on a
+busy machine then moves the verdict less than it would move a mean.
+
+Why p95 ITL is compared per token, as a client sees it, and with tolerance 0 + 5%: a
+speculative block delivers its tokens together, so its gaps are zero except the one before the
+block, which carries the whole draft + verify time. On a CPU, where verifying K+1 tokens costs
+~2.8 single forwards at K=4, the p95 gap of a speculative run is usually a block time and
+larger than AR's. That is the stall a streaming user feels, so the gate does not hide it by
+dividing by tokens per block: "p95 ITL holds" means candidate p95 <= baseline p95 x
+``max_p95_itl_ratio`` (default 1.0: no growth), widened by ``p95_itl_tolerance`` (default 5%)
+for the run-to-run scheduling noise a p95 carries. Loosen the ratio deliberately if block-sized
+stalls are acceptable for a workload; do not hide them in the tolerance.
+"""
+
+from __future__ import annotations
+
+import math
+
+import msgspec
+
+from spectui.compare.diff import (
+    compare_outputs,
+    comparability,
+    is_short_prompt,
+    output_tokens,
+    speedup_ci,
+    status_label,
+)
+from spectui.compare.thresholds import GateThresholds
+from spectui.errors import SpectuiError
+from spectui.metrics.stats import Summary, summarize
+from spectui.recording.report import _num
+from spectui.recording.reader import Recording
+
+__all__ = ["Check", "GateThresholds", "Verdict", "format_verdict_text", "gate"]
+
+Number = float | int | str | None
+
+
+class Check(msgspec.Struct, kw_only=True):
+    name: str
+    passed: bool | None  # None: not applicable
+    value: Number
+    threshold: Number
+    detail: str
+    #: how value and threshold are read: ">=" (value must reach it) or "<="
+    comparison: str = ""
+    unit: str = ""  # "x" ratio, "%" share (0.08 = 8%), "" plain
+
+
+class Verdict(msgspec.Struct, kw_only=True):
+    passed: bool
+    checks: list[Check]
+    baselines: list[str]
+    candidates: list[str]
+    thresholds: GateThresholds
+
+
+def _median(values: list[float]) -> float:
+    vals = sorted(v for v in values if v == v)
+    if not vals:
+        return float("nan")
+    mid = len(vals) // 2
+    return vals[mid] if len(vals) % 2 else (vals[mid - 1] + vals[mid]) / 2
+
+
+def _runs(n: int) -> str:
+    return f"{n} run{'s' if n != 1 else ''}"
+
+
+def _check_outputs(baselines: list[Recording], candidates: list[Recording], t: GateThresholds) -> Check:
+    greedy = all(r.header.config.sampling.greedy for r in baselines + candidates)
+    if not greedy:
+        allowed = t.allow_unverified_quality
+        return Check(
+            name="quality",
+            passed=None if allowed else False,
+            value=None,
+            threshold=f"within {t.max_quality_drop_points} points",
+            detail="sampled runs: quality pass rates are not measured (no quality set yet)"
+            + ("; allowed unverified" if allowed else "; fails unless unverified quality is allowed"),
+        )
+    ref = baselines[0]
+    ref_out = output_tokens(ref)
+    differing = 0
+    notes = []
+    lengths = []
+    for cand in candidates:
+        o = compare_outputs(ref_out, output_tokens(cand))
+        differing += o.n_differing
+        if o.n_differing:
+            d = o.first_divergence
+            assert d is not None
+            notes.append(f"{cand.path} differs at token {d.index} ({o.n_differing} of {o.common_length} positions)")
+        if o.baseline_length != o.candidate_length:
+            lengths.append(
+                f"{cand.path} has {o.candidate_length} tokens ({summarize(cand.events).finish_reason or 'no end'})"
+                f" vs {o.baseline_length} ({summarize(ref.events).finish_reason or 'no end'})"
+            )
+    for other in baselines[1:]:  # baseline against baseline: the noise floor, reported only
+        o = compare_outputs(ref_out, output_tokens(other))
+        if o.n_differing:
+            assert o.first_divergence is not None
+            notes.append(f"note: baseline {other.path} itself differs from {ref.path} at token {o.first_divergence.index}")
+    if not differing:
+        notes.insert(0, f"greedy: {_runs(len(candidates))} token-identical to {ref.path} over the common length")
+    return Check(
+        name="outputs",
+        passed=differing == 0,
+        value=differing,
+        threshold=0,
+        comparison="<=",
+        detail="; ".join(notes + [f"length differs: {x}" for x in lengths]),
+    )
+
+
+def _check_speedup(
+    baselines: list[Recording], candidates: list[Recording], bs: list[Summary], cs: list[Summary], t: GateThresholds
+) -> Check:
+    b = _median([s.decode_tok_s for s in bs])
+    c = _median([s.decode_tok_s for s in cs])
+    ratio = c / b if b > 0 else float("nan")
+    detail = f"median decode {_num(c, '.2f')} tok/s ({_runs(len(cs))}) vs {_num(b, '.2f')} tok/s ({_runs(len(bs))})"
+    if len(baselines) == len(candidates) == 1:
+        sp = speedup_ci(baselines[0], candidates[0])
+        if sp.ci_low == sp.ci_low:
+            detail += f"; 95% CI {sp.ci_low:.2f}-{sp.ci_high:.2f} (step bootstrap, one pair)"
+    return Check(
+        name="speedup",
+        passed=bool(ratio >= t.min_speedup),  # NaN (no decode rate) fails
+        value=ratio,
+        threshold=t.min_speedup,
+        comparison=">=",
+        unit="x",
+        detail=detail,
+    )
+
+
+def _check_itl(bs: list[Summary], cs: list[Summary], t: GateThresholds) -> Check:
+    b = _median([s.itl_p95_ms for s in bs])
+    c = _median([s.itl_p95_ms for s in cs])
+    ratio = c / b if b > 0 else float("nan")
+    limit = t.max_p95_itl_ratio * (1 + t.p95_itl_tolerance)
+    return Check(
+        name="p95 ITL",
+        passed=bool(ratio <= limit),
+        value=ratio,
+        threshold=limit,
+        comparison="<=",
+        unit="x",
+        detail=f"median p95 inter-token latency {_num(c, '.2f')} ms vs {_num(b, '.2f')} ms"
+        f" (limit: baseline x {t.max_p95_itl_ratio:g}, +{t.p95_itl_tolerance:.0%} noise tolerance)",
+    )
+
+
+def _check_acceptance(candidates: list[Recording], cs: list[Summary], t: GateThresholds) -> Check:
+    spec = [(r, s) for r, s in zip(candidates, cs) if r.header.config.mode == "spec"]
+    if not spec:
+        return Check(
+            name="acceptance",
+            passed=None,
+            value=None,
+            threshold=t.min_acceptance,
+            comparison=">=",
+            detail="n/a: no speculative candidate",
+        )
+    rate = _median([s.acceptance_rate for _, s in spec])
+    ks = sorted({r.header.config.draft.k for r, _ in spec})
+    adaptive = any(r.header.config.draft.adaptive for r, _ in spec)
+    at = f"at K={'/'.join(map(str, ks))}{' (adaptive)' if adaptive else ''}"
+    if ks != [t.expected_k] or adaptive:
+        at += f"; the threshold is set for K={t.expected_k}"
+    drafted = sum(s.drafted for _, s in spec)
+    detail = f"median of {_runs(len(spec))} {at}; {sum(s.accepted for _, s in spec)} of {drafted} drafted tokens accepted"
+    if rate != rate:
+        detail = f"nothing was drafted ({at})"
+    return Check(
+        name="acceptance",
+        passed=bool(rate >= t.min_acceptance),  # NaN (nothing drafted) fails
+        value=rate,
+        threshold=t.min_acceptance,
+        comparison=">=",
+        detail=detail,
+    )
+
+
+def _check_ttft(baselines: list[Recording], bs: list[Summary], cs: list[Summary], t: GateThresholds) -> Check:
+    h = baselines[0].header
+    tier = f", tier {h.config.prompt_tier}" if h.config.prompt_tier else ""
+    if not is_short_prompt(h):
+        return Check(
+            name="TTFT",
+            passed=None,
+            value=None,
+            threshold=t.max_ttft_growth,
+            comparison="<=",
+            unit="%",
+            detail=f"n/a: long prompt ({len(h.prompt_tokens)} tokens{tier})",
+        )
+    b = _median([s.ttft_ms for s in bs])
+    c = _median([s.ttft_ms for s in cs])
+    growth = c / b - 1 if b > 0 else float("nan")
+    return Check(
+        name="TTFT",
+        passed=bool(growth <= t.max_ttft_growth),
+        value=growth,
+        threshold=t.max_ttft_growth,
+        comparison="<=",
+        unit="%",
+        detail=f"short prompt ({len(h.prompt_tokens)} tokens): median TTFT {_num(c)} ms vs {_num(b)} ms",
+    )
+
+
+def _check_recordings(recs: list[Recording], sums: list[Summary]) -> Check:
+    bad = []
+    for r, s in zip(recs, sums):
+        if not r.complete or r.truncated:
+            bad.append(f"{r.path}: {status_label(r)}")
+        elif s.finish_reason in ("error", "interrupted"):
+            bad.append(f"{r.path}: ended by {s.finish_reason}")
+    return Check(
+        name="complete runs",
+        passed=not bad,
+        value=len(bad),
+        threshold=0,
+        comparison="<=",
+        detail="; ".join(bad) or f"all {len(recs)} recordings complete",
+    )
+
+
+def gate(baselines: list[Recording], candidates: list[Recording], t: GateThresholds | None = None) -> Verdict:
+    """Judge candidates against baselines. Raises ``SpectuiError`` when there is nothing to
+    judge or the runs are not comparable (different prompt tokens or target weights)."""
+    t = t if t is not None else GateThresholds()
+    t.validate()
+    if not baselines or not candidates:
+        raise SpectuiError("the gate needs at least one baseline and one candidate recording")
+    ref = baselines[0]
+    for rec in baselines[1:] + candidates:
+        why = comparability(ref.header, rec.header)
+        if why:
+            raise SpectuiError(f"{rec.path} is not comparable with {ref.path}: {'; '.join(why)}")
+    bs = [summarize(r.events) for r in baselines]
+    cs = [summarize(r.events) for r in candidates]
+    checks = [
+        _check_outputs(baselines, candidates, t),
+        _check_speedup(baselines, candidates, bs, cs, t),
+        _check_itl(bs, cs, t),
+        _check_acceptance(candidates, cs, t),
+        _check_ttft(baselines, bs, cs, t),
+        _check_recordings(baselines + candidates, bs + cs),
+    ]
+    return Verdict(
+        passed=all(c.passed is not False for c in checks),
+        checks=checks,
+        baselines=[str(r.path) for r in baselines],
+        candidates=[str(r.path) for r in candidates],
+        thresholds=t,
+    )
+
+
+def _fmt(v: Number, unit: str) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, str):
+        return v
+    if isinstance(v, float) and math.isnan(v):
+        return "n/a"
+    if unit == "%":
+        return f"{v * 100:+.1f}%"
+    if unit == "x":
+        return f"{v:.2f}x"
+    return f"{v:.3f}" if isinstance(v, float) else str(v)
+
+
+def format_verdict_text(v: Verdict) -> str:
+    failed = [c.name for c in v.checks if c.passed is False]
+    head = "PASS" if v.passed else f"FAIL ({len(failed)} of {len(v.checks)} checks failed: {', '.join(failed)})"
+    rows = []
+    for c in v.checks:
+        mark = {True: "PASS", False: "FAIL", None: "n/a"}[c.passed]
+        if c.value is None:
+            measured = f"limit {_fmt(c.threshold, c.unit)}"
+        else:
+            measured = f"{_fmt(c.value, c.unit)} {c.comparison} {_fmt(c.threshold, c.unit)}".strip()
+        rows.append((mark, c.name, measured, c.detail))
+    w = [max(len(r[i]) for r in rows) for i in range(3)]
+    lines = [f"spectui gate: {head}", f"  baseline  {', '.join(v.baselines)}", f"  candidate {', '.join(v.candidates)}"]
+    lines += [f"  {m:<{w[0]}}  {n:<{w[1]}}  {x:<{w[2]}}  {d}" for m, n, x, d in rows]
+    return "\n".join(lines)

@@ -1,0 +1,150 @@
+"""AR and speculative side by side: two columns (token stream and signals each) and a delta
+bar (speedup, ITL tails, TTFT, memory, output agreement).
+
+The columns show the app's ``compare`` pair: two recordings, or two live runs that the app
+runs one after the other on its one engine thread (never both at once: on a small machine
+they would share the cores and both numbers would be wrong). The repaint path is the main
+screen's: the app's timer calls ``redraw``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from spectui.metrics.live import LiveRun
+from spectui.metrics.stats import Summary
+from spectui.ui.format import DASH, num, pct, signed_size
+from spectui.ui.widgets.signals import SignalGroup
+from spectui.ui.widgets.token_stream import TokenStream
+
+if TYPE_CHECKING:
+    from spectui.ui.app import SpectuiApp
+
+SIDES = ("baseline", "candidate")
+
+
+def run_label(live: LiveRun) -> str:
+    h = live.header
+    if h is None:
+        return "waiting"
+    c = h.config
+    if c.mode == "ar":
+        return "AR"
+    return f"spec {'n-gram' if c.draft.is_ngram else 'draft model'} K={c.draft.k}"
+
+
+def first_divergence(a: list[int], b: list[int]) -> int:
+    """Index of the first differing token over the common length, -1 if none."""
+    return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), -1)
+
+
+def delta_text(base: LiveRun, cand: LiveRun, sb: Summary, sc: Summary, styles: dict[str, object]) -> Text:
+    """One or two lines: what the candidate changes against the baseline."""
+    muted, value, good, bad = (styles[k] for k in ("muted", "value", "good", "bad"))
+    out = Text(no_wrap=False, end="")
+
+    def item(label: str, text: str, style: object = value) -> None:
+        if out:
+            out.append("  │  ", muted)
+        out.append(f"{label} ", muted)
+        out.append(text, style)
+
+    ratio = sc.decode_tok_s / sb.decode_tok_s if sb.decode_tok_s > 0 else math.nan
+    item("speedup", "—" if math.isnan(ratio) else f"{ratio:.2f}×", good if ratio >= 1 else bad)
+    item(
+        "ITL p50/p95/p99",
+        f"{num(sb.itl_p50_ms, '.1f')}/{num(sb.itl_p95_ms, '.1f')}/{num(sb.itl_p99_ms, '.1f')} → "
+        f"{num(sc.itl_p50_ms, '.1f')}/{num(sc.itl_p95_ms, '.1f')}/{num(sc.itl_p99_ms, '.1f')} ms",
+    )
+    if sb.ttft_ms > 0 and not math.isnan(sc.ttft_ms):
+        growth = sc.ttft_ms / sb.ttft_ms - 1
+        item("TTFT", f"{sc.ttft_ms:.0f} ms ({growth:+.0%})", good if growth <= 0.08 else bad)
+    item("peak RSS", signed_size(sc.peak_rss_bytes - sb.peak_rss_bytes) if sb.peak_rss_bytes else DASH)
+    if sc.drafted:
+        item("acceptance", f"{pct(sc.acceptance_rate)} · {sc.mean_accepted_length:.2f} tok/block")
+    n = min(len(base.tokens), len(cand.tokens))
+    if n:
+        i = first_divergence(base.tokens, cand.tokens)
+        if i < 0:
+            item("outputs", f"identical ({n} tokens)", good)
+        else:
+            item("outputs", f"diverge at token {i}", bad)
+    return out
+
+
+class CompareScreen(Screen[None]):
+    BINDINGS = [
+        Binding("escape,v", "app.pop_screen", "Back"),
+        Binding("r", "app.run_compare", "Run both"),
+        Binding("d", "app.diff", "Diff"),
+    ]
+    DEFAULT_CSS = """
+    CompareScreen { layout: vertical; }
+    CompareScreen > #compare-title { height: 1; padding: 0 1; background: $panel; color: $text-primary; }
+    CompareScreen > #columns { height: 1fr; }
+    CompareScreen .compare-column { width: 1fr; }
+    CompareScreen .compare-column > .column-title { height: 1; padding: 0 1; color: $text-primary; text-style: bold; }
+    CompareScreen .compare-column > TokenStream { height: 1fr; }
+    CompareScreen SignalPanel { layout: vertical; height: 2; }
+    CompareScreen SignalPanel > .signal-caption { width: 1fr; }
+    CompareScreen > #delta { height: auto; max-height: 3; padding: 0 1; background: $surface; }
+    CompareScreen > .compare--muted { color: $text-muted; }
+    CompareScreen > .compare--value { color: $foreground; text-style: bold; }
+    CompareScreen > .compare--good { color: $text-success; text-style: bold; }
+    CompareScreen > .compare--bad { color: $text-error; text-style: bold; }
+    """
+    COMPONENT_CLASSES = {"compare--muted", "compare--value", "compare--good", "compare--bad"}
+    AUTO_FOCUS = None
+
+    def compose(self) -> ComposeResult:
+        yield Static("compare", id="compare-title", markup=False)
+        with Horizontal(id="columns"):
+            for side in SIDES:
+                with Vertical(classes="compare-column", id=f"col-{side}"):
+                    yield Static(side, classes="column-title", markup=False)
+                    yield TokenStream(id=f"tokens-{side}")
+                    yield SignalGroup(id=f"signals-{side}")
+        yield Static("", id="delta", markup=False)
+        yield Footer(compact=True, show_command_palette=False)
+
+    def on_screen_resume(self) -> None:
+        self.redraw()
+
+    def redraw(self, *, full: bool = True) -> bool:
+        app: SpectuiApp = self.app  # type: ignore[assignment]
+        pair = app.compare
+        try:
+            self.query_one("#compare-title", Static).update(app.compare_title())
+            if pair is None:
+                return True
+            summaries = []
+            for side, live in zip(SIDES, pair):
+                self.query_one(f"#tokens-{side}", TokenStream).update_from(live, restyle=full)
+                if not full:
+                    continue
+                s = live.summary()
+                summaries.append(s)
+                title = f"{side}: {run_label(live)}  {num(s.decode_tok_s, '.1f', ' tok/s')}"
+                if live.end is not None:
+                    title += f"  ({live.n_tokens} tokens, {live.end.reason})"
+                elif live.header is not None:
+                    title += f"  ({live.n_tokens} tokens…)"
+                self.query_one(f"#col-{side} > .column-title", Static).update(title)
+                mode = live.header.config.mode if live.header is not None else "ar"
+                self.query_one(f"#signals-{side}", SignalGroup).show_run(live, s, mode)
+            if full:
+                get = self.get_component_rich_style
+                styles = {k: get(f"compare--{k}") for k in ("muted", "value", "good", "bad")}
+                self.query_one("#delta", Static).update(delta_text(*pair, *summaries, styles))
+        except NoMatches:
+            return False
+        return True

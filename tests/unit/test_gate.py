@@ -1,0 +1,162 @@
+"""The production gate on the real sample recordings and on hand-edited copies of them."""
+
+from __future__ import annotations
+
+import msgspec
+import pytest
+
+from spectui.compare.gate import GateThresholds, Verdict, format_verdict_text, gate
+from spectui.errors import SpectuiError
+from spectui.metrics.stats import summarize
+from spectui.recording.reader import read_recording
+from spectui.recording.schema import Header, Step
+from tests.unit.test_diff import cut_in_half, edit_header, replace_token, sample, scale_time, with_target_sha, write_events
+
+
+def by_name(v: Verdict) -> dict:
+    return {c.name: c for c in v.checks}
+
+
+def test_load_typo_fix_passes_the_default_gate():
+    ar, spec = read_recording(sample("load-typo-fix")), read_recording(sample("load-typo-fix", "spec"))
+    v = gate([ar], [spec], GateThresholds())
+    checks = by_name(v)
+    assert v.passed, format_verdict_text(v)
+    assert list(checks) == ["outputs", "speedup", "p95 ITL", "acceptance", "TTFT", "complete runs"]
+    sa, ss = summarize(ar.events), summarize(spec.events)
+    assert checks["speedup"].value == pytest.approx(ss.decode_tok_s / sa.decode_tok_s)
+    assert checks["speedup"].threshold == 1.16 and "95% CI" in checks["speedup"].detail
+    assert checks["acceptance"].value == pytest.approx(ss.acceptance_rate) and "at K=4" in checks["acceptance"].detail
+    assert checks["TTFT"].value == pytest.approx(ss.ttft_ms / sa.ttft_ms - 1)
+    assert checks["p95 ITL"].value == pytest.approx(ss.itl_p95_ms / sa.itl_p95_ms)
+    assert checks["p95 ITL"].threshold == pytest.approx(1.05)
+    assert checks["outputs"].value == 0
+    text = format_verdict_text(v)
+    assert text.startswith("spectui gate: PASS")
+    assert f"{checks['speedup'].value:.2f}x >= 1.16x" in text
+
+
+def test_thresholds_decide_pass_and_fail():
+    ar, spec = read_recording(sample("short-control")), read_recording(sample("short-control", "spec"))
+    strict = gate([ar], [spec], GateThresholds())
+    checks = by_name(strict)
+    rate = summarize(spec.events).acceptance_rate
+    assert rate < 0.55
+    assert not strict.passed and checks["acceptance"].passed is False
+    assert [c.name for c in strict.checks if c.passed is False] == ["acceptance"]
+    assert "FAIL (1 of 6 checks failed: acceptance)" in format_verdict_text(strict)
+    relaxed = gate([ar], [spec], GateThresholds(min_acceptance=rate))
+    assert relaxed.passed
+    speed = checks["speedup"].value
+    assert not gate([ar], [spec], GateThresholds(min_acceptance=0, min_speedup=speed * 1.01)).passed
+    assert gate([ar], [spec], GateThresholds(min_acceptance=0, min_speedup=speed * 0.99)).passed
+
+
+def test_medium_reasoning_fails_on_outputs():
+    ar, spec = read_recording(sample("medium-reasoning")), read_recording(sample("medium-reasoning", "spec"))
+    v = gate([ar], [spec], GateThresholds(min_speedup=0.1, min_acceptance=0, max_ttft_growth=10, max_p95_itl_ratio=10))
+    checks = by_name(v)
+    assert not v.passed and [c.name for c in v.checks if c.passed is False] == ["outputs"]
+    assert checks["outputs"].value > 0
+    assert "differs at token 183" in checks["outputs"].detail
+    assert "length differs" in checks["outputs"].detail
+
+
+def test_length_difference_alone_is_reported_not_failed(tmp_path):
+    ar = read_recording(sample("load-typo-fix"))
+    spec = read_recording(sample("load-typo-fix", "spec"))
+    # the candidate stopped early (as with a smaller max_tokens): every common token equal
+    last_step = max(i for i, ev in enumerate(spec.events) if type(ev) is Step)
+    shorter = spec.events[:last_step] + spec.events[last_step + 1 :]
+    cand = read_recording(write_events(tmp_path / "short.spectui", shorter))
+    checks = by_name(gate([ar], [cand]))
+    assert checks["outputs"].passed is True and "length differs" in checks["outputs"].detail
+
+
+def test_one_wrong_token_fails_greedy_outputs(tmp_path):
+    ar = read_recording(sample("load-typo-fix"))
+    spec = read_recording(sample("load-typo-fix", "spec"))
+    bad = read_recording(write_events(tmp_path / "bad.spectui", replace_token(spec.events, 10, 999, b"x")))
+    checks = by_name(gate([ar], [bad]))
+    assert checks["outputs"].passed is False and checks["outputs"].value == 1
+    assert "differs at token 10" in checks["outputs"].detail
+
+
+def test_medians_across_runs(tmp_path):
+    ar = read_recording(sample("load-typo-fix"))
+    spec = read_recording(sample("load-typo-fix", "spec"))
+    slow2 = read_recording(write_events(tmp_path / "s2.spectui", scale_time(spec.events, 2)))
+    slow4 = read_recording(write_events(tmp_path / "s4.spectui", scale_time(spec.events, 4)))
+    base_slow = read_recording(write_events(tmp_path / "b3.spectui", scale_time(ar.events, 3)))
+    v = gate([ar, base_slow, ar], [spec, slow2, slow4])
+    # medians: candidate = slow2's rate, baseline = ar's rate
+    expected = summarize(slow2.events).decode_tok_s / summarize(ar.events).decode_tok_s
+    checks = by_name(v)
+    assert checks["speedup"].value == pytest.approx(expected)
+    assert "(3 runs)" in checks["speedup"].detail and "95% CI" not in checks["speedup"].detail
+    assert checks["TTFT"].value == pytest.approx(summarize(slow2.events).ttft_ms / summarize(ar.events).ttft_ms - 1)
+
+
+def test_sampled_runs_fail_as_not_measured_unless_allowed(tmp_path):
+    def sampled(h: Header) -> Header:
+        s = msgspec.structs.replace(h.config.sampling, temperature=0.8)
+        return msgspec.structs.replace(h, config=msgspec.structs.replace(h.config, sampling=s))
+
+    ar = read_recording(write_events(tmp_path / "a.spectui", edit_header(read_recording(sample("load-typo-fix")).events, sampled)))
+    spec = read_recording(
+        write_events(tmp_path / "b.spectui", edit_header(read_recording(sample("load-typo-fix", "spec")).events, sampled))
+    )
+    v = gate([ar], [spec])
+    q = by_name(v)["quality"]
+    assert not v.passed and q.passed is False and "not measured" in q.detail
+    allowed = gate([ar], [spec], GateThresholds(allow_unverified_quality=True))
+    assert allowed.passed and by_name(allowed)["quality"].passed is None
+
+
+def test_ttft_not_applicable_on_long_prompts_and_k_is_named(tmp_path):
+    def long_k8(h: Header) -> Header:
+        draft = msgspec.structs.replace(h.config.draft, k=8)
+        config = msgspec.structs.replace(h.config, prompt_tier="long", draft=draft)
+        return msgspec.structs.replace(h, config=config, prompt_tokens=h.prompt_tokens * 3)  # 384 tokens
+
+    ar = read_recording(write_events(tmp_path / "a.spectui", edit_header(read_recording(sample("medium-reasoning")).events, long_k8)))
+    spec = read_recording(
+        write_events(tmp_path / "b.spectui", edit_header(read_recording(sample("medium-reasoning", "spec")).events, long_k8))
+    )
+    checks = by_name(gate([ar], [spec]))
+    assert checks["TTFT"].passed is None and "n/a: long prompt (303 tokens, tier long)" in checks["TTFT"].detail
+    assert "at K=8; the threshold is set for K=4" in checks["acceptance"].detail
+
+
+def test_ar_candidate_has_no_acceptance_check():
+    ar = read_recording(sample("short-control"))
+    checks = by_name(gate([ar], [ar], GateThresholds(min_speedup=1.0)))
+    assert checks["acceptance"].passed is None and checks["speedup"].value == pytest.approx(1.0)
+    assert checks["outputs"].passed and checks["p95 ITL"].passed
+
+
+def test_truncated_candidate_fails_complete_runs(tmp_path):
+    ar = read_recording(sample("medium-reasoning"))
+    cut = read_recording(cut_in_half(sample("medium-reasoning", "spec"), tmp_path / "cut.spectui"))
+    checks = by_name(gate([ar], [cut]))
+    assert checks["complete runs"].passed is False and "truncated at byte" in checks["complete runs"].detail
+
+
+def test_unusable_input_raises(tmp_path):
+    ar = read_recording(sample("short-control"))
+    with pytest.raises(SpectuiError, match="not comparable"):
+        gate([ar], [read_recording(sample("load-typo-fix", "spec"))])
+    other = read_recording(write_events(tmp_path / "x.spectui", edit_header(ar.events, lambda h: with_target_sha(h, "0" * 64))))
+    with pytest.raises(SpectuiError, match="target models differ"):
+        gate([ar], [other])
+    with pytest.raises(SpectuiError, match="at least one"):
+        gate([ar], [])
+    with pytest.raises(SpectuiError, match="min-acceptance"):
+        gate([ar], [ar], GateThresholds(min_acceptance=2))
+
+
+def test_verdict_json():
+    ar, spec = read_recording(sample("load-typo-fix")), read_recording(sample("load-typo-fix", "spec"))
+    doc = msgspec.json.decode(msgspec.json.encode(gate([ar], [spec])))
+    assert doc["passed"] is True and doc["thresholds"]["min_speedup"] == 1.16
+    assert [c["name"] for c in doc["checks"]][:2] == ["outputs", "speedup"]
