@@ -37,8 +37,8 @@ from textual.worker import Worker, WorkerState, get_current_worker
 from spectui.config import MAX_DRAFT_LENGTH, RunConfig
 from spectui.errors import SpectuiError
 from spectui.metrics.live import LiveRun
-from spectui.recording.schema import End
-from spectui.ui.messages import SessionEvent, SessionFinished, SessionStatus
+from spectui.recording.schema import End, Event
+from spectui.ui.messages import Outbox, SessionEvent, SessionEvents, SessionFinished, SessionStatus
 from spectui.ui.replay import SEEK_S, ReplayPlayer, speed_label
 from spectui.ui.screens.compare import CompareScreen, run_label
 from spectui.ui.screens.live import LiveScreen
@@ -175,6 +175,7 @@ class SpectuiApp(App[int]):
         self.compare_files: tuple[str, str] | None = None
         self._compare_queue: list[tuple[RunConfig, LiveRun]] = []
         self._recorded: dict[int, Path | None] = {}  # id(LiveRun) -> its recording
+        self._outbox: Outbox | None = None  # the live session's events in flight
         self.show_blocks = False
         self._stop: threading.Event | None = None
         self._restart_timer: Timer | None = None
@@ -220,7 +221,7 @@ class SpectuiApp(App[int]):
             exit_on_error=False,
         )
         self.set_interval(1 / REPAINT_HZ, self._repaint)
-        self.set_interval(1 / self.REPLAY_HZ, self._replay_tick)
+        self._replay_timer = self.set_interval(1 / self.REPLAY_HZ, self._replay_tick, pause=True)
         # a theme picked anywhere (the command palette too) restyles the baked-in texts
         self.theme_changed_signal.subscribe(self, lambda _theme: self._touch())
         if self.autostart:
@@ -250,6 +251,7 @@ class SpectuiApp(App[int]):
         return self._cpu_allowance > 0
 
     def _repaint(self, *, force: bool = False) -> None:
+        self._drain_outbox(clear_wake=True)
         if not self._within_cpu_budget() and not force:
             return
         live = self.live
@@ -372,6 +374,7 @@ class SpectuiApp(App[int]):
             self._stop.set()
         self.run_id += 1
         self._stop = stop = threading.Event()
+        self._outbox = None
         self.live = live if live is not None else LiveRun()
         if self.player is not None:
             self.player = None
@@ -412,12 +415,28 @@ class SpectuiApp(App[int]):
         self._touch()
 
     def on_session_event(self, msg: SessionEvent) -> None:
-        if msg.run_id != self.run_id:
-            return  # a superseded run's last steps
-        self.live.feed(msg.event)
-        if type(msg.event) is End and self.player is None:
-            self.state = _FINISHED.get(msg.event.reason, "done")
-            self.detail = msg.event.error
+        if msg.run_id == self.run_id:  # else a superseded run's last steps
+            self._fold(msg.event)
+
+    def on_session_events(self, msg: SessionEvents) -> None:
+        if msg.run_id == self.run_id:
+            self._outbox = msg.outbox
+            self._drain_outbox(clear_wake=False)  # the next tick clears it: one wake per tick
+
+    def _drain_outbox(self, *, clear_wake: bool) -> None:
+        outbox = self._outbox
+        if outbox is None:
+            return
+        while outbox:
+            self._fold(outbox.popleft())
+        if clear_wake:
+            outbox.wake_pending = False
+
+    def _fold(self, ev: Event) -> None:
+        self.live.feed(ev)
+        if type(ev) is End and self.player is None:
+            self.state = _FINISHED.get(ev.reason, "done")
+            self.detail = ev.error
             h = self.live.header
             if h is not None:
                 self._models[h.config.target] = _artifact_label(h.artifacts.target, h.config.target)
@@ -425,6 +444,8 @@ class SpectuiApp(App[int]):
     def on_session_finished(self, msg: SessionFinished) -> None:
         if msg.run_id != self.run_id:
             return
+        self._drain_outbox(clear_wake=True)  # the run's last events, its End among them
+        self._outbox = None
         if msg.error:
             self.state, self.detail = "error", msg.error
             self.notify(msg.error, title="run failed", severity="error", timeout=8)
@@ -476,6 +497,8 @@ class SpectuiApp(App[int]):
         )
         self.state, self.detail = "replay", ""
         self._rebuild_replay()
+        if not self.player.paused:
+            self._replay_timer.resume()
         if rec.truncated:
             self.notify(
                 f"cut off at byte {rec.truncated_at}: every complete record is shown",
@@ -495,12 +518,14 @@ class SpectuiApp(App[int]):
         player = self.player
         assert player is not None
         self.run_id += 1
+        self._outbox = None
         self.live = LiveRun.from_events(player.timeline.events[: player.shown])
         self._touch()
 
     def _replay_tick(self) -> None:
         player = self.player
         if player is None or player.paused:
+            self._replay_timer.pause()  # no wake-ups while nothing plays (resumed by play keys)
             return
         self._post_replay(player.tick(time.monotonic()))
 
@@ -682,43 +707,38 @@ class SpectuiApp(App[int]):
             return self.player is None
         return True
 
-    def action_replay_pause(self) -> None:
-        if self.player is not None:
-            if self.player.toggle_pause(time.monotonic()):
-                self._rebuild_replay()
-            self._touch()
-
-    def action_replay_faster(self) -> None:
-        if self.player is not None:
-            self.player.faster(time.monotonic())
-            self._touch()
-
-    def action_replay_slower(self) -> None:
-        if self.player is not None:
-            self.player.slower(time.monotonic())
-            self._touch()
-
-    def action_replay_step(self) -> None:
-        if self.player is not None:
-            self._post_replay(self.player.step_block(time.monotonic()))
-            self._touch()
-
-    def action_replay_seek(self, direction: int) -> None:
+    def _replay_control(self, control: Callable[[ReplayPlayer, float], object]) -> None:
+        """Apply a replay key to the player, then catch the screen up with it."""
         player = self.player
         if player is None:
             return
         before = player.shown
-        after = player.seek(direction * SEEK_S, time.monotonic())
-        if after < before:
-            self._rebuild_replay()
+        control(player, time.monotonic())
+        if player.shown < before:
+            self._rebuild_replay()  # backwards (or play again from the start): redraw from zero
         else:
-            self._post_replay(range(before, after))
+            self._post_replay(range(before, player.shown))
+        if not player.paused:
+            self._replay_timer.resume()
         self._touch()
 
+    def action_replay_pause(self) -> None:
+        self._replay_control(ReplayPlayer.toggle_pause)
+
+    def action_replay_faster(self) -> None:
+        self._replay_control(ReplayPlayer.faster)
+
+    def action_replay_slower(self) -> None:
+        self._replay_control(ReplayPlayer.slower)
+
+    def action_replay_step(self) -> None:
+        self._replay_control(ReplayPlayer.step_block)
+
+    def action_replay_seek(self, direction: int) -> None:
+        self._replay_control(lambda p, now: p.seek(direction * SEEK_S, now))
+
     def action_replay_restart(self) -> None:
-        if self.player is not None:
-            self.player.seek(-math.inf, time.monotonic())
-            self._rebuild_replay()
+        self._replay_control(lambda p, now: p.seek(-math.inf, now))
 
     async def action_quit(self) -> None:
         self.stop_run()

@@ -7,7 +7,8 @@ session still had in flight after a newer one started.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import deque
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from textual.message import Message
@@ -21,6 +22,35 @@ class SessionEvent(Message):
 
     run_id: int
     event: Event
+
+
+class Outbox(deque):
+    """A live session's events on their way to the UI, without a message per event.
+
+    The engine thread appends and posts a ``SessionEvents`` wake-up only when none is pending;
+    the UI drains the outbox on that message and on every repaint tick, and clears
+    ``wake_pending`` after a tick's drain. So the UI wakes at most about once per repaint
+    tick whatever the token rate, and an event waits at most one tick. (``deque.append`` and
+    ``popleft`` are atomic: no lock.)
+    """
+
+    wake_pending: bool = False
+
+    def put(self, event: Event) -> bool:
+        """Append ``event``; True if the caller should post a wake-up."""
+        self.append(event)
+        if self.wake_pending:
+            return False
+        self.wake_pending = True
+        return True
+
+
+@dataclass
+class SessionEvents(Message):
+    """Wake-up: the session's outbox has events."""
+
+    run_id: int
+    outbox: Outbox = field(default_factory=Outbox)
 
 
 @dataclass

@@ -78,15 +78,14 @@ class ReplayPlayer:
     def slower(self, now: float) -> None:
         self.set_speed(next((s for s in reversed(SPEEDS) if s < self.speed), SPEEDS[0]), now)
 
-    def toggle_pause(self, now: float) -> bool:
-        """Pause or go on; at the end, play again from the start (True: the caller rebuilds)."""
+    def toggle_pause(self, now: float) -> None:
+        """Pause or go on; at the end, play again from the start."""
         if self.paused and self.finished:
             self.shown, self.paused = 0, False
             self._reanchor(now, 0.0)
-            return True
+            return
         self._reanchor(now, self._clock(now))
         self.paused = not self.paused
-        return False
 
     def step_block(self, now: float) -> range:
         """Pause, and hand out the events up to the end of the next block."""

@@ -33,7 +33,7 @@ from typing import Any
 from spectui.config import RunConfig
 from spectui.errors import SpectuiError
 from spectui.recording.writer import RecordingWriter
-from spectui.ui.messages import SessionEvent, SessionFinished, SessionStatus
+from spectui.ui.messages import Outbox, SessionEvents, SessionFinished, SessionStatus
 
 EngineFactory = Callable[[RunConfig], Any]  # returns an Engine (or a stand-in with .run/.close)
 
@@ -193,10 +193,12 @@ class SessionRunner:
                 writer = RecordingWriter(record_path)
             post(SessionStatus(run_id, "running", str(record_path or "")))
             write = writer.write if writer is not None else None
+            outbox = Outbox()
             for ev in itertools.chain((first,), events):
                 if write is not None:
                     write(ev)
-                post(SessionEvent(run_id, ev))
+                if outbox.put(ev):
+                    post(SessionEvents(run_id, outbox))
         except SpectuiError as exc:  # bad input or disk trouble
             error = str(exc)
         except Exception as exc:
