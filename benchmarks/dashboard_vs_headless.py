@@ -6,8 +6,9 @@
 One process, one loaded engine shared by both variants; greedy, the same prompt, AR and
 n-gram speculative (K=4). Repetitions alternate the order of the two variants, so drift in
 machine load hits both alike; the report gives medians and the dashboard / headless ratio
-(target >= 0.98), as a ratio of medians and as the median of the per-repetition ratios
-(the verdict: each pair ran back to back, so it cancels the drift of a shared machine).
+(target >= 0.98) as the ratio of the medians (the verdict), with the median of the
+per-repetition ratios beside it: on a shared machine single runs spread by +-20%, far more
+than the effect measured, so both are printed.
 Decode tok/s comes from the event timestamps, taken in the engine thread: whatever the UI
 costs shows up as slower steps. The UI thread's own CPU share while decoding is printed too.
 
@@ -179,15 +180,15 @@ def main() -> int:
         h = statistics.median(results[(mode, "headless")])
         d = statistics.median(results[(mode, "dashboard")])
         ratio = d / h
-        # Each repetition runs the two variants back to back: the median of those paired
-        # ratios cancels the slow drift of a shared machine better than a ratio of medians.
+        worst = min(worst, ratio)
+        # Each repetition ran the two variants back to back; the median of those paired
+        # ratios is shown beside the verdict as a second view of the same noise.
         paired = statistics.median(
             dv / hv for dv, hv in zip(results[(mode, "dashboard")], results[(mode, "headless")])
         )
-        worst = min(worst, paired)
         print(f"{mode:6}{h:12.1f}{d:12.1f}{ratio:8.3f}{paired:8.3f}")
     print(f"UI thread CPU while decoding: median {statistics.median(UI_CPU_SHARE):.1%} of one core")
-    print(f"dashboard / headless, paired median (worst mode): {worst:.3f}  target >= 0.98: {'met' if worst >= 0.98 else 'NOT met'}")
+    print(f"dashboard / headless, ratio of medians (worst mode): {worst:.3f}  target >= 0.98: {'met' if worst >= 0.98 else 'NOT met'}")
     return 0
 
 

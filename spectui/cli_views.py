@@ -24,6 +24,11 @@ def add_view_parsers(sub: argparse._SubParsersAction) -> None:
     compare.add_argument("files", nargs="*", metavar="FILE", help="two recordings (baseline first); none: run both live")
     compare.add_argument("--theme", default=None)
     compare.add_argument("--no-record", action="store_true", help="live: do not record the two sessions")
+    compare.add_argument(
+        "--interleave",
+        action="store_true",
+        help="live: alternate the two runs block by block (two contexts) instead of one after the other",
+    )
     from spectui.cli import add_run_arguments  # the live pair takes every run knob
 
     add_run_arguments(compare)
@@ -68,7 +73,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     _need_terminal("compare")
     from spectui.ui.app import run_compare
 
-    return run_compare(args.files, config=config, record=not args.no_record, theme=args.theme)
+    return run_compare(
+        args.files, config=config, record=not args.no_record, theme=args.theme, interleave=args.interleave
+    )
 
 
 VIEW_COMMANDS = {"replay": cmd_replay, "compare": cmd_compare}

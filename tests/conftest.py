@@ -52,3 +52,26 @@ def run_cli(*args: str, stdin: str | None = None, timeout: float = 300) -> subpr
         timeout=timeout,
         cwd=REPO,
     )
+
+
+@pytest.fixture(scope="session")
+def mlx_engine(model_path):
+    """MLX target and MLX draft model over one set of weights, through ``Engine.load``."""
+    from spectui.engine.session import Engine
+
+    config = RunConfig(
+        target=model_path,
+        mode="spec",
+        prompt="x",
+        draft=DraftConfig(source=model_path),
+        backend=BackendConfig(name="mlx", n_ctx=512),
+    )
+    with Engine.load(config) as eng:
+        yield eng
+
+
+@pytest.fixture(params=["llamacpp", "mlx"])
+def any_engine(request):
+    """One test body over both backends: the llama.cpp engine, then the MLX one."""
+    return request.getfixturevalue("engine" if request.param == "llamacpp" else "mlx_engine")
+

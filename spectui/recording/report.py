@@ -41,6 +41,8 @@ def report_rows(rec: Recording, s: Summary) -> list[tuple[str, list[tuple[str, s
         ("prompt", f"{c.prompt_tier + ': ' if c.prompt_tier else ''}{c.prompt[:60]!r}{'...' if len(c.prompt) > 60 else ''}"),
         ("finish", s.finish_reason or "none (the run never wrote its end record)"),
     ]
+    if h.clock != "wall":
+        run.append(("clock", h.clock))
     if s.error:
         run.append(("error", s.error))
     speed = [

@@ -27,7 +27,7 @@ import msgspec
 from spectui.config import RunConfig
 
 #: ``major.minor``. Readers refuse a newer *major*; minor bumps only add optional fields.
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
 
 
 class TokenOrigin(IntEnum):
@@ -86,6 +86,12 @@ class Header(msgspec.Struct, tag=1, kw_only=True):
     #: The prompt exactly as tokenized (after the chat template), and its tokens.
     prompt_text: str = ""
     prompt_tokens: list[int] = msgspec.field(default_factory=list)
+    #: What the timestamps measure: "wall" (the session ran alone), or ``INTERLEAVED_CLOCK``
+    #: (it alternated blocks with another session, whose time was taken out).
+    clock: str = "wall"
+
+
+INTERLEAVED_CLOCK = "own-steps (interleaved; the other session's time removed)"
 
 
 class Prefill(msgspec.Struct, tag=2, kw_only=True):

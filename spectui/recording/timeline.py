@@ -11,6 +11,8 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Sequence
 
+import msgspec
+
 from spectui.recording.schema import End, Event, Header, MemorySample, PolicyChange, Prefill, Step
 
 
@@ -23,6 +25,19 @@ def event_time_us(ev: Event) -> int:
     if kind in (MemorySample, PolicyChange, End):
         return ev.t_us
     return 0  # Header
+
+
+def shift_event(ev: Event, d_us: int) -> Event:
+    """``ev`` with its times ``d_us`` earlier (an interleaved session's clock, see
+    ``spectui.ui.session``); the header is t=0 and stays."""
+    kind = type(ev)
+    if kind is Step:
+        return msgspec.structs.replace(ev, t_us=[t - d_us for t in ev.t_us])
+    if kind is Prefill:
+        return msgspec.structs.replace(ev, t_start_us=ev.t_start_us - d_us, t_end_us=ev.t_end_us - d_us)
+    if kind in (MemorySample, PolicyChange, End):
+        return msgspec.structs.replace(ev, t_us=ev.t_us - d_us)
+    return ev
 
 
 class Timeline:

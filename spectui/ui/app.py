@@ -44,7 +44,7 @@ from spectui.ui.screens.compare import CompareScreen, run_label
 from spectui.ui.screens.live import LiveScreen
 from spectui.ui.screens.pickers import OpenRecording, PromptPicker
 from spectui.ui.screens.plot import PlotScreen
-from spectui.ui.session import EngineFactory, SessionRequest, SessionRunner
+from spectui.ui.session import EngineFactory, PairRequest, SessionRequest, SessionRunner
 from spectui.ui.themes import DEFAULT_THEME, load_themes
 from spectui.ui.widgets.header import HeaderInfo
 from spectui.ui.widgets.stats import Baseline
@@ -128,6 +128,7 @@ class SpectuiApp(App[int]):
         Binding("b", "toggle_blocks", "Blocks"),
         Binding("v", "compare", "Compare"),
         Binding("c", "cycle_theme", "Theme", show=False),
+        Binding("x", "toggle_backend", "Backend", show=False),
         Binding("q", "quit", "Quit"),
         # replay only (hidden otherwise, see check_action)
         Binding("space", "replay_pause", "Play", key_display="␣"),
@@ -142,7 +143,7 @@ class SpectuiApp(App[int]):
         {"replay_pause", "replay_faster", "replay_slower", "replay_step", "replay_seek", "replay_restart"}
     )
     #: Settings of the next live run: out of the footer while a replay needs the room.
-    LIVE_SETTINGS = frozenset({"k_up", "k_down", "temperature_up", "temperature_down"})
+    LIVE_SETTINGS = frozenset({"k_up", "k_down", "temperature_up", "temperature_down", "toggle_backend"})
     #: Replay timer ticks per second: events are handed out at this granularity.
     REPLAY_HZ = 30
 
@@ -176,6 +177,9 @@ class SpectuiApp(App[int]):
         self._compare_queue: list[tuple[RunConfig, LiveRun]] = []
         self._recorded: dict[int, Path | None] = {}  # id(LiveRun) -> its recording
         self._outbox: Outbox | None = None  # the live session's events in flight
+        self.compare_interleave = False
+        self._pair: dict[int, LiveRun] = {}  # run id -> run, for an interleaved pair in flight
+        self._pair_outboxes: dict[int, Outbox] = {}
         self.show_blocks = False
         self._stop: threading.Event | None = None
         self._restart_timer: Timer | None = None
@@ -367,21 +371,7 @@ class SpectuiApp(App[int]):
         progress; its events fold into ``live`` (default: a new ``LiveRun``)."""
         if live is None:
             self._compare_queue.clear()  # a plain run ends a live comparison
-        if self._restart_timer is not None:
-            self._restart_timer.stop()
-            self._restart_timer = None
-        if self._stop is not None:
-            self._stop.set()
-        self.run_id += 1
-        self._stop = stop = threading.Event()
-        self._outbox = None
-        self.live = live if live is not None else LiveRun()
-        if self.player is not None:
-            self.player = None
-            self.refresh_bindings()
-        self.replay_path = None
-        self.recording_path = None
-        self.state, self.detail = "starting", ""
+        stop = self._begin_run(live)
         self.runner.submit(
             SessionRequest(
                 run_id=self.run_id,
@@ -391,7 +381,27 @@ class SpectuiApp(App[int]):
                 record_to=self._record_path_factory(),
             )
         )
+
+    def _begin_run(self, live: LiveRun | None) -> threading.Event:
+        """Stop what runs, take a new run id, show ``live``: the common start of every run."""
+        if self._restart_timer is not None:
+            self._restart_timer.stop()
+            self._restart_timer = None
+        if self._stop is not None:
+            self._stop.set()
+        self.run_id += 1
+        self._stop = stop = threading.Event()
+        self._outbox = None
+        self._pair = {}
+        self.live = live if live is not None else LiveRun()
+        if self.player is not None:
+            self.player = None
+            self.refresh_bindings()
+        self.replay_path = None
+        self.recording_path = None
+        self.state, self.detail = "starting", ""
         self._touch()
+        return stop
 
     def stop_run(self) -> None:
         if self._restart_timer is not None:
@@ -403,6 +413,12 @@ class SpectuiApp(App[int]):
             self._touch()
 
     def on_session_status(self, msg: SessionStatus) -> None:
+        if msg.run_id in self._pair:
+            if msg.state == "running":
+                self._recorded[id(self._pair[msg.run_id])] = Path(msg.detail) if msg.detail else None
+            self.state, self.detail = msg.state, "" if msg.state == "running" else msg.detail
+            self._touch()
+            return
         if msg.run_id != self.run_id:
             return
         self.state = msg.state
@@ -419,11 +435,20 @@ class SpectuiApp(App[int]):
             self._fold(msg.event)
 
     def on_session_events(self, msg: SessionEvents) -> None:
-        if msg.run_id == self.run_id:
+        if msg.run_id in self._pair:
+            self._pair_outboxes[msg.run_id] = msg.outbox
+            self._drain_outbox(clear_wake=False)
+        elif msg.run_id == self.run_id:
             self._outbox = msg.outbox
             self._drain_outbox(clear_wake=False)  # the next tick clears it: one wake per tick
 
     def _drain_outbox(self, *, clear_wake: bool) -> None:
+        for run_id, outbox in self._pair_outboxes.items():
+            live = self._pair.get(run_id)
+            while outbox and live is not None:
+                live.feed(outbox.popleft())
+            if clear_wake:
+                outbox.wake_pending = False
         outbox = self._outbox
         if outbox is None:
             return
@@ -442,6 +467,9 @@ class SpectuiApp(App[int]):
                 self._models[h.config.target] = _artifact_label(h.artifacts.target, h.config.target)
 
     def on_session_finished(self, msg: SessionFinished) -> None:
+        if msg.run_id in self._pair:
+            self._pair_finished(msg)
+            return
         if msg.run_id != self.run_id:
             return
         self._drain_outbox(clear_wake=True)  # the run's last events, its End among them
@@ -569,6 +597,12 @@ class SpectuiApp(App[int]):
     def action_toggle_mode(self) -> None:
         self._set_config(mode="ar" if self.config.mode == "spec" else "spec")
 
+    def action_toggle_backend(self) -> None:
+        """llama.cpp <-> MLX for the next run (the engine thread loads the other backend)."""
+        b = self.config.backend
+        self._set_config(backend=msgspec.structs.replace(b, name="mlx" if b.name == "llamacpp" else "llamacpp"))
+        self.notify(f"backend: {_BACKEND_LABEL.get(self.config.backend.name, self.config.backend.name)}", timeout=2)
+
     def _set_k(self, delta: int) -> None:
         d = self.config.draft
         lo, hi = (d.k_min, d.k_max) if d.adaptive else (1, MAX_DRAFT_LENGTH)
@@ -638,8 +672,51 @@ class SpectuiApp(App[int]):
         cand = msgspec.structs.replace(self.config, mode="spec")
         self.compare = (LiveRun(), LiveRun())
         self.compare_files = None
+        if self.compare_interleave:
+            self._start_interleaved(base, cand)
+            return
         self._compare_queue[:] = [(base, self.compare[0]), (cand, self.compare[1])]
         self._start_next_compare()
+
+    def action_toggle_interleave(self) -> None:
+        self.compare_interleave = not self.compare_interleave
+        how = "interleaved block by block" if self.compare_interleave else "one after the other"
+        self.notify(f"live compare: {how} (r runs it)", timeout=3)
+        self._touch()
+
+    def _start_interleaved(self, base: RunConfig, cand: RunConfig) -> None:
+        """Both runs at once, one block each in turn on two engines (``PairRequest``): the
+        machine's load drifts alike for both, and each clock leaves out the other's time."""
+        self._compare_queue.clear()
+        stop = self._begin_run(self.compare[0])
+        first = self.run_id
+        self.run_id += 1
+        record_to = self._record_path_factory()
+        self._pair = {first: self.compare[0], self.run_id: self.compare[1]}
+        self._pair_outboxes = {}
+        self.runner.submit(
+            PairRequest(
+                requests=(
+                    SessionRequest(run_id=first, config=base, stop=stop, post=self.post_message, record_to=record_to),
+                    SessionRequest(run_id=self.run_id, config=cand, stop=stop, post=self.post_message, record_to=record_to),
+                )
+            )
+        )
+
+    def _pair_finished(self, msg: SessionFinished) -> None:
+        live = self._pair[msg.run_id]
+        self._drain_outbox(clear_wake=True)
+        if msg.error:
+            self.state, self.detail = "error", msg.error
+            self.notify(msg.error, title="run failed", severity="error", timeout=8)
+        del self._pair[msg.run_id]
+        self._pair_outboxes.pop(msg.run_id, None)
+        self._note_baseline(live)
+        if not self._pair and self.state != "error":
+            ends = [run.end for run in self.compare or () if run.end is not None]
+            stopped = any(e.reason == "interrupted" for e in ends) or len(ends) < 2
+            self.state, self.detail = ("interrupted" if stopped else "done"), ""
+        self._touch()
 
     def _start_next_compare(self) -> None:
         config, live = self._compare_queue.pop(0)
@@ -689,9 +766,14 @@ class SpectuiApp(App[int]):
         if self.compare is None:
             return "compare · press r to run AR, then speculative"
         base, cand = self.compare
-        which = "AR" if self.live is base else run_label(cand)
-        state = f"{self.state}: {which}" if self.running else self.state
-        return f"compare · live, one after the other · {state}"
+        if self._pair or self.compare_interleave:
+            how = "live, interleaved block by block (each clock without the other's time)"
+            state = self.state
+        else:
+            how = "live, one after the other"
+            which = "AR" if self.live is base else run_label(cand)
+            state = f"{self.state}: {which}" if self.running else self.state
+        return f"compare · {how} · {state}"
 
     def action_cycle_theme(self) -> None:
         names = [t.name for t in self._themes] or ["textual-dark", "textual-light", "textual-ansi"]
@@ -807,10 +889,16 @@ def _run_in_terminal(app: SpectuiApp, theme: str | None) -> int:
 
 
 def run_compare(
-    files: list[str], *, config: RunConfig | None = None, record: bool = True, theme: str | None = None
+    files: list[str],
+    *,
+    config: RunConfig | None = None,
+    record: bool = True,
+    theme: str | None = None,
+    interleave: bool = False,
 ) -> int:
-    """``spectui compare``: two recordings side by side, or (no files) AR then speculative live."""
+    """``spectui compare``: two recordings side by side, or (no files) AR and speculative live."""
     app = make_app(config or RunConfig(prompt="(compare)"), record=record and not files, theme=theme)
+    app.compare_interleave = interleave
     if files:
         app.on_mount_open = functools.partial(app.open_compare, files[0], files[1])
     else:

@@ -22,16 +22,20 @@ stopped before its turn comes is skipped, so a burst of restarts runs only the l
 
 from __future__ import annotations
 
-import itertools
 import queue
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from spectui.config import RunConfig
 from spectui.errors import SpectuiError
+from spectui.recording.schema import INTERLEAVED_CLOCK, Step
+from spectui.recording.timeline import shift_event
 from spectui.recording.writer import RecordingWriter
 from spectui.ui.messages import Outbox, SessionEvents, SessionFinished, SessionStatus
 
@@ -74,6 +78,91 @@ class SessionRequest:
     record_to: Callable[[RunConfig], Path] | None = None
 
 
+@dataclass
+class PairRequest:
+    """Two sessions interleaved block by block: each runs one decode step in turn, on its own
+    engine (the second one is a second load of the same models). Both then see the same
+    machine at the same moments, which cancels drift in its load. Each session's clock leaves
+    out the time the other one ran: see ``_Stream``."""
+
+    requests: tuple[SessionRequest, SessionRequest]
+
+    @property
+    def run_id(self) -> int:
+        return self.requests[0].run_id
+
+
+class _Stream:
+    """One session's events on the engine thread: written to its recording first, then put in
+    its outbox for the UI. ``pump`` runs the session up to its next decode step.
+
+    Interleaved, a session's generator sits suspended while the other session decodes; that
+    time is taken off every timestamp it yields afterwards (``shift_event``), so its numbers
+    are its own work, as if it had run alone, and its header says so (``clock``).
+    """
+
+    def __init__(self, request: SessionRequest, engine: Any, *, interleaved: bool = False) -> None:
+        self.request = request
+        self.events = engine.run(request.config, stop=request.stop)
+        self.interleaved = interleaved
+        self.writer: RecordingWriter | None = None
+        self.path: Path | None = None
+        self.outbox = Outbox()
+        self.error = ""
+        self.started = False
+        self._away_ns = 0  # time spent suspended while the other session ran
+        self._yielded_at: int | None = None
+
+    def _emit(self, ev: Any) -> None:
+        if self._away_ns:
+            ev = shift_event(ev, self._away_ns // 1000)
+        if self.writer is not None:
+            self.writer.write(ev)
+        if self.outbox.put(ev):
+            self.request.post(SessionEvents(self.request.run_id, self.outbox))
+
+    def _start(self, header: Any) -> None:
+        # Bad input raises at the first event: no recording file is made for it.
+        request = self.request
+        if self.interleaved:
+            header = msgspec.structs.replace(header, clock=INTERLEAVED_CLOCK)
+        if request.record_to is not None:
+            self.path = request.record_to(request.config)
+            self.writer = RecordingWriter(self.path)
+        request.post(SessionStatus(request.run_id, "running", str(self.path or "")))
+        self.started = True
+        self._emit(header)
+
+    def pump(self) -> bool:
+        """Run to the next decode step (or the end); False once the session is over."""
+        if self._yielded_at is not None:
+            self._away_ns += time.perf_counter_ns() - self._yielded_at
+        try:
+            for ev in self.events:
+                if not self.started:
+                    self._start(ev)
+                    continue
+                self._emit(ev)
+                if type(ev) is Step:
+                    self._yielded_at = time.perf_counter_ns()
+                    return True
+        except SpectuiError as exc:  # bad input or disk trouble
+            self.error = str(exc)
+        except Exception as exc:
+            self.error = f"{type(exc).__name__}: {exc}"
+        return False
+
+    def finish(self) -> None:
+        self.events.close()  # ends the engine's own threads (memory sampler) at once
+        if self.writer is not None:
+            try:
+                self.writer.close()
+            except SpectuiError as exc:
+                self.error = self.error or str(exc)
+        path = self.path if self.writer is not None else None
+        self.request.post(SessionFinished(self.request.run_id, path=path, error=self.error))
+
+
 class SessionRunner:
     def __init__(self, engine_factory: EngineFactory | None = None) -> None:
         self._factory = engine_factory or _default_factory
@@ -83,6 +172,7 @@ class SessionRunner:
         self._started = False
         self._done = threading.Event()  # serve() has returned and closed the engine
         self.engine: Any = None
+        self.peer_engine: Any = None  # the second engine of interleaved pairs
         self.loads = 0  # engines loaded so far: reuse shows as a count that stays put
         self.closed = False
         self.thread: threading.Thread | None = None  # the engine thread, once serving
@@ -98,10 +188,11 @@ class SessionRunner:
         """``serve`` is running on the engine thread (started and not yet returned)."""
         return self._started and not self._done.is_set()
 
-    def submit(self, request: SessionRequest) -> None:
+    def submit(self, request: SessionRequest | PairRequest) -> None:
         with self._lock:
             if self.closed:
-                request.post(SessionFinished(request.run_id, error="the engine is shut down"))
+                for r in request.requests if isinstance(request, PairRequest) else (request,):
+                    r.post(SessionFinished(r.run_id, error="the engine is shut down"))
                 return
             self._outstanding += 1
         self._requests.put(request)
@@ -128,7 +219,10 @@ class SessionRunner:
                 if request is None:
                     break
                 try:
-                    self._session(request)
+                    if isinstance(request, PairRequest):
+                        self._pair_session(request)
+                    else:
+                        self._session(request)
                 finally:
                     with self._lock:
                         self._outstanding -= 1
@@ -136,6 +230,7 @@ class SessionRunner:
             with self._lock:
                 self.closed = True
             self._close_engine()
+            self._close_peer_engine()
             # Sessions still queued never run; their senders hear so.
             while True:
                 try:
@@ -145,7 +240,8 @@ class SessionRunner:
                 if request is not None:
                     with self._lock:
                         self._outstanding -= 1
-                    request.post(SessionFinished(request.run_id))
+                    for r in request.requests if isinstance(request, PairRequest) else (request,):
+                        r.post(SessionFinished(r.run_id))
             self._done.set()
 
     def _close_engine(self) -> None:
@@ -164,53 +260,68 @@ class SessionRunner:
         self.loads += 1
         return self.engine
 
+    def _peer_engine_for(self, request: SessionRequest) -> Any:
+        """A second engine for the other half of an interleaved pair: its own contexts (two
+        sessions never share a KV cache), kept while pairs of the same setup follow."""
+        if self.peer_engine is not None and engine_fits(self.peer_engine, request.config):
+            return self.peer_engine
+        self._close_peer_engine()
+        request.post(SessionStatus(request.run_id, "loading", "a second context for interleaving"))
+        self.peer_engine = self._factory(request.config)
+        self.loads += 1
+        return self.peer_engine
+
+    def _close_peer_engine(self) -> None:
+        if self.peer_engine is not None:
+            engine, self.peer_engine = self.peer_engine, None
+            engine.close()
+
+    def _load(self, request: SessionRequest, load: Callable[[SessionRequest], Any]) -> Any:
+        """The engine for ``request``, or None after posting why there is none."""
+        if request.stop.is_set():  # stopped or superseded before its turn
+            request.post(SessionFinished(request.run_id))
+            return None
+        try:
+            engine = load(request)
+        except SpectuiError as exc:
+            request.post(SessionFinished(request.run_id, error=str(exc)))
+            return None
+        except Exception as exc:  # a loader bug must not kill the engine thread
+            request.post(SessionFinished(request.run_id, error=f"{type(exc).__name__}: {exc}"))
+            return None
+        if request.stop.is_set():  # stopped while the models loaded: no prefill for nothing
+            request.post(SessionFinished(request.run_id))
+            return None
+        return engine
+
     def _session(self, request: SessionRequest) -> None:
         """One session, start to finish. Always ends with one ``SessionFinished``."""
-        run_id, config, stop, post = request.run_id, request.config, request.stop, request.post
-        if stop.is_set():  # stopped or superseded before its turn
-            post(SessionFinished(run_id))
+        engine = self._load(request, self._engine_for)
+        if engine is None:
             return
-        try:
-            engine = self._engine_for(request)
-        except SpectuiError as exc:
-            post(SessionFinished(run_id, error=str(exc)))
+        stream = _Stream(request, engine)
+        while stream.pump():
+            pass
+        stream.finish()
+
+    def _pair_session(self, pair: PairRequest) -> None:
+        """Two sessions, one block each in turn, on two engines (see ``PairRequest``)."""
+        first, second = pair.requests
+        engines = (self._load(first, self._engine_for), None)
+        if engines[0] is not None:
+            engines = (engines[0], self._load(second, self._peer_engine_for))
+        if engines[1] is None:
+            if engines[0] is not None:
+                first.post(SessionFinished(first.run_id))
+            else:
+                second.post(SessionFinished(second.run_id))
             return
-        except Exception as exc:  # a loader bug must not kill the engine thread
-            post(SessionFinished(run_id, error=f"{type(exc).__name__}: {exc}"))
-            return
-        if stop.is_set():  # stopped while the models loaded: no prefill for nothing
-            post(SessionFinished(run_id))
-            return
-        writer = None
-        record_path = None
-        error = ""
-        events = engine.run(config, stop=stop)
-        try:
-            # Bad input raises at the first event: no recording file is made for it.
-            first = next(events)
-            if request.record_to is not None:
-                record_path = request.record_to(config)
-                writer = RecordingWriter(record_path)
-            post(SessionStatus(run_id, "running", str(record_path or "")))
-            write = writer.write if writer is not None else None
-            outbox = Outbox()
-            for ev in itertools.chain((first,), events):
-                if write is not None:
-                    write(ev)
-                if outbox.put(ev):
-                    post(SessionEvents(run_id, outbox))
-        except SpectuiError as exc:  # bad input or disk trouble
-            error = str(exc)
-        except Exception as exc:
-            error = f"{type(exc).__name__}: {exc}"
-        finally:
-            events.close()  # ends the engine's own threads (memory sampler) at once
-            if writer is not None:
-                try:
-                    writer.close()
-                except SpectuiError as exc:
-                    error = error or str(exc)
-        post(SessionFinished(run_id, path=record_path if writer is not None else None, error=error))
+        streams = [_Stream(r, e, interleaved=True) for r, e in zip(pair.requests, engines)]
+        live = list(streams)
+        while live:
+            live = [s for s in live if s.pump()]
+        for s in streams:
+            s.finish()
 
     # -- from the UI thread -------------------------------------------------------------
 

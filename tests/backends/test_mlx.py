@@ -50,16 +50,6 @@ ATOL = 1e-4
 
 
 @pytest.fixture(scope="module")
-def mlx_engine(model_path):
-    """MLX target and MLX draft model over one set of weights, through ``Engine.load``."""
-    from spectui.engine.session import Engine
-
-    config = RunConfig(target=model_path, mode="spec", prompt="x", draft=DraftConfig(source=model_path), backend=MLX)
-    with Engine.load(config) as eng:
-        yield eng
-
-
-@pytest.fixture(scope="module")
 def llama(model_path):
     from spectui.engine.llamacpp import LlamaCppBackend
 
@@ -279,106 +269,6 @@ def test_greedy_speculative_equals_ar(mlx_engine, ar_tokens, drafter, k):
     assert rejected > 0, f"{drafter} K={k}: no draft was ever rejected, the test proves nothing"
     assert accepted > 0, f"{drafter} K={k}: no draft was ever accepted"
     assert all(s.drafted <= k for s in steps)
-
-
-# -- speculative sampling statistics -----------------------------------------------------------
-
-
-class PrefixMemo:
-    """A Backend wrapper that remembers logits by (cached prefix, tokens): the same block
-    after the same prefix is served from memory.
-
-    The chi-square test repeats one speculative block hundreds of times from one context;
-    with a top-k of 4 there are only a few dozen distinct blocks, and MLX on this CPU costs
-    ~0.2 s a token. Every distinct block is evaluated by the real backend (its cache brought
-    to the prefix by truncate + eval), and every ``check_every``-th repeat is evaluated again
-    and must equal the remembered rows exactly, so the backend stays in the loop.
-    """
-
-    def __init__(self, backend, check_every: int = 150) -> None:
-        self.backend = backend
-        self.seq: list[int] = []
-        self._real: list[int] = []
-        self._memo: dict[tuple, np.ndarray] = {}
-        self._hits = 0
-        self.check_every = check_every
-        self.evaluated = 0
-
-    def __getattr__(self, name):
-        return getattr(self.backend, name)
-
-    @property
-    def n_past(self) -> int:
-        return len(self.seq)
-
-    def truncate(self, n: int) -> None:
-        del self.seq[n:]
-
-    def _compute(self, tokens: list[int], all_logits: bool) -> np.ndarray:
-        b, real, seq = self.backend, self._real, self.seq
-        common = 0
-        while common < min(len(real), len(seq)) and real[common] == seq[common]:
-            common += 1
-        b.truncate(common)
-        if common < len(seq):
-            b.eval(seq[common:], all_logits=False)
-            self.evaluated += len(seq) - common
-        rows = np.array(b.eval(tokens, all_logits=all_logits))
-        self.evaluated += len(tokens)
-        self._real = [*seq, *tokens]
-        return rows
-
-    def eval(self, tokens, *, all_logits: bool) -> np.ndarray:
-        tokens = list(tokens)
-        key = (tuple(self.seq), tuple(tokens), all_logits)
-        rows = self._memo.get(key)
-        if rows is None:
-            rows = self._memo[key] = self._compute(tokens, all_logits)
-        else:
-            self._hits += 1
-            if self._hits % self.check_every == 0:
-                again = self._compute(tokens, all_logits)
-                assert np.array_equal(again, rows), "the same block after the same prefix gave different logits"
-        self.seq.extend(tokens)
-        return rows
-
-
-def test_next_token_distribution_with_mlx_model_draft(mlx_engine):
-    from spectui.engine.drafters import ModelDrafter
-    from spectui.engine.sampling import verify_sampled, warp
-
-    top_k, n = 4, 600
-    t = PrefixMemo(mlx_engine.target)
-    d = PrefixMemo(mlx_engine.draft_model)
-    prompt = t.tokenize("Pick a colour:")
-    drafter = ModelDrafter(d, SamplingConfig(temperature=2.0, top_k=top_k, seed=11))
-    rng = np.random.Generator(np.random.PCG64(5))
-    p_first = warp(np.array(t.eval(prompt, all_logits=False)[-1]), 1.0, top_k=top_k)
-    pending = int(np.argmax(p_first))
-    history = [*prompt, pending]
-    drafter.reset(prompt)
-    base = t.n_past
-    p = warp(np.array(t.eval((pending,), all_logits=False)[-1]), 1.0, top_k=top_k)
-    t.truncate(base)
-
-    firsts = np.empty(n, dtype=np.int64)
-    accepted_any = rejected_any = False
-    for i in range(n):
-        draft = drafter.propose(history, 2)
-        logits = t.eval([pending, *draft.tokens], all_logits=True)
-        acc, nxt = verify_sampled(draft.tokens, lambda j: warp(logits[j], 1.0, top_k=top_k), draft.probs, rng)
-        t.truncate(base)
-        firsts[i] = draft.tokens[0] if acc > 0 else nxt
-        accepted_any |= acc > 0
-        rejected_any |= acc < len(draft.tokens)
-    assert accepted_any and rejected_any
-    support = np.flatnonzero(p)
-    counts = np.array([(firsts == tok).sum() for tok in support])
-    assert counts.sum() == n, "a token outside the target's top-k was emitted"
-    pvalue = stats.chisquare(counts, p[support] * n).pvalue
-    print(f"chi-square p={pvalue:.3f}; counts {counts.tolist()} vs expected {(p[support] * n).round(1).tolist()}; "
-          f"MLX evaluated {t.evaluated} target and {d.evaluated} draft tokens for {n} blocks")
-    assert pvalue > 1e-3, f"chi-square p-value {pvalue:.2e}; counts {counts.tolist()} vs {(p[support] * n).round(1).tolist()}"
 
 
 # -- llama.cpp vs MLX on the same file ----------------------------------------------------------

@@ -19,34 +19,36 @@ from spectui.config import DraftConfig, RunConfig, SamplingConfig
 from spectui.engine.drafters import ModelDrafter
 from spectui.engine.sampling import verify_sampled, warp
 from spectui.recording.schema import Step
+from tests.backends.prefix_memo import PrefixMemo
 
 ALPHA = 1e-3
 TARGET = SamplingConfig(temperature=1.0, top_k=8, seed=3)
 
 
-def test_next_token_distribution_with_model_draft(engine):
-    t = engine.target
-    _, prompt = engine.prepare_prompt(RunConfig(prompt="Pick a colour:"))
-    drafter = ModelDrafter(engine.draft_model, SamplingConfig(temperature=2.0, top_k=8, seed=11))
+def test_next_token_distribution_with_model_draft(any_engine):
+    """Chi-square of the first emitted token against the target's warped distribution, with
+    a model draft at temperature 2 (a different distribution), on llama.cpp and on MLX."""
+    top_k, n = 4, 600
+    t = PrefixMemo(any_engine.target)
+    d = PrefixMemo(any_engine.draft_model)
+    prompt = t.tokenize("Pick a colour:")
+    drafter = ModelDrafter(d, SamplingConfig(temperature=2.0, top_k=top_k, seed=11))
     rng = np.random.Generator(np.random.PCG64(5))
-    t.truncate(0)
-    p_first = warp(np.array(t.eval(prompt, all_logits=False)[-1]), 1.0, top_k=8)
+    p_first = warp(np.array(t.eval(prompt, all_logits=False)[-1]), 1.0, top_k=top_k)
     pending = int(np.argmax(p_first))
     history = [*prompt, pending]
     drafter.reset(prompt)
     base = t.n_past
-
     # the target distribution after `history`
-    p = warp(np.array(t.eval((pending,), all_logits=False)[-1]), 1.0, top_k=8)
+    p = warp(np.array(t.eval((pending,), all_logits=False)[-1]), 1.0, top_k=top_k)
     t.truncate(base)
 
-    n = 500
     firsts = np.empty(n, dtype=np.int64)
     accepted_any = rejected_any = False
     for i in range(n):
         draft = drafter.propose(history, 2)
         logits = t.eval([pending, *draft.tokens], all_logits=True)
-        acc, nxt = verify_sampled(draft.tokens, lambda j: warp(logits[j], 1.0, top_k=8), draft.probs, rng)
+        acc, nxt = verify_sampled(draft.tokens, lambda j: warp(logits[j], 1.0, top_k=top_k), draft.probs, rng)
         t.truncate(base)
         firsts[i] = draft.tokens[0] if acc > 0 else nxt
         accepted_any |= acc > 0
@@ -57,6 +59,8 @@ def test_next_token_distribution_with_model_draft(engine):
     counts = np.array([(firsts == tok).sum() for tok in support])
     assert counts.sum() == n, "a token outside the target's top-k was emitted"
     pvalue = stats.chisquare(counts, p[support] * n).pvalue
+    print(f"chi-square p={pvalue:.3f}; counts {counts.tolist()} vs expected {(p[support] * n).round(1).tolist()}; "
+          f"evaluated {t.evaluated} target and {d.evaluated} draft tokens for {n} blocks")
     assert pvalue > ALPHA, f"chi-square p-value {pvalue:.2e}; counts {counts.tolist()} vs expected {(p[support] * n).round(1).tolist()}"
 
 

@@ -337,3 +337,20 @@ async def test_events_are_coalesced_into_timed_repaints(monkeypatch):
         # bounded by the repaint timer, whatever the number of events
         assert len(redraws) <= elapsed * REPAINT_HZ + 3, (len(redraws), elapsed)
         assert len(redraws) < len(events) / 4, (len(redraws), len(events))
+
+
+async def test_switch_backend_to_mlx_and_run(tmp_path):
+    """`x` switches the next run to MLX; the engine thread loads it and the run is recorded
+    as an MLX session of the same model."""
+    app = make_app(real_config(max_tokens=6), recordings_dir=str(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("x")
+        assert app.config.backend.name == "mlx"
+        assert "MLX" in await header_text(pilot)
+        await pilot.press("r")
+        await finished(pilot, app)
+        assert app.state == "done", app.detail
+        rec = read_recording(app.recording_path)
+        assert rec.header.config.backend.name == "mlx"
+        assert rec.header.artifacts.runtime.get("mlx")
+        assert screen_text(app) == recorded_text(app.recording_path)[1]

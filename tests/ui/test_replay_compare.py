@@ -205,3 +205,38 @@ def test_compare_screen_snapshot(snap_compare, monkeypatch):
 
     monkeypatch.chdir(REPO)  # the file paths in the title are relative to the repository
     assert snap_compare(app, terminal_size=(120, 36), run_before=open_pair)
+
+
+async def test_compare_live_interleaved(tmp_path):
+    """`i` then `r` on the compare screen: AR and speculative alternate block by block on two
+    contexts; each recording says its clock leaves out the other's time, and greedy outputs
+    still match."""
+    import time
+
+    from spectui.recording.schema import INTERLEAVED_CLOCK
+
+    app = make_app(real_config(max_tokens=24), recordings_dir=str(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        app.compare = (app.live, app.live)  # something on screen: `v` then opens without running
+        await pilot.press("v")
+        await pilot.press("i")
+        assert app.compare_interleave
+        t0 = time.monotonic()
+        await pilot.press("r")
+        base, cand = app.compare
+        await wait_until(pilot, lambda: base.end is not None and cand.end is not None, "both runs")
+        await wait_until(pilot, lambda: not app.runner.busy, "the engine thread")
+        wall_s = time.monotonic() - t0
+        assert app.state == "done", app.detail
+        assert app.runner.loads == 2  # a second engine: the two sessions never share a KV cache
+        n = min(len(base.tokens), len(cand.tokens))
+        assert n > 0 and base.tokens[:n] == cand.tokens[:n]
+        recs = [read_recording(p) for p in sorted(tmp_path.glob("*.spectui"))]
+        assert len(recs) == 2 and all(r.header.clock == INTERLEAVED_CLOCK for r in recs)
+        for r in recs:
+            times = [t for e in r.events if type(e) is Step for t in e.t_us]
+            assert times == sorted(times) and times[0] > 0
+            # each clock is its own work: less than the wall time the pair took together
+            assert times[-1] / 1e6 < wall_s
+        app.refresh_now()
+        assert "interleaved" in await visible(pilot, "#compare-title")

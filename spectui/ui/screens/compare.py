@@ -86,6 +86,7 @@ class CompareScreen(Screen[None]):
         Binding("escape,v", "app.pop_screen", "Back"),
         Binding("r", "app.run_compare", "Run both"),
         Binding("d", "app.diff", "Diff"),
+        Binding("i", "app.toggle_interleave", "Interleave"),
     ]
     DEFAULT_CSS = """
     CompareScreen { layout: vertical; }
