@@ -569,7 +569,7 @@ class SpectuiApp(App[int]):
         tl = player.timeline
         now = time.monotonic()
         at = tl.time_at(player.shown) if player.paused or player.finished else min(player._clock(now), tl.duration_us)
-        state = "paused" if player.paused and not player.finished else speed_label(player.speed)
+        state = f"paused ({speed_label(player.speed)})" if player.paused else speed_label(player.speed)
         if player.finished:
             state = "end" + (f" ({live.end.reason})" if live.end is not None else " (no end record)")
         parts = [
