@@ -201,6 +201,8 @@ def _artifact_fields(h: Header, *, with_draft: bool) -> dict[str, Any]:
     out.update(_fields("artifacts.target", a.target))
     out.update(_fields("config.sampling", c.sampling))
     out["config.max_tokens"] = c.max_tokens
+    # an interleaved run's clock leaves out its peer's time: not comparable at face value
+    out["clock"] = h.clock
     out.update(_fields("artifacts.runtime", a.runtime))
     out.update(_fields("config.backend", c.backend))
     out.update(_fields("artifacts.offload", a.offload))

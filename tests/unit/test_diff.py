@@ -163,6 +163,17 @@ def test_one_changed_token(tmp_path):
 # -- artifacts and comparability ---------------------------------------------------------------
 
 
+def test_an_interleaved_clock_is_listed(tmp_path):
+    from spectui.recording.schema import INTERLEAVED_CLOCK
+
+    src = read_recording(sample("short-control", "spec"))
+    cand = write_events(
+        tmp_path / "interleaved.spectui", edit_header(src.events, lambda h: msgspec.structs.replace(h, clock=INTERLEAVED_CLOCK))
+    )
+    d = diff_recordings(read_recording(sample("short-control")), read_recording(cand))
+    assert {f.path: (f.baseline, f.candidate) for f in d.artifacts} == {"clock": ("wall", INTERLEAVED_CLOCK)}
+
+
 def test_artifact_change_is_listed_first(tmp_path):
     src = read_recording(sample("short-control", "spec"))
 
