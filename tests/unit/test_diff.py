@@ -256,8 +256,9 @@ def test_speedup_of_a_run_against_itself_and_a_slower_copy(tmp_path):
     assert half.ci_high - half.ci_low == pytest.approx((same.ci_high - same.ci_low) / 2, rel=0.02)  # scales with the ratio
     # more steps of the same kind narrow the interval: the run followed by itself again
     steps = [ev for ev in rec.events if type(ev) is Step]
-    last = steps[-1].t_us[-1]
-    again = [msgspec.structs.replace(s, t_us=[t + last for t in s.t_us]) for s in steps]
+    # the decode steps again (not the first, whose time includes the prefill), each gap as before
+    shift = steps[-1].t_us[-1] - steps[0].t_us[-1]
+    again = [msgspec.structs.replace(s, t_us=[t + shift for t in s.t_us]) for s in steps[1:]]
     longer = read_recording(write_events(tmp_path / "long.spectui", [*rec.events[:-1], *again]))
     wide = same.ci_high - same.ci_low
     assert speedup_ci(longer, longer).ci_high - speedup_ci(longer, longer).ci_low < wide
