@@ -4,13 +4,16 @@ Threads and data flow:
 
 * Sessions run on the app's one engine thread, a Textual *thread* worker started at mount
   (``SessionRunner.serve``): it loads the engine (or reuses it), iterates ``engine.run``,
-  writes every event to the recording and posts it to the app with ``post_message``, which
-  is thread-safe and never blocks the engine. (``call_from_thread`` waits for the UI and
-  costs ~100x more per token: never used here.) Why one thread for every session, not one
-  worker each: see ``spectui.ui.session``.
-* The app folds each event into a ``LiveRun`` (cheap, no drawing) and marks the screen
-  dirty; a timer repaints at ``REPAINT_HZ`` at most. A 200 tok/s run costs 12 repaints a
-  second, not 200.
+  writes every event to the recording and puts it in the session's ``Outbox``, posting a
+  ``SessionEvents`` wake-up with ``post_message`` (thread-safe, never blocks the engine)
+  only when none is pending. (``call_from_thread`` waits for the UI and costs ~100x more
+  per token: never used here.) Why one thread for every session: see ``spectui.ui.session``.
+* The app drains the outbox on the wake-up and on every repaint tick, folds each event into
+  a ``LiveRun`` (cheap, no drawing) and marks the screen dirty; a timer repaints at
+  ``REPAINT_HZ`` at most, within ``UI_CPU_BUDGET`` while a session decodes. A 200 tok/s run
+  costs about 12 wake-ups and 12 repaints a second, not 200.
+* Replays post their events as ``SessionEvent`` messages from a timer (``ReplayPlayer``
+  decides which are due) and so take the same path into the ``LiveRun`` and the screen.
 * Stopping sets the run's ``threading.Event``: the engine ends after its current step with
   ``End(reason='interrupted')``. A new run (restart, mode switch, new settings) is queued
   behind it on the engine thread, so two runs never share the engine; messages from a
