@@ -263,21 +263,30 @@ def add_compare_arguments(sub: argparse._SubParsersAction) -> None:
     gate = sub.add_parser("gate", help="pass/fail for production: speedup, p95 ITL, acceptance, TTFT, identical outputs")
     gate.add_argument("--baseline", nargs="+", required=True, metavar="FILE", help="baseline recordings (usually AR)")
     gate.add_argument("--candidate", nargs="+", required=True, metavar="FILE", help="candidate recordings (usually speculative)")
-    knobs = [
-        ("--min-speedup", "min_speedup", float, "median decode tok/s, candidate / baseline"),
-        ("--min-acceptance", "min_acceptance", float, "median acceptance rate of speculative candidates"),
-        ("--expected-k", "expected_k", int, "the K the acceptance threshold is meant for"),
-        ("--max-ttft-growth", "max_ttft_growth", float, "TTFT growth allowed on short prompts (0.08 = +8%%)"),
-        ("--max-p95-itl-ratio", "max_p95_itl_ratio", float, "candidate / baseline p95 inter-token latency"),
-        ("--p95-itl-tolerance", "p95_itl_tolerance", float, "noise allowance on that ratio"),
-    ]
-    for flag, field, kind, text in knobs:
+    for field, kind, text in GATE_KNOBS:
         default = getattr(t, field)
-        gate.add_argument(flag, type=kind, default=default, metavar="K" if kind is int else "X", help=f"{text} (default {default})")
+        gate.add_argument(
+            "--" + field.replace("_", "-"),
+            type=kind,
+            default=default,
+            metavar="K" if kind is int else "X",
+            help=f"{text} (default {default})",
+        )
     gate.add_argument(
         "--allow-unverified-quality", action="store_true", help="sampled runs: do not fail on the unmeasured quality check"
     )
     gate.add_argument("--json", action="store_true", help="one JSON object (the verdict)")
+
+
+#: ``spectui gate`` flags: each is the ``GateThresholds`` field of the same name.
+GATE_KNOBS = [
+    ("min_speedup", float, "median decode tok/s, candidate / baseline"),
+    ("min_acceptance", float, "median acceptance rate of speculative candidates"),
+    ("expected_k", int, "the K the acceptance threshold is meant for"),
+    ("max_ttft_growth", float, "TTFT growth allowed on short prompts (0.08 = +8%%)"),
+    ("max_p95_itl_ratio", float, "candidate / baseline p95 inter-token latency"),
+    ("p95_itl_tolerance", float, "noise allowance on that ratio"),
+]
 
 
 def _read_recordings(paths: Sequence[str]) -> list:  # list[Recording], kept import-light
@@ -311,12 +320,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
     from spectui.compare.gate import GateThresholds, format_verdict_text, gate
 
     t = GateThresholds(
-        min_speedup=args.min_speedup,
-        min_acceptance=args.min_acceptance,
-        expected_k=args.expected_k,
-        max_ttft_growth=args.max_ttft_growth,
-        max_p95_itl_ratio=args.max_p95_itl_ratio,
-        p95_itl_tolerance=args.p95_itl_tolerance,
+        **{field: getattr(args, field) for field, _, _ in GATE_KNOBS},
         allow_unverified_quality=args.allow_unverified_quality,
     )
     t.validate()  # before reading files: a typo in a threshold is the cheaper error to report

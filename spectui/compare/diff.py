@@ -162,7 +162,7 @@ def _fields(prefix: str, obj: Any) -> dict[str, Any]:
     return dict(_flatten(prefix, msgspec.to_builtins(obj)))
 
 
-def _first_difference(a: str | list, b: str | list) -> int:
+def first_difference(a: str | list, b: str | list) -> int:
     for i, (x, y) in enumerate(zip(a, b)):
         if x != y:
             return i
@@ -172,11 +172,11 @@ def _first_difference(a: str | list, b: str | list) -> int:
 def _field_diff(path: str, a: Any, b: Any) -> FieldDiff:
     if isinstance(a, list) or isinstance(b, list):  # prompt tokens: far too long to show
         a, b = a or [], b or []
-        i = _first_difference(a, b)
+        i = first_difference(a, b)
         note = f"first difference at token {i}"
         return FieldDiff(path=path, baseline=f"{len(a)} tokens", candidate=f"{len(b)} tokens", note=note)
     if isinstance(a, str) and isinstance(b, str) and max(len(a), len(b)) > 60:
-        i = _first_difference(a, b)
+        i = first_difference(a, b)
         lo = max(0, i - 20)
 
         def cut(s: str) -> str:
@@ -260,7 +260,7 @@ def comparability(b: Header, c: Header) -> list[str]:
     """Why two runs cannot be compared (empty when they can)."""
     why = []
     if b.prompt_tokens != c.prompt_tokens:
-        i = _first_difference(b.prompt_tokens, c.prompt_tokens)
+        i = first_difference(b.prompt_tokens, c.prompt_tokens)
         why.append(
             f"the prompt tokens differ ({len(b.prompt_tokens)} vs {len(c.prompt_tokens)} tokens, first difference at token {i})"
         )

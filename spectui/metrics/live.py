@@ -20,7 +20,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from spectui.metrics.predict import Prediction, predict
-from spectui.metrics.stats import Summary, per_position_acceptance, steady_rate
+from spectui.metrics.stats import Summary, fill_blocks, fill_prefill, fill_times
 from spectui.recording.schema import End, Event, Header, MemorySample, PolicyChange, Prefill, Step, TokenOrigin
 
 _AR = int(TokenOrigin.AR)
@@ -244,39 +244,15 @@ class LiveRun:
         if self.header is not None:
             s.n_prompt_tokens = len(self.header.prompt_tokens)
         if self.prefill is not None:
-            p = self.prefill
-            s.prefill_ms = (p.t_end_us - p.t_start_us) / 1000
-            s.n_prompt_tokens = p.n_tokens
-            if p.t_end_us > p.t_start_us:
-                s.prefill_tok_s = p.n_tokens / ((p.t_end_us - p.t_start_us) / 1e6)
+            fill_prefill(s, self.prefill)
         if self.end is not None:
             s.finish_reason = self.end.reason
             s.error = self.end.error
-        s.n_tokens = len(self.token_t_us)
         s.draft_forwards = self.draft_forwards
         s.draft_ms = self.draft_us / 1000
         s.verify_ms = self.verify_us / 1000
-        if self.token_t_us:
-            # the same arithmetic as stats.summarize, so the numbers agree to the last bit
-            t = np.asarray(self.token_t_us, dtype=np.float64) / 1e6
-            s.ttft_ms = float(t[0] * 1000)
-            if len(t) > 1:
-                span = t[-1] - t[0]
-                if span > 0:
-                    s.decode_tok_s = float((len(t) - 1) / span)
-                itl = np.diff(t) * 1000
-                s.itl_p50_ms, s.itl_p95_ms, s.itl_p99_ms = (float(v) for v in np.percentile(itl, [50, 95, 99]))
-            s.steady_tok_s, s.warmup_dropped = steady_rate(t)
-        if self.block_drafted:
-            d = np.asarray(self.block_drafted)
-            a = np.asarray(self.block_accepted)
-            s.draft_blocks = len(d)
-            s.drafted = self.drafted
-            s.accepted = self.accepted
-            s.acceptance_rate = self.accepted / self.drafted
-            s.mean_accepted_length = 1.0 + self.accepted / len(d)
-            s.rollbacks = self.rollbacks
-            s.per_position_acceptance = per_position_acceptance(d, a)
+        fill_times(s, self.token_t_us)
+        fill_blocks(s, self.block_drafted, self.block_accepted)
         if self.rss:
             s.peak_rss_bytes = self.peak_rss
             s.min_headroom_bytes = self.min_headroom

@@ -76,46 +76,64 @@ def summarize(events: Iterable[Event]) -> Summary:
         elif kind is MemorySample:
             memory.append(ev)
         elif kind is Prefill:
-            s.prefill_ms = (ev.t_end_us - ev.t_start_us) / 1000
-            s.n_prompt_tokens = ev.n_tokens
-            if ev.t_end_us > ev.t_start_us:
-                s.prefill_tok_s = ev.n_tokens / ((ev.t_end_us - ev.t_start_us) / 1e6)
+            fill_prefill(s, ev)
         elif kind is End:
             s.finish_reason = ev.reason
             s.error = ev.error
         elif kind is Header:
             s.n_prompt_tokens = len(ev.prompt_tokens)
 
-    s.n_tokens = len(times)
     s.draft_ms = draft_us / 1000
     s.verify_ms = verify_us / 1000
-    if times:
-        t = np.asarray(times, dtype=np.float64) / 1e6  # seconds
-        s.ttft_ms = float(t[0] * 1000)
-        if len(t) > 1:
-            span = t[-1] - t[0]
-            if span > 0:
-                s.decode_tok_s = float((len(t) - 1) / span)
-            itl = np.diff(t) * 1000
-            s.itl_p50_ms, s.itl_p95_ms, s.itl_p99_ms = (float(v) for v in np.percentile(itl, [50, 95, 99]))
-        s.steady_tok_s, s.warmup_dropped = steady_rate(t)
-
-    if drafted_per_block:
-        d = np.asarray(drafted_per_block)
-        a = np.asarray(accepted_per_block)
-        s.draft_blocks = len(d)
-        s.drafted = int(d.sum())
-        s.accepted = int(a.sum())
-        s.acceptance_rate = s.accepted / s.drafted
-        s.mean_accepted_length = 1.0 + s.accepted / len(d)
-        s.rollbacks = int((a < d).sum())
-        s.per_position_acceptance = per_position_acceptance(d, a)
-
+    fill_times(s, times)
+    fill_blocks(s, drafted_per_block, accepted_per_block)
     if memory:
         s.peak_rss_bytes = max(m.rss for m in memory)
         s.min_headroom_bytes = min(m.headroom for m in memory)
         s.swap_delta_bytes = memory[-1].swap_used - memory[0].swap_used
     return s
+
+
+# The pieces of ``summarize`` that ``LiveRun.summary`` shares (it folds the events itself, a
+# step at a time): one arithmetic, so the live numbers and a recording's agree to the bit.
+
+
+def fill_prefill(s: Summary, ev: Prefill) -> None:
+    s.prefill_ms = (ev.t_end_us - ev.t_start_us) / 1000
+    s.n_prompt_tokens = ev.n_tokens
+    if ev.t_end_us > ev.t_start_us:
+        s.prefill_tok_s = ev.n_tokens / ((ev.t_end_us - ev.t_start_us) / 1e6)
+
+
+def fill_times(s: Summary, times_us: list[int]) -> None:
+    """TTFT, decode and steady tok/s, ITL percentiles from every token's emission time."""
+    s.n_tokens = len(times_us)
+    if not times_us:
+        return
+    t = np.asarray(times_us, dtype=np.float64) / 1e6  # seconds
+    s.ttft_ms = float(t[0] * 1000)
+    if len(t) > 1:
+        span = t[-1] - t[0]
+        if span > 0:
+            s.decode_tok_s = float((len(t) - 1) / span)
+        itl = np.diff(t) * 1000
+        s.itl_p50_ms, s.itl_p95_ms, s.itl_p99_ms = (float(v) for v in np.percentile(itl, [50, 95, 99]))
+    s.steady_tok_s, s.warmup_dropped = steady_rate(t)
+
+
+def fill_blocks(s: Summary, drafted_per_block: list[int], accepted_per_block: list[int]) -> None:
+    """Acceptance from the blocks that drafted something."""
+    if not drafted_per_block:
+        return
+    d = np.asarray(drafted_per_block)
+    a = np.asarray(accepted_per_block)
+    s.draft_blocks = len(d)
+    s.drafted = int(d.sum())
+    s.accepted = int(a.sum())
+    s.acceptance_rate = s.accepted / s.drafted
+    s.mean_accepted_length = 1.0 + s.accepted / len(d)
+    s.rollbacks = int((a < d).sum())
+    s.per_position_acceptance = per_position_acceptance(d, a)
 
 
 def steady_rate(t: np.ndarray, warmup: int = WARMUP_TOKENS) -> tuple[float, bool]:

@@ -179,10 +179,9 @@ class SpectuiApp(App[int]):
         self.compare_files: tuple[str, str] | None = None
         self._compare_queue: list[tuple[RunConfig, LiveRun]] = []
         self._recorded: dict[int, Path | None] = {}  # id(LiveRun) -> its recording
-        self._outbox: Outbox | None = None  # the live session's events in flight
+        self._outboxes: dict[int, Outbox] = {}  # run id -> its events in flight to the UI
         self.compare_interleave = False
         self._pair: dict[int, LiveRun] = {}  # run id -> run, for an interleaved pair in flight
-        self._pair_outboxes: dict[int, Outbox] = {}
         self.show_blocks = False
         self._stop: threading.Event | None = None
         self._restart_timer: Timer | None = None
@@ -394,7 +393,7 @@ class SpectuiApp(App[int]):
             self._stop.set()
         self.run_id += 1
         self._stop = stop = threading.Event()
-        self._outbox = None
+        self._outboxes.clear()
         self._pair = {}
         self.live = live if live is not None else LiveRun()
         if self.player is not None:
@@ -416,53 +415,48 @@ class SpectuiApp(App[int]):
             self._touch()
 
     def on_session_status(self, msg: SessionStatus) -> None:
-        if msg.run_id in self._pair:
-            if msg.state == "running":
-                self._recorded[id(self._pair[msg.run_id])] = Path(msg.detail) if msg.detail else None
-            self.state, self.detail = msg.state, "" if msg.state == "running" else msg.detail
-            self._touch()
-            return
-        if msg.run_id != self.run_id:
+        live = self._run_for(msg.run_id)
+        if live is None:
             return
         self.state = msg.state
         if msg.state == "running":
-            self.recording_path = Path(msg.detail) if msg.detail else None
-            self._recorded[id(self.live)] = self.recording_path
+            path = Path(msg.detail) if msg.detail else None
+            self._recorded[id(live)] = path
+            if live is self.live:
+                self.recording_path = path
             self.detail = ""
         else:
             self.detail = msg.detail
         self._touch()
 
     def on_session_event(self, msg: SessionEvent) -> None:
-        if msg.run_id == self.run_id:  # else a superseded run's last steps
-            self._fold(msg.event)
+        live = self._run_for(msg.run_id)
+        if live is not None:  # else a superseded run's last steps
+            self._fold(msg.event, live)
+
+    def _run_for(self, run_id: int) -> LiveRun | None:
+        """The run a session's messages fold into; None for a superseded session."""
+        if self._pair:
+            return self._pair.get(run_id)
+        return self.live if run_id == self.run_id else None
 
     def on_session_events(self, msg: SessionEvents) -> None:
-        if msg.run_id in self._pair:
-            self._pair_outboxes[msg.run_id] = msg.outbox
-            self._drain_outbox(clear_wake=False)
-        elif msg.run_id == self.run_id:
-            self._outbox = msg.outbox
+        if self._run_for(msg.run_id) is not None:
+            self._outboxes[msg.run_id] = msg.outbox
             self._drain_outbox(clear_wake=False)  # the next tick clears it: one wake per tick
 
     def _drain_outbox(self, *, clear_wake: bool) -> None:
-        for run_id, outbox in self._pair_outboxes.items():
-            live = self._pair.get(run_id)
+        for run_id, outbox in self._outboxes.items():
+            live = self._run_for(run_id)
             while outbox and live is not None:
-                live.feed(outbox.popleft())
+                self._fold(outbox.popleft(), live)
             if clear_wake:
                 outbox.wake_pending = False
-        outbox = self._outbox
-        if outbox is None:
-            return
-        while outbox:
-            self._fold(outbox.popleft())
-        if clear_wake:
-            outbox.wake_pending = False
 
-    def _fold(self, ev: Event) -> None:
-        self.live.feed(ev)
-        if type(ev) is End and self.player is None:
+    def _fold(self, ev: Event, live: LiveRun) -> None:
+        live.feed(ev)
+        # one run's end is the app's (an interleaved pair ends with its last session)
+        if type(ev) is End and self.player is None and not self._pair:
             self.state = _FINISHED.get(ev.reason, "done")
             self.detail = ev.error
             h = self.live.header
@@ -476,7 +470,7 @@ class SpectuiApp(App[int]):
         if msg.run_id != self.run_id:
             return
         self._drain_outbox(clear_wake=True)  # the run's last events, its End among them
-        self._outbox = None
+        self._outboxes.pop(msg.run_id, None)
         if msg.error:
             self.state, self.detail = "error", msg.error
             self.notify(msg.error, title="run failed", severity="error", timeout=8)
@@ -549,7 +543,7 @@ class SpectuiApp(App[int]):
         player = self.player
         assert player is not None
         self.run_id += 1
-        self._outbox = None
+        self._outboxes.clear()
         self.live = LiveRun.from_events(player.timeline.events[: player.shown])
         self._touch()
 
@@ -571,7 +565,7 @@ class SpectuiApp(App[int]):
         player, live = self.player, self.live
         tl = player.timeline
         now = time.monotonic()
-        at = tl.time_at(player.shown) if player.paused or player.finished else min(player._clock(now), tl.duration_us)
+        at = tl.time_at(player.shown) if player.paused or player.finished else min(player.clock(now), tl.duration_us)
         state = f"paused ({speed_label(player.speed)})" if player.paused else speed_label(player.speed)
         if player.finished:
             state = "end" + (f" ({live.end.reason})" if live.end is not None else " (no end record)")
@@ -696,7 +690,6 @@ class SpectuiApp(App[int]):
         self.run_id += 1
         record_to = self._record_path_factory()
         self._pair = {first: self.compare[0], self.run_id: self.compare[1]}
-        self._pair_outboxes = {}
         self.runner.submit(
             PairRequest(
                 requests=(
@@ -712,8 +705,8 @@ class SpectuiApp(App[int]):
         if msg.error:
             self.state, self.detail = "error", msg.error
             self.notify(msg.error, title="run failed", severity="error", timeout=8)
+        self._outboxes.pop(msg.run_id, None)
         del self._pair[msg.run_id]
-        self._pair_outboxes.pop(msg.run_id, None)
         self._note_baseline(live)
         if not self._pair and self.state != "error":
             ends = [run.end for run in self.compare or () if run.end is not None]

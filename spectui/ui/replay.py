@@ -69,7 +69,7 @@ class ReplayPlayer:
         return range(start, self.shown)
 
     def set_speed(self, speed: float, now: float) -> None:
-        self._reanchor(now, self._clock(now))
+        self._reanchor(now, self.clock(now))
         self.speed = speed
 
     def faster(self, now: float) -> None:
@@ -84,7 +84,7 @@ class ReplayPlayer:
             self.shown, self.paused = 0, False
             self._reanchor(now, 0.0)
             return
-        self._reanchor(now, self._clock(now))
+        self._reanchor(now, self.clock(now))
         self.paused = not self.paused
 
     def step_block(self, now: float) -> range:
@@ -97,12 +97,12 @@ class ReplayPlayer:
     def seek(self, delta_s: float, now: float) -> int:
         """Move the clock by ``delta_s`` seconds of session time; returns the new number of
         events shown (fewer than before for a backward seek: the caller rebuilds)."""
-        t = min(max(0.0, self._clock(now) + delta_s * 1e6), float(self.timeline.duration_us))
+        t = min(max(0.0, self.clock(now) + delta_s * 1e6), float(self.timeline.duration_us))
         self.shown = self.timeline.count_at(t)
         self._reanchor(now, t)
         return self.shown
 
-    def _clock(self, now: float) -> float:
-        """Session time now, never past what has been shown at max speed."""
+    def clock(self, now: float) -> float:
+        """Session time now (at max speed: the time of what has been handed out)."""
         t = self.position_us(now)
         return self.timeline.time_at(self.shown) if math.isinf(t) else t

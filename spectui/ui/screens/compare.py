@@ -20,6 +20,7 @@ from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from spectui.compare.diff import first_difference
 from spectui.metrics.live import LiveRun
 from spectui.metrics.stats import Summary
 from spectui.ui.format import DASH, num, pct, signed_size
@@ -40,11 +41,6 @@ def run_label(live: LiveRun) -> str:
     if c.mode == "ar":
         return "AR"
     return f"spec {'n-gram' if c.draft.is_ngram else 'draft model'} K={c.draft.k}"
-
-
-def first_divergence(a: list[int], b: list[int]) -> int:
-    """Index of the first differing token over the common length, -1 if none."""
-    return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), -1)
 
 
 def delta_text(base: LiveRun, cand: LiveRun, sb: Summary, sc: Summary, styles: dict[str, object]) -> Text:
@@ -73,8 +69,8 @@ def delta_text(base: LiveRun, cand: LiveRun, sb: Summary, sc: Summary, styles: d
         item("acceptance", f"{pct(sc.acceptance_rate)} · {sc.mean_accepted_length:.2f} tok/block")
     n = min(len(base.tokens), len(cand.tokens))
     if n:
-        i = first_divergence(base.tokens, cand.tokens)
-        if i < 0:
+        i = first_difference(base.tokens[:n], cand.tokens[:n])
+        if i == n:
             item("outputs", f"identical ({n} tokens)", good)
         else:
             item("outputs", f"diverge at token {i}", bad)
