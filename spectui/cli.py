@@ -20,8 +20,18 @@ import msgspec
 
 from spectui import __version__
 from spectui.config import BackendConfig, DraftConfig, RunConfig, SamplingConfig
-from spectui.cli_views import VIEW_COMMANDS, add_view_parsers
 from spectui.errors import SpectuiError
+
+#: Modules that add subcommands: each has ``add_parsers(sub)`` and ``COMMANDS`` (name ->
+#: function of the parsed args returning the exit code). Keep their top-level imports light:
+#: ``spectui --help`` imports every one of them.
+COMMAND_MODULES = ("spectui.cli_views",)
+
+
+def _command_modules() -> list:
+    import importlib
+
+    return [importlib.import_module(name) for name in COMMAND_MODULES]
 
 DEFAULT_PROMPT = (
     "Fix the typos in this text and return it unchanged otherwise: "
@@ -59,7 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_compare_arguments(sub)
 
     sub.add_parser("models", help="show the embedded default model and where it is")
-    add_view_parsers(sub)
+    for module in _command_modules():
+        module.add_parsers(sub)
     return parser
 
 
@@ -95,11 +106,11 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
 def config_from_args(args: argparse.Namespace) -> RunConfig:
     from spectui.prompts import find_prompt, parse_prompt
 
-    tier = ""
+    tier = name = ""
     ceiling = RunConfig().max_tokens
     if args.prompt_name is not None:
         spec = find_prompt(args.prompt_name)
-        prompt, tier, ceiling = spec.text, spec.tier, spec.max_tokens
+        prompt, tier, ceiling, name = spec.text, spec.tier, spec.max_tokens, spec.name
     elif args.prompt_file is not None:
         try:
             if args.prompt_file == "-":
@@ -119,6 +130,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         mode=args.mode,
         prompt=prompt,
         prompt_tier=tier,
+        prompt_name=name,
         chat=not args.raw,
         max_tokens=ceiling if args.max_tokens is None else args.max_tokens,
         sampling=SamplingConfig(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed),
@@ -382,8 +394,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_gate(args)
         if args.command == "models":
             return cmd_models(args)
-        if args.command in VIEW_COMMANDS:
-            return VIEW_COMMANDS[args.command](args)
+        for module in _command_modules():
+            if args.command in module.COMMANDS:
+                return module.COMMANDS[args.command](args)
         parser.print_help()
         return 2
     except SpectuiError as exc:

@@ -13,7 +13,7 @@ import sys
 from spectui.errors import SpectuiError
 
 
-def add_view_parsers(sub: argparse._SubParsersAction) -> None:
+def add_parsers(sub: argparse._SubParsersAction) -> None:
     replay = sub.add_parser("replay", help="play a recording in the dashboard at its own pace (no models needed)")
     replay.add_argument("file")
     replay.add_argument("--speed", default="1", help="0.5, 1, 2, 4 or max (default 1: the original timing)")
@@ -78,4 +78,4 @@ def cmd_compare(args: argparse.Namespace) -> int:
     )
 
 
-VIEW_COMMANDS = {"replay": cmd_replay, "compare": cmd_compare}
+COMMANDS = {"replay": cmd_replay, "compare": cmd_compare}

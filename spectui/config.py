@@ -72,11 +72,15 @@ class DraftConfig(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class BackendConfig(msgspec.Struct, frozen=True, kw_only=True):
-    name: Literal["llamacpp", "mlx"] = "llamacpp"
+    name: Literal["llamacpp", "mlx", "server"] = "llamacpp"
     n_ctx: int = 4096
     n_batch: int = 512
     n_threads: int = 0  # 0 = one per available core
     n_gpu_layers: int = -1  # -1 = offload every layer where a GPU exists (Metal, CUDA)
+    #: ``server``: the OpenAI-compatible endpoint's base URL, and the name of the environment
+    #: variable holding its API key (the key itself is never recorded).
+    server_url: str = ""
+    api_key_env: str = ""
 
     def validate(self) -> None:
         if self.n_ctx < 16:
@@ -87,6 +91,30 @@ class BackendConfig(msgspec.Struct, frozen=True, kw_only=True):
             raise SpectuiError(f"threads must be >= 0 (0 = all cores), got {self.n_threads}")
 
 
+class PolicyConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """The runtime fallback policy (``spectui.engine.policy``): step down when speculation
+    stops paying or the machine runs short, probe back up later. Off unless ``enabled``."""
+
+    enabled: bool = False
+    #: a window is this many speculative blocks; its acceptance is accepted / drafted in it
+    window_blocks: int = 8
+    #: step down after this many consecutive windows below the floor
+    acceptance_floor: float = 0.3
+    low_windows: int = 2
+    #: step down at once when swap in use grows by more than this since the session began,
+    #: or memory pressure reaches this level (macOS level 4 = critical; Linux PSI some avg10 %)
+    swap_growth_ceiling_mb: float = 256.0
+    pressure_ceiling: float = 4.0
+    #: after a step down, try one level up again after this many decode steps
+    probe_after_steps: int = 64
+
+    def validate(self) -> None:
+        if self.window_blocks < 1 or self.low_windows < 1 or self.probe_after_steps < 1:
+            raise SpectuiError("policy window, low-window count and probe interval must be >= 1")
+        if not 0.0 <= self.acceptance_floor <= 1.0:
+            raise SpectuiError(f"policy acceptance floor must be in [0, 1], got {self.acceptance_floor}")
+
+
 class RunConfig(msgspec.Struct, frozen=True, kw_only=True):
     """Everything that decides what a session computes."""
 
@@ -94,12 +122,17 @@ class RunConfig(msgspec.Struct, frozen=True, kw_only=True):
     mode: Mode = "spec"
     prompt: str = ""
     prompt_tier: str = ""
+    #: the prompts/ file the prompt came from, and its quality check ("json", "tool-call";
+    #: "" = none), so a recording can be graded without the prompt file
+    prompt_name: str = ""
+    prompt_check: str = ""
     #: Apply the model's chat template (from GGUF metadata) around the prompt.
     chat: bool = True
     max_tokens: int = 256
     sampling: SamplingConfig = SamplingConfig()
     draft: DraftConfig = DraftConfig()
     backend: BackendConfig = BackendConfig()
+    policy: PolicyConfig = PolicyConfig()
 
     def validate(self) -> None:
         if self.mode not in ("ar", "spec"):
@@ -111,3 +144,4 @@ class RunConfig(msgspec.Struct, frozen=True, kw_only=True):
         self.sampling.validate()
         self.draft.validate()
         self.backend.validate()
+        self.policy.validate()

@@ -27,7 +27,7 @@ import msgspec
 from spectui.config import RunConfig
 
 #: ``major.minor``. Readers refuse a newer *major*; minor bumps only add optional fields.
-SCHEMA_VERSION = "1.1"
+SCHEMA_VERSION = "1.2"
 
 
 class TokenOrigin(IntEnum):
