@@ -13,10 +13,12 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 
+from spectui.config import MAX_DRAFT_LENGTH
 from spectui.engine.drafters import DraftLength
+from spectui.engine.policy import FallbackPolicy
 from spectui.engine.protocol import Backend, Draft, Drafter
 from spectui.engine.sampling import Sampler, verify_greedy, verify_sampled
-from spectui.recording.schema import End, Prefill, Step, TokenOrigin
+from spectui.recording.schema import End, PolicyChange, Prefill, Step, TokenOrigin
 
 _AR, _DRAFT, _CORRECTION, _BONUS = (int(o) for o in TokenOrigin)
 _NO_DRAFT = Draft([])
@@ -32,16 +34,20 @@ def decode(
     draft_length: DraftLength | None = None,
     t0_ns: int | None = None,
     stop: threading.Event | None = None,
-) -> Iterator[Prefill | Step | End]:
+    policy: FallbackPolicy | None = None,
+) -> Iterator[Prefill | Step | PolicyChange | End]:
     """Yield ``Prefill``, one ``Step`` per decode step, then ``End``.
 
     ``t0_ns`` is the session's ``time.perf_counter_ns()`` origin; event times are
     microseconds since it. ``stop`` ends the run after the current step (reason
-    ``interrupted``).
+    ``interrupted``). With a ``policy`` the drafter and K come from its current rung (K
+    capped by ``draft_length``), its transitions are yielded as ``PolicyChange`` before the
+    step they apply to, and a failing drafter or verification block becomes a step down
+    instead of the end of the session.
     """
     clock = time.perf_counter_ns
     t0 = clock() if t0_ns is None else t0_ns
-    if drafter is not None and draft_length is None:
+    if (drafter is not None or policy is not None) and draft_length is None:
         raise ValueError("a drafter needs a DraftLength")
     greedy = sampler.greedy
     eog = target.eog_tokens
@@ -49,7 +55,9 @@ def decode(
 
     t_start = clock()
     target.truncate(0)
-    if drafter is not None:
+    if policy is not None:
+        policy.reset(prompt)
+    elif drafter is not None:
         drafter.reset(prompt)
     logits = target.eval(prompt, all_logits=False)
     first = sampler.choose(logits[-1])
@@ -80,23 +88,45 @@ def decode(
             yield End(t_us=t_us, reason="context", n_tokens=emitted)
             return
 
+        # -- policy ------------------------------------------------------------------
+        active, k_cap = drafter, MAX_DRAFT_LENGTH
+        if policy is not None:
+            change = policy.decide((clock() - t0) // 1000)
+            if change is not None:
+                yield change
+            active, k_cap = policy.drafter, policy.k
+
         # -- draft -------------------------------------------------------------------
         t_a = clock()
         k = 0
         draft = _NO_DRAFT
-        if drafter is not None:
+        if active is not None:
             # never draft past the token budget or the context
-            k = min(draft_length.k, max_tokens - emitted - 1, room - 1)
+            k = min(draft_length.k, k_cap, max_tokens - emitted - 1, room - 1)
             if k > 0:
-                draft = drafter.propose(history, k)
+                try:
+                    draft = active.propose(history, k)
+                except Exception as exc:
+                    if policy is None:
+                        raise
+                    policy.part_failed("drafter", exc)  # this step goes on without a draft
         drafted = draft.tokens
         n_drafted = len(drafted)
         t_b = clock()
 
         # -- verify ------------------------------------------------------------------
         base = target.n_past
+        logits = None
         if n_drafted:
-            logits = target.eval([pending, *drafted], all_logits=True)
+            try:
+                logits = target.eval([pending, *drafted], all_logits=True)
+            except Exception as exc:
+                if policy is None:
+                    raise
+                policy.part_failed("verifier", exc)
+                target.truncate(base)  # whatever the failed block wrote; this step goes AR
+                draft, drafted, n_drafted = _NO_DRAFT, [], 0
+        if logits is not None:
             if greedy:
                 accepted, nxt = verify_greedy(drafted, logits.argmax(axis=1).tolist())
             else:
@@ -146,3 +176,5 @@ def decode(
         pending = nxt
         if draft_length is not None:
             draft_length.update(k, n_drafted, accepted)
+        if policy is not None:
+            policy.observe_block(n_drafted, accepted)

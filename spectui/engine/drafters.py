@@ -101,7 +101,8 @@ class ModelDrafter:
             common += 1
         if common == len(history):  # nothing new to evaluate, but we need fresh logits
             common -= 1
-        if common < len(cached):
+        # (a cache longer than what we know of: an eval that raised half way, under the policy)
+        if common < len(cached) or self.backend.n_past != len(cached):
             self.backend.truncate(common)
             del cached[common:]
         self._known = len(history)

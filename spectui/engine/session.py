@@ -22,6 +22,7 @@ from spectui.engine.decode import decode
 from spectui.engine.drafters import DraftLength, ModelDrafter, NgramDrafter, draft_sampling
 from spectui.engine.gguf import first_vocab_difference, read_gguf
 from spectui.engine.llamacpp import LlamaCppBackend, LlamaModel
+from spectui.engine.policy import FallbackPolicy, ladder
 from spectui.engine.prompt import apply_chat_template
 from spectui.engine.protocol import Backend, Drafter
 from spectui.engine.sampling import Sampler
@@ -107,6 +108,17 @@ class Engine:
             raise SpectuiError("this engine was loaded without a draft model")
         return ModelDrafter(self.draft_model, draft_sampling(config.sampling, config.draft))
 
+    def make_policy(self, config: RunConfig, drafter: Drafter | None) -> FallbackPolicy | None:
+        """The fallback policy for a speculative run that asks for it; its lighter drafter
+        (n-gram, behind a draft model) is made here so the switch costs nothing mid-run."""
+        if drafter is None or not config.policy.enabled:
+            return None
+        rungs = ladder(config)
+        drafters: dict[str, Drafter] = {rungs[0].drafter: drafter}
+        if any(r.drafter == "ngram" for r in rungs) and "ngram" not in drafters:
+            drafters["ngram"] = NgramDrafter(config.draft.ngram_min, config.draft.ngram_max)
+        return FallbackPolicy(config.policy, rungs, drafters)
+
     def header(self, config: RunConfig, prompt_text: str, prompt_tokens: list[int]) -> Header:
         artifacts = Artifacts(
             target=self.target.artifacts(),
@@ -143,6 +155,7 @@ class Engine:
         config.validate()
         prompt_text, prompt_tokens = self.prepare_prompt(config)
         drafter = self.make_drafter(config)
+        policy = self.make_policy(config, drafter)
         header = self.header(config, prompt_text, prompt_tokens)  # fingerprints: not the model's time
         t0 = time.perf_counter_ns()
         yield header
@@ -162,9 +175,13 @@ class Engine:
                 draft_length=DraftLength(config.draft) if drafter is not None else None,
                 t0_ns=t0,
                 stop=stop,
+                policy=policy,
             ):
                 while samples:
-                    yield samples.popleft()
+                    sample = samples.popleft()
+                    if policy is not None:
+                        policy.observe_memory(sample)
+                    yield sample
                 if type(event) is End:
                     end = event
                     break

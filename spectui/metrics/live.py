@@ -47,6 +47,8 @@ class LiveRun:
         self.prefill: Prefill | None = None
         self.end: End | None = None
         self.policy_changes: list[PolicyChange] = []
+        #: for each policy change, the index of the first token decided after it
+        self.policy_marks: list[int] = []
         self.n_events = 0
         #: bumped by every event: a redraw can skip work when nothing changed
         self.version = 0
@@ -118,6 +120,7 @@ class LiveRun:
             self.end = ev
         elif kind is PolicyChange:
             self.policy_changes.append(ev)
+            self.policy_marks.append(len(self.tokens))
         self.n_events += 1
         self.version += 1
 

@@ -8,6 +8,7 @@ import msgspec
 
 from spectui.metrics.stats import Summary, summarize
 from spectui.recording.reader import Recording
+from spectui.recording.schema import PolicyChange
 
 
 def _mib(n: int) -> str:
@@ -65,6 +66,10 @@ def report_rows(rec: Recording, s: Summary) -> list[tuple[str, list[tuple[str, s
             ("draft forwards", str(s.draft_forwards)),
             ("draft / verify time", f"{_num(s.draft_ms)} / {_num(s.verify_ms)} ms"),
         ]
+        if c.policy.enabled:
+            changes = policy_changes(rec)
+            accept.append(("fallback policy", f"on, {len(changes)} transition{'s' if len(changes) != 1 else ''}"))
+            accept += [(f"  at {e.t_us / 1e6:.2f} s", f"{e.before} -> {e.after}: {e.reason}") for e in changes]
     memory = [
         ("peak RSS", _mib(s.peak_rss_bytes) if s.peak_rss_bytes else "n/a"),
         ("minimum headroom", _mib(s.min_headroom_bytes)),
@@ -91,6 +96,10 @@ def report_rows(rec: Recording, s: Summary) -> list[tuple[str, list[tuple[str, s
     return sections
 
 
+def policy_changes(rec: Recording) -> list[PolicyChange]:
+    return [e for e in rec.events if type(e) is PolicyChange]
+
+
 def format_report(rec: Recording) -> str:
     sections = report_rows(rec, summarize(rec.events))
     width = max(len(k) for _, rows in sections for k, _ in rows)
@@ -109,4 +118,5 @@ def report_json(rec: Recording) -> dict[str, Any]:
         "truncated_at": rec.truncated_at,
         "header": msgspec.to_builtins(rec.header),
         "summary": msgspec.to_builtins(summarize(rec.events)),
+        "policy_changes": msgspec.to_builtins(policy_changes(rec)),
     }

@@ -71,6 +71,9 @@ class StatsPanel(Static):
         row("acceptance", pct(s.acceptance_rate) + (f" · {s.accepted}/{s.drafted}" if s.drafted else ""))
         row("mean acc len", num(s.mean_accepted_length, ".2f"))
         row("draft K", ("AR" if mode == "ar" else f"{k}") + (f" · {s.rollbacks} rollbacks" if s.draft_blocks else ""))
+        if live.policy_changes:  # the fallback policy moved: where it stands now, and how often
+            n = len(live.policy_changes)
+            row("fallback", f"{live.policy_changes[-1].after} · {n} change{'s' if n > 1 else ''}")
         row("peak RSS", size(s.peak_rss_bytes) if s.peak_rss_bytes else DASH)
         swap = DASH if live.last_memory is None else f"{size(live.swap_used)} ({signed_size(live.swap_delta)})"
         row("swap", swap)

@@ -3,7 +3,9 @@
 Colours come from theme variables through component classes: accepted draft tokens in
 ``$text-success``, the target's corrections in ``$text-error``, bonus tokens in
 ``$text-accent``, plain AR tokens in ``$foreground``. Block boundaries (one speculative
-draft+verify block, or one AR step) are drawn as a thin muted bar when turned on.
+draft+verify block, or one AR step) are drawn as a thin muted bar when turned on. A fallback
+policy transition is drawn where it happened, as a small reversed ``↓ ngram K=3`` (a step
+down) or ``↑ model K=4`` (a probe back up) in ``$text-warning``.
 
 Cost: the stream is a line-API scroll view (like Textual's ``Log``). Finished paragraphs are
 wrapped once into cached strips; a redraw re-wraps only the paragraph still growing, and
@@ -39,8 +41,9 @@ _ORIGIN_CSS = """
     {w} > .token-stream--correction {{ color: $text-error; text-style: bold underline; }}
     {w} > .token-stream--bonus {{ color: $text-accent; text-style: bold; }}
     {w} > .token-stream--boundary {{ color: $text-muted; }}
+    {w} > .token-stream--policy {{ color: $text-warning; text-style: reverse; }}
 """
-_COMPONENTS = {*ORIGIN_CLASSES.values(), "token-stream--boundary"}
+_COMPONENTS = {*ORIGIN_CLASSES.values(), "token-stream--boundary", "token-stream--policy"}
 
 
 class TokenStream(ScrollView, can_focus=True):
@@ -69,6 +72,7 @@ class TokenStream(ScrollView, can_focus=True):
         self._parts: list[str] = []  # the token texts shown, without boundary bars
         self._n = 0  # tokens already laid out
         self._next_block = 0  # index into live.block_starts
+        self._next_mark = 0  # index into live.policy_marks
         self._done: list[Strip] = []  # wrapped lines of finished paragraphs
         self._tail = Text()  # the paragraph still growing
         self._tail_lines: list[Strip] = []
@@ -131,7 +135,7 @@ class TokenStream(ScrollView, can_focus=True):
         if rebuilt:
             self._live, self._styles, self._stale, self._eog, self._width = live, styles, False, eog, width
             self._parts, self._done, self._tail, self._tail_lines = [], [], Text(), []
-            self._n = self._next_block = 0
+            self._n = self._next_block = self._next_mark = 0
         n_new = len(live.texts)
         if n_new == self._n and self._tail_lines:
             return
@@ -142,12 +146,18 @@ class TokenStream(ScrollView, can_focus=True):
         bar_style = get("token-stream--boundary")
         parts, starts, show = self._parts, live.block_starts, self.show_blocks
         texts, origins = live.texts, live.origins
-        b = self._next_block
+        b, m = self._next_block, self._next_mark
+        marks, changes = live.policy_marks, live.policy_changes
         for i in range(self._n, n_new):
             while b < len(starts) and starts[b] <= i:
                 if show and starts[b] == i and i > 0:
                     self._tail.append(BOUNDARY, bar_style)
                 b += 1
+            while m < len(marks) and marks[m] <= i:
+                up = changes[m].reason.startswith("probe after")
+                self._tail.append(f"{'↑' if up else '↓'} {changes[m].after}", get("token-stream--policy"))
+                self._tail.append(" ")
+                m += 1
             piece = texts[i]
             if not piece:
                 continue
@@ -159,7 +169,7 @@ class TokenStream(ScrollView, can_focus=True):
                 self._done.extend(self._wrap(self._tail))
                 self._tail = Text()  # (not Text(line, style): a base style would leak
                 self._tail.append(line, style)  # into every later token of the paragraph)
-        self._next_block, self._n = b, n_new
+        self._next_block, self._next_mark, self._n = b, m, n_new
         self._tail_lines = self._wrap(self._tail)
 
         # Follow the end of the stream unless the reader scrolled back.
