@@ -19,13 +19,13 @@ from collections.abc import Sequence
 import msgspec
 
 from spectui import __version__
-from spectui.config import BackendConfig, DraftConfig, RunConfig, SamplingConfig
+from spectui.config import BackendConfig, DraftConfig, PolicyConfig, RunConfig, SamplingConfig
 from spectui.errors import SpectuiError
 
 #: Modules that add subcommands: each has ``add_parsers(sub)`` and ``COMMANDS`` (name ->
 #: function of the parsed args returning the exit code). Keep their top-level imports light:
 #: ``spectui --help`` imports every one of them.
-COMMAND_MODULES = ("spectui.cli_views",)
+COMMAND_MODULES = ("spectui.cli_views", "spectui.cli_sweep", "spectui.cli_soak", "spectui.cli_export", "spectui.cli_quality")
 
 
 def _command_modules() -> list:
@@ -62,10 +62,18 @@ def build_parser() -> argparse.ArgumentParser:
     rec = run.add_mutually_exclusive_group()
     rec.add_argument("--record", metavar="FILE", default=None, help="recording path (default: a readable name under recordings/)")
     rec.add_argument("--no-record", action="store_true", help="do not record this session")
+    from spectui.cli_export import add_run_otel_arguments  # stdlib only: --help stays cheap
+
+    add_run_otel_arguments(run)
 
     report = sub.add_parser("report", help="summarise a recording: speed, latency, acceptance, memory, artifacts")
     report.add_argument("file")
     report.add_argument("--json", action="store_true", help="one JSON object with the header and the summary")
+    report.add_argument(
+        "--floors",
+        action="store_true",
+        help="FILE is a sweep folder: print the acceptance floor, tok/s floor and swap ceiling per tier (--json: a floors file for diff)",
+    )
     add_compare_arguments(sub)
 
     sub.add_parser("models", help="show the embedded default model and where it is")
@@ -78,7 +86,9 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     d_run, d_draft, d_samp, d_back = RunConfig(), DraftConfig(), SamplingConfig(), BackendConfig()
     p.add_argument("--backend", choices=["llamacpp", "mlx"], default=d_back.name)
     p.add_argument("--target", default="", help="target GGUF path (default: the embedded SmolLM2-135M)")
-    p.add_argument("--mode", choices=["ar", "spec"], default=d_run.mode)
+    # default None: "spec" for the embedded engine, "ar" with --server (whose drafting, if
+    # any, is the server's own configuration: --mode spec only labels the run)
+    p.add_argument("--mode", choices=["ar", "spec"], default=None, help=f"default: {d_run.mode}; ar with --server")
     p.add_argument("--draft", default=d_draft.source, help="'ngram' (prompt lookup) or a draft GGUF path")
     p.add_argument("--k", type=int, default=d_draft.k, help="draft length K")
     p.add_argument("--adaptive-k", action="store_true", help="grow K after full acceptance, shrink after rejection")
@@ -87,6 +97,15 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ngram-min", type=int, default=d_draft.ngram_min)
     p.add_argument("--ngram-max", type=int, default=d_draft.ngram_max)
     p.add_argument("--draft-temperature", type=float, default=None, help="draft model's own temperature")
+    d_pol = PolicyConfig()
+    p.add_argument(
+        "--fallback",
+        choices=["on", "off"],
+        default=None,
+        help="runtime fallback policy: shrink K, lighter drafter, AR, probe back (default: on in the dashboard, off headless)",
+    )
+    p.add_argument("--fallback-floor", type=float, default=d_pol.acceptance_floor, help="acceptance floor of the fallback policy")
+    p.add_argument("--fallback-window", type=int, default=d_pol.window_blocks, help="drafted blocks per acceptance window")
     p.add_argument("--temperature", type=float, default=d_samp.temperature, help="0 = greedy")
     p.add_argument("--top-k", type=int, default=d_samp.top_k)
     p.add_argument("--top-p", type=float, default=d_samp.top_p)
@@ -101,16 +120,25 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch", type=int, default=d_back.n_batch, help="prompt evaluation batch size")
     p.add_argument("--threads", type=int, default=d_back.n_threads, help="CPU threads (0 = all cores)")
     p.add_argument("--gpu-layers", type=int, default=d_back.n_gpu_layers, help="layers to offload (-1 = all)")
+    p.add_argument(
+        "--server",
+        metavar="URL",
+        default=None,
+        help="measure a running OpenAI-compatible server (llama-server, llama_cpp.server, mlx_lm.server), not the embedded engine",
+    )
+    p.add_argument("--api-key-env", metavar="VAR", default="", help="environment variable holding the server's API key (never recorded)")
 
 
-def config_from_args(args: argparse.Namespace) -> RunConfig:
+def config_from_args(args: argparse.Namespace, *, fallback_default: bool = False) -> RunConfig:
+    """The run configuration the flags describe; ``fallback_default`` is whether the fallback
+    policy is on when ``--fallback`` is not given (the dashboard: yes; measurements: no)."""
     from spectui.prompts import find_prompt, parse_prompt
 
-    tier = name = ""
+    tier = name = check = ""
     ceiling = RunConfig().max_tokens
     if args.prompt_name is not None:
         spec = find_prompt(args.prompt_name)
-        prompt, tier, ceiling, name = spec.text, spec.tier, spec.max_tokens, spec.name
+        prompt, tier, ceiling, name, check = spec.text, spec.tier, spec.max_tokens, spec.name, spec.check
     elif args.prompt_file is not None:
         try:
             if args.prompt_file == "-":
@@ -122,15 +150,16 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
             raise SpectuiError(f"cannot read prompt file {args.prompt_file}: {exc}") from None
         if prompt.startswith("#"):  # a prompts/-style file with a metadata header
             spec = parse_prompt(prompt, os.path.basename(args.prompt_file).rsplit(".", 1)[0], args.prompt_file)
-            prompt, tier, ceiling = spec.text, spec.tier, spec.max_tokens
+            prompt, tier, ceiling, check = spec.text, spec.tier, spec.max_tokens, spec.check
     else:
         prompt = DEFAULT_PROMPT if args.prompt is None else args.prompt
     config = RunConfig(
         target=args.target,
-        mode=args.mode,
+        mode=args.mode or ("ar" if args.server else RunConfig().mode),
         prompt=prompt,
         prompt_tier=tier,
         prompt_name=name,
+        prompt_check=check,  # canonical (spectui.quality): recordings grade without the prompt file
         chat=not args.raw,
         max_tokens=ceiling if args.max_tokens is None else args.max_tokens,
         sampling=SamplingConfig(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed),
@@ -145,7 +174,18 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
             temperature=args.draft_temperature,
         ),
         backend=BackendConfig(
-            name=args.backend, n_ctx=args.ctx, n_batch=args.batch, n_threads=args.threads, n_gpu_layers=args.gpu_layers
+            name="server" if args.server else args.backend,
+            n_ctx=args.ctx,
+            n_batch=args.batch,
+            n_threads=args.threads,
+            n_gpu_layers=args.gpu_layers,
+            server_url=args.server or "",
+            api_key_env=args.api_key_env,
+        ),
+        policy=PolicyConfig(
+            enabled=fallback_default if args.fallback is None else args.fallback == "on",
+            acceptance_floor=args.fallback_floor,
+            window_blocks=args.fallback_window,
         ),
     )
     config.validate()
@@ -229,6 +269,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(format_summary(config, summary), file=sys.stderr)
     if path is not None:
         print(f"spectui: recorded to {path}", file=sys.stderr)
+    if args.otel_file or args.otel_endpoint:  # after the summary: an export failure must not hide it
+        from spectui.cli_export import export_run
+
+        export_run(events, file=args.otel_file, endpoint=args.otel_endpoint)
     end = events[-1]
     if isinstance(end, End) and end.reason == "error":
         print(f"spectui: error: the engine failed: {end.error}", file=sys.stderr)
@@ -239,7 +283,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_dashboard(args: argparse.Namespace) -> int:
     from spectui.ui.app import run_dashboard
 
-    config = config_from_args(args)
+    config = config_from_args(args, fallback_default=True)
+    if getattr(args, "otel_file", None) or getattr(args, "otel_endpoint", None):
+        raise SpectuiError("--otel-file/--otel-endpoint are for headless runs (add --headless), or convert a recording: spectui export FILE")
     if args.record is not None:
         raise SpectuiError("--record FILE is for headless runs; the dashboard names each session's recording itself")
     return run_dashboard(config, record=not args.no_record, theme=args.theme)
@@ -249,6 +295,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     from spectui.recording.reader import read_recording
     from spectui.recording.report import format_report, report_json
 
+    if args.floors:
+        return _report_floors(args)
     if not os.path.isfile(args.file):
         raise SpectuiError(f"recording not found: {args.file}")
     rec = read_recording(args.file)
@@ -256,6 +304,22 @@ def cmd_report(args: argparse.Namespace) -> int:
         print(msgspec.json.encode(report_json(rec)).decode())
     else:
         print(format_report(rec))
+    return 0
+
+
+def _report_floors(args: argparse.Namespace) -> int:
+    from spectui.engine.artifacts import host_info
+    from spectui.lab.sweep import load_sweep
+    from spectui.lab.sweep_report import floors_from_sweep, format_floors
+
+    if not os.path.isdir(args.file):
+        raise SpectuiError(f"--floors reads a sweep folder (spectui sweep --out DIR); {args.file} is not a folder")
+    result, summaries = load_sweep(args.file)
+    h = host_info()
+    floors = floors_from_sweep(result, summaries, host=f"{h.cpu} x{h.cpu_count}")
+    if not floors.floors:
+        raise SpectuiError(f"{args.file}: the sweep has no K points to take floors from")
+    print(msgspec.json.encode(floors).decode() if args.json else format_floors(floors))
     return 0
 
 
@@ -270,6 +334,9 @@ def add_compare_arguments(sub: argparse._SubParsersAction) -> None:
     fmt.add_argument("--json", action="store_true", help="one JSON object (the whole diff)")
     fmt.add_argument("--markdown", action="store_true", help="GitHub markdown tables")
     diff.add_argument("--force", action="store_true", help="compare even with different prompt tokens or target weights")
+    diff.add_argument(
+        "--floors", metavar="FILE", default=None, help="also check the candidate against a floors file (exit 1 if one is broken)"
+    )
 
     t = GateThresholds()
     gate = sub.add_parser("gate", help="pass/fail for production: speedup, p95 ITL, acceptance, TTFT, identical outputs")
@@ -298,6 +365,7 @@ GATE_KNOBS = [
     ("max_ttft_growth", float, "TTFT growth allowed on short prompts (0.08 = +8%%)"),
     ("max_p95_itl_ratio", float, "candidate / baseline p95 inter-token latency"),
     ("p95_itl_tolerance", float, "noise allowance on that ratio"),
+    ("max_quality_drop_points", float, "sampled runs: quality pass-rate drop allowed, in percentage points"),
 ]
 
 
@@ -316,15 +384,43 @@ def cmd_diff(args: argparse.Namespace) -> int:
     """Exit 0 whenever the two runs were compared, outputs identical or not."""
     from spectui.compare.diff import diff_recordings, format_diff_markdown, format_diff_text
 
+    floors = None
+    if args.floors is not None:
+        from spectui.lab.sweep_report import read_floors
+
+        floors = read_floors(args.floors)
     baseline, candidate = _read_recordings([args.baseline, args.candidate])
     d = diff_recordings(baseline, candidate, force=args.force)
+    floor_lines, broken = _floor_lines(floors, candidate) if floors is not None else ([], False)
     if args.json:
-        print(msgspec.json.encode(d).decode())
+        doc = msgspec.to_builtins(d)
+        if floors is not None:
+            doc["floors"] = floor_lines
+        print(msgspec.json.encode(doc).decode())
     elif args.markdown:
         print(format_diff_markdown(d), end="")
+        if floor_lines:
+            print("\n### Floors\n\n" + "\n".join(f"- {line}" for line in floor_lines))
     else:
         print(format_diff_text(d))
-    return 0
+        if floor_lines:
+            print("-- floors " + "-" * 40 + "\n" + "\n".join(f"  {line}" for line in floor_lines))
+    return 1 if broken else 0
+
+
+def _floor_lines(floors, rec) -> tuple[list[str], bool]:  # noqa: ANN001 - Floors, Recording
+    """The candidate against the floor of its tier: one line per check, and whether one broke."""
+    from spectui.lab.sweep_report import check_floors
+    from spectui.metrics.stats import summarize
+
+    c = rec.header.config
+    drafter = "ngram" if c.draft.is_ngram else c.draft.source
+    floor, checks = check_floors(floors, c.prompt_tier, drafter, c.draft.k, summarize(rec.events))
+    if floor is None:
+        return [f"no floor for tier {c.prompt_tier or '(none)'} in {floors.source}"], False
+    lines = [f"floor of tier {floor.tier}, {floor.drafter} K={floor.k} ({floor.runs} runs of {floors.source})"]
+    lines += [f"{'pass' if ch.passed else 'FAIL'}  {ch.text}" for ch in checks]
+    return lines, not all(ch.passed for ch in checks)
 
 
 def cmd_gate(args: argparse.Namespace) -> int:
@@ -354,7 +450,9 @@ def format_summary(config: RunConfig, s) -> str:  # noqa: ANN001 - Summary, kept
         f" | TTFT {f(s.ttft_ms)} ms | prefill {f(s.prefill_ms)} ms ({s.n_prompt_tokens} tokens)"
         f" | ITL p50/p95/p99 {f(s.itl_p50_ms, '.2f')}/{f(s.itl_p95_ms, '.2f')}/{f(s.itl_p99_ms, '.2f')} ms"
     ]
-    if config.mode == "spec":
+    if config.mode == "spec" and config.backend.name == "server":  # no per-block counts from a server
+        lines.append("spectui: drafting on the server: the acceptance it reported (if any) is in `spectui report`")
+    elif config.mode == "spec":
         drafter = "ngram" if config.draft.is_ngram else "model"
         lines.append(
             f"spectui: {drafter} K={config.draft.k}{' adaptive' if config.draft.adaptive else ''}"

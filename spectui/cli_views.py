@@ -70,6 +70,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     for path in args.files:
         _check_recording(path)
     config = config_from_args(args) if not args.files else None
+    if config is not None and config.backend.name == "server" and args.interleave:
+        # a server keeps generating while its turn waits: its clock cannot be taken out
+        raise SpectuiError("--interleave needs embedded engines; a server run cannot be paused between blocks")
     _need_terminal("compare")
     from spectui.ui.app import run_compare
 

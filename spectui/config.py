@@ -122,8 +122,9 @@ class RunConfig(msgspec.Struct, frozen=True, kw_only=True):
     mode: Mode = "spec"
     prompt: str = ""
     prompt_tier: str = ""
-    #: the prompts/ file the prompt came from, and its quality check ("json", "tool-call";
-    #: "" = none), so a recording can be graded without the prompt file
+    #: the prompts/ file the prompt came from, and its quality check in canonical form
+    #: ("json; keys: city:str, ..." or "tool-call; tools: ...", see spectui.quality; "" = none),
+    #: so a recording can be graded without the prompt file
     prompt_name: str = ""
     prompt_check: str = ""
     #: Apply the model's chat template (from GGUF metadata) around the prompt.

@@ -4,6 +4,11 @@ A prompt file is UTF-8 text. Leading lines of the form ``# key: value`` set meta
 (``tier``, ``max_tokens``); other leading ``#`` lines are comments; the rest is the prompt.
 Without a ``tier`` line the tier is the file name up to its first ``-`` (``copy-typo-fix.txt``
 is tier ``copy``); without ``max_tokens`` the ceiling is 256.
+
+Quality prompts also say what passes: ``check: json`` with ``keys: city:str, population:int``,
+or ``check: tool-call`` with ``tools: get_weather(city:str), get_time(timezone:str)`` and
+optionally ``call: get_weather`` (see ``spectui.quality``). ``PromptSpec.check`` holds the
+canonical one-line form, which runs record in their header.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from spectui.errors import SpectuiError
+from spectui.quality import check_from_meta
 
 DEFAULT_CEILING = 256
 _META = re.compile(r"^#\s*([a-z_]+)\s*:\s*(.*?)\s*$")
@@ -26,6 +32,7 @@ class PromptSpec:
     max_tokens: int
     text: str
     path: str = ""
+    check: str = ""  # canonical quality check (spectui.quality), "" = none
 
 
 def prompts_dir() -> Path:
@@ -60,7 +67,13 @@ def parse_prompt(text: str, name: str, path: str = "") -> PromptSpec:
     except ValueError:
         raise SpectuiError(f"prompt file {path or name}: max_tokens must be an integer") from None
     tier = meta.get("tier") or name.split("-", 1)[0]
-    return PromptSpec(name=name, tier=tier, max_tokens=ceiling, text=body, path=path)
+    try:
+        check = check_from_meta(meta)
+    except SpectuiError as exc:
+        raise SpectuiError(f"prompt file {path or name}: {exc}") from None
+    return PromptSpec(
+        name=name, tier=tier, max_tokens=ceiling, text=body, path=path, check=str(check) if check else ""
+    )
 
 
 def load_prompt(path: str | os.PathLike[str]) -> PromptSpec:

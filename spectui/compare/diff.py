@@ -73,6 +73,10 @@ class OutputDiff(msgspec.Struct, kw_only=True):
     common_length: int
     n_differing: int  # positions < common_length whose tokens differ
     first_divergence: Divergence | None = None  # None when identical
+    #: "token", or "character" when a server recording has no token ids
+    unit: str = "token"
+    #: how the outputs were made comparable (a server recording against an embedded one)
+    notes: list[str] = msgspec.field(default_factory=list)
 
 
 class Speedup(msgspec.Struct, kw_only=True):
@@ -102,6 +106,8 @@ class RunSide(msgspec.Struct, kw_only=True):
     summary: Summary
     first_rss_bytes: int = 0  # first memory sample
     rss_growth_bytes: int = 0  # peak - first sample
+    #: a server recording: the acceptance the server reported, or that it reported none
+    server_acceptance: str = ""
 
 
 class RunDiff(msgspec.Struct, kw_only=True):
@@ -121,6 +127,9 @@ class RunDiff(msgspec.Struct, kw_only=True):
     ttft_limit: float = MAX_TTFT_GROWTH
     #: True when both prompts are short; TTFT growth is judged only then.
     short_prompt: bool = False
+    #: What comparability was judged by when it was not prompt tokens and weights (a server
+    #: recording has no prompt tokens): "" for two embedded runs.
+    basis: str = ""
 
 
 # -- labels --------------------------------------------------------------------------------
@@ -129,6 +138,8 @@ class RunDiff(msgspec.Struct, kw_only=True):
 def mode_label(config: RunConfig) -> str:
     if config.mode == "ar":
         return "AR"
+    if config.backend.name == "server":  # K and the drafter are the server's own settings
+        return "speculative (drafting configured on the server)"
     d = config.draft
     drafter = "n-gram" if d.is_ngram else f"draft model {d.source}"
     k = f"K={d.k}" + (f" adaptive {d.k_min}-{d.k_max}" if d.adaptive else "")
@@ -209,6 +220,9 @@ def _artifact_fields(h: Header, *, with_draft: bool) -> dict[str, Any]:
     if with_draft and a.draft is not None:
         out.update(_fields("artifacts.draft", a.draft))
     out.update(_fields("artifacts.host", a.host))
+    if a.server is not None:  # a measured server: where and what it was
+        for name in ("url", "kind", "version", "endpoint", "model_id"):
+            out[f"artifacts.server.{name}"] = getattr(a.server, name)
     out["spectui_version"] = h.spectui_version
     out["schema_version"] = h.schema_version
     return out
@@ -258,6 +272,10 @@ def compare_headers(b: Header, c: Header) -> tuple[list[FieldDiff], list[FieldDi
 
 def comparability(b: Header, c: Header) -> list[str]:
     """Why two runs cannot be compared (empty when they can)."""
+    if b.artifacts.server is not None or c.artifacts.server is not None:
+        from spectui.server.compare import comparability as server_comparability
+
+        return server_comparability(b, c)[0]
     why = []
     if b.prompt_tokens != c.prompt_tokens:
         i = first_difference(b.prompt_tokens, c.prompt_tokens)
@@ -419,7 +437,16 @@ def run_side(rec: Recording, summary: Summary | None = None) -> RunSide:
         summary=s,
         first_rss_bytes=first_rss,
         rss_growth_bytes=s.peak_rss_bytes - first_rss if first_rss else 0,
+        server_acceptance=_server_acceptance(rec),
     )
+
+
+def _server_acceptance(rec: Recording) -> str:
+    if rec.header.artifacts.server is None:
+        return ""
+    from spectui.server.report import acceptance_text, server_report
+
+    return acceptance_text(server_report(rec))
 
 
 def diff_recordings(baseline: Recording, candidate: Recording, *, force: bool = False) -> RunDiff:
@@ -432,6 +459,15 @@ def diff_recordings(baseline: Recording, candidate: Recording, *, force: bool = 
         )
     artifacts, config = compare_headers(baseline.header, candidate.header)
     b, c = run_side(baseline), run_side(candidate)
+    b_out, c_out, unit, notes, basis = output_tokens(baseline), output_tokens(candidate), "token", [], ""
+    if baseline.header.artifacts.server is not None or candidate.header.artifacts.server is not None:
+        from spectui.server.compare import align_outputs
+        from spectui.server.compare import comparability as server_comparability
+
+        b_out, c_out, unit, notes = align_outputs(baseline, candidate, b_out, c_out)
+        basis = server_comparability(baseline.header, candidate.header)[1]
+    outputs = compare_outputs(b_out, c_out)
+    outputs.unit, outputs.notes = unit, notes
     growth = c.summary.ttft_ms / b.summary.ttft_ms - 1 if b.summary.ttft_ms > 0 else float("nan")
     return RunDiff(
         baseline=b,
@@ -441,11 +477,12 @@ def diff_recordings(baseline: Recording, candidate: Recording, *, force: bool = 
         comparable=not why,
         forced=bool(why),
         not_comparable=why,
-        outputs=compare_outputs(output_tokens(baseline), output_tokens(candidate)),
+        outputs=outputs,
         speedup=speedup_ci(baseline, candidate),
         ttft_growth=float(growth),
         ttft_within_limit=bool(growth <= MAX_TTFT_GROWTH),
         short_prompt=b.short_prompt and c.short_prompt,
+        basis=basis,
     )
 
 
@@ -478,20 +515,22 @@ def _pct(a: float, b: float) -> str:
 
 
 def describe_outputs(o: OutputDiff) -> list[str]:
+    u = o.unit
     if o.identical:
-        return [f"identical: {o.common_length} tokens"]
+        return [f"identical: {o.common_length} {u}s", *(f"({n})" for n in o.notes)]
     d = o.first_divergence
     assert d is not None
     lines = []
     if o.n_differing:
         lines.append(
-            f'diverge at token {d.index}: {d.baseline_token} "{_escape(d.baseline_piece)}" vs'
+            f'diverge at {u} {d.index}: {d.baseline_token} "{_escape(d.baseline_piece)}" vs'
             f' {d.candidate_token} "{_escape(d.candidate_piece)}"; {o.n_differing} of {o.common_length} common positions differ'
         )
     else:
-        lines.append(f"identical over the common {o.common_length} tokens; one output continues past the other")
+        lines.append(f"identical over the common {o.common_length} {u}s; one output continues past the other")
     if o.baseline_length != o.candidate_length:
-        lines.append(f"lengths differ: {o.baseline_length} vs {o.candidate_length} tokens")
+        lines.append(f"lengths differ: {o.baseline_length} vs {o.candidate_length} {u}s")
+    lines += [f"({n})" for n in o.notes]
     lines.append(f'baseline : "{_escape(d.baseline_context)}"')
     lines.append(f'candidate: "{_escape(d.candidate_context)}"')
     # the caret sits under the first character where the two sides part
@@ -526,7 +565,8 @@ def _accept_rows(d: RunDiff) -> list[tuple[str, str, str, str]]:
     def per_pos(s: Summary) -> str:
         return " ".join(_num(x, ".2f") for x in s.per_position_acceptance) or "n/a"
 
-    return [
+    server = [("acceptance (server-reported)", d.baseline.server_acceptance or "-", d.candidate.server_acceptance or "-", "")]
+    return server * bool(d.baseline.server_acceptance or d.candidate.server_acceptance) + [
         ("acceptance rate", _num(b.acceptance_rate, ".3f"), _num(c.acceptance_rate, ".3f"), ""),
         ("mean accepted length", _num(b.mean_accepted_length, ".2f"), _num(c.mean_accepted_length, ".2f"), ""),
         ("per-position acceptance", per_pos(b), per_pos(c), ""),
@@ -588,6 +628,8 @@ def format_diff_text(d: RunDiff) -> str:
     lines = [f"baseline  {d.baseline.file} ({d.baseline.mode})", f"candidate {d.candidate.file} ({d.candidate.mode})"]
     if d.forced:
         lines.append(f"COMPARED BY FORCE: {'; '.join(d.not_comparable)}")
+    if d.basis:
+        lines.append(d.basis)
     lines.append(_section(f"artifacts: {len(d.artifacts)} difference{'s' if len(d.artifacts) != 1 else ''}"))
     if d.artifacts:
         rows = [(f.path, _clip(_escape(_show(f.baseline))), _clip(_escape(_show(f.candidate))), f.note) for f in d.artifacts]
@@ -632,6 +674,8 @@ def format_diff_markdown(d: RunDiff) -> str:
     ]
     if d.forced:
         lines.append(f"* **compared by force**: {'; '.join(d.not_comparable)}")
+    if d.basis:
+        lines.append(f"* {d.basis}")
     lines += ["", f"### Artifacts ({len(d.artifacts)} differences)", ""]
     if d.artifacts:
         rows = [(f"`{f.path}`", _show(f.baseline), _show(f.candidate), f.note) for f in d.artifacts]

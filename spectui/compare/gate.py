@@ -6,6 +6,13 @@ acceptance for an AR candidate). Not applicable never fails the gate; *not measu
 (sampled output quality, see below), because a gate that passes what it did not look at is
 worse than none.
 
+Outputs: greedy runs must be token-identical to the baseline. Sampled runs cannot be (the
+same seed draws differently once drafts are verified), so their outputs are judged by the
+quality mini-set instead: every recording whose header carries a quality check
+(``spectui.quality``: the prompts/quality-* files) is graded, and the candidates' pass rate
+may fall at most ``max_quality_drop_points`` percentage points below the baselines'. Only when
+no recording carries a check is quality "not measured", which fails unless allowed.
+
 With several recordings a side, speeds and latencies are medians across runs: one run on a
 busy machine then moves the verdict less than it would move a mean.
 
@@ -37,6 +44,7 @@ from spectui.compare.diff import (
 from spectui.compare.thresholds import GateThresholds
 from spectui.errors import SpectuiError
 from spectui.metrics.stats import Summary, summarize
+from spectui.quality import difference_interval, difference_points, grade_recording, pass_rate
 from spectui.recording.report import _num
 from spectui.recording.reader import Recording
 
@@ -53,7 +61,7 @@ class Check(msgspec.Struct, kw_only=True):
     detail: str
     #: how value and threshold are read: ">=" (value must reach it) or "<="
     comparison: str = ""
-    unit: str = ""  # "x" ratio, "%" share (0.08 = 8%), "" plain
+    unit: str = ""  # "x" ratio, "%" share (0.08 = 8%), "pt" percentage points, "" plain
 
 
 class Verdict(msgspec.Struct, kw_only=True):
@@ -79,15 +87,7 @@ def _runs(n: int) -> str:
 def _check_outputs(baselines: list[Recording], candidates: list[Recording], t: GateThresholds) -> Check:
     greedy = all(r.header.config.sampling.greedy for r in baselines + candidates)
     if not greedy:
-        allowed = t.allow_unverified_quality
-        return Check(
-            name="quality",
-            passed=None if allowed else False,
-            value=None,
-            threshold=f"within {t.max_quality_drop_points} points",
-            detail="sampled runs: quality pass rates are not measured (no quality set yet)"
-            + ("; allowed unverified" if allowed else "; fails unless unverified quality is allowed"),
-        )
+        return _check_quality(baselines, candidates, t)
     ref = baselines[0]
     ref_out = output_tokens(ref)
     differing = 0
@@ -119,6 +119,58 @@ def _check_outputs(baselines: list[Recording], candidates: list[Recording], t: G
         threshold=0,
         comparison="<=",
         detail="; ".join(notes + [f"length differs: {x}" for x in lengths]),
+    )
+
+
+def _check_quality(baselines: list[Recording], candidates: list[Recording], t: GateThresholds) -> Check:
+    graded_b = [g for g in map(grade_recording, baselines) if g is not None]
+    graded_c = [g for g in map(grade_recording, candidates) if g is not None]
+    if not graded_b or not graded_c:
+        allowed = t.allow_unverified_quality
+        if not graded_b and not graded_c:
+            why = "no recording carries a quality check; run the quality-* prompts (spectui quality)"
+        else:
+            why = f"only the {'baseline' if graded_b else 'candidate'} recordings carry a quality check"
+        return Check(
+            name="quality",
+            passed=None if allowed else False,
+            value=None,
+            threshold=-t.max_quality_drop_points,
+            comparison=">=",
+            unit="pt",
+            detail=f"sampled runs: quality pass rates are not measured ({why})"
+            + ("; allowed unverified" if allowed else "; fails unless unverified quality is allowed"),
+        )
+    b, c = pass_rate(graded_b), pass_rate(graded_c)
+    diff = difference_points(b, c)
+    low, high = difference_interval(b, c)
+    detail = (
+        f"sampled: pass rate {c} of {_runs(c.n)} vs {b} of {_runs(b.n)} (95% Wilson intervals);"
+        f" candidate - baseline {diff:+.1f} points (95% CI {low:+.1f} to {high:+.1f}),"
+        f" at most {t.max_quality_drop_points:g} below allowed"
+    )
+    ungraded = len(baselines) + len(candidates) - b.n - c.n
+    if ungraded:
+        detail += f"; {ungraded} recording{'s' if ungraded != 1 else ''} without a check not graded"
+    checks = sorted({r.header.config.prompt_check for r in baselines + candidates} - {""})
+    if len(checks) > 1:  # graded against different rules: the two rates do not compare
+        return Check(
+            name="quality",
+            passed=False,
+            value=diff,
+            threshold=-t.max_quality_drop_points,
+            comparison=">=",
+            unit="pt",
+            detail=f"the recordings carry different quality checks ({' | '.join(checks)}); " + detail,
+        )
+    return Check(
+        name="quality",
+        passed=bool(diff >= -t.max_quality_drop_points),
+        value=diff,
+        threshold=-t.max_quality_drop_points,
+        comparison=">=",
+        unit="pt",
+        detail=detail,
     )
 
 
@@ -278,6 +330,8 @@ def _fmt(v: Number, unit: str) -> str:
         return f"{v * 100:+.1f}%"
     if unit == "x":
         return f"{v:.2f}x"
+    if unit == "pt":
+        return f"{v:+.1f} pt"
     return f"{v:.3f}" if isinstance(v, float) else str(v)
 
 

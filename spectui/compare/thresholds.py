@@ -22,9 +22,14 @@ class GateThresholds(msgspec.Struct, kw_only=True, frozen=True):
     expected_k: int = 4
     #: TTFT growth allowed on short prompts (long prompts: not applicable)
     max_ttft_growth: float = 0.08
-    #: sampled runs: quality pass rates within this many points. There is no quality set yet,
-    #: so sampled runs fail the gate as "not measured" unless this is allowed explicitly.
-    max_quality_drop_points: float = 0.5
+    #: sampled runs: the candidates' pass rate on the quality checks their recordings carry
+    #: (spectui.quality) may be at most this many percentage points below the baselines'.
+    #: Speculative sampling is exact in distribution, so any real drop is a bug and the
+    #: threshold is about noise. The rule compares the two measured rates, and at a few dozen
+    #: runs a side those move by +-15 points or more (the check's detail prints the
+    #: difference's 95% interval): a verdict that should not flake needs hundreds of runs.
+    #: Without any graded recording, sampled runs fail as "not measured" unless allowed.
+    max_quality_drop_points: float = 5.0
     allow_unverified_quality: bool = False
 
     def validate(self) -> None:

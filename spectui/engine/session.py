@@ -43,6 +43,11 @@ class Engine:
     @classmethod
     def load(cls, config: RunConfig) -> Engine:
         config.validate()
+        if config.backend.name == "server":
+            # a running server (--server URL): the same surface, the model is not loaded here
+            from spectui.server.session import ServerEngine
+
+            return ServerEngine.load(config)  # type: ignore[return-value]
         if config.backend.name == "mlx":
             # imported here: mlx and mlx-lm load only for sessions that ask for them
             from spectui.engine.mlx import open_mlx_models

@@ -24,6 +24,8 @@ def report_rows(rec: Recording, s: Summary) -> list[tuple[str, list[tuple[str, s
     c, a = h.config, h.artifacts
     if c.mode == "ar":
         mode = "AR"
+    elif c.backend.name == "server":  # K and drafter are the server's settings, not the config's
+        mode = "speculative (drafting configured on the server)"
     else:
         drafter = "n-gram" if c.draft.is_ngram else "draft model"
         mode = f"speculative, {drafter}, K={c.draft.k}{f' adaptive {c.draft.k_min}-{c.draft.k_max}' if c.draft.adaptive else ''}"
@@ -56,7 +58,7 @@ def report_rows(rec: Recording, s: Summary) -> list[tuple[str, list[tuple[str, s
         ("ITL p50 / p95 / p99", f"{_num(s.itl_p50_ms, '.2f')} / {_num(s.itl_p95_ms, '.2f')} / {_num(s.itl_p99_ms, '.2f')} ms"),
     ]
     accept = []
-    if c.mode == "spec":
+    if c.mode == "spec" and a.server is None:  # a server's acceptance: the "server" section
         per_pos = " ".join(_num(x, ".2f") for x in s.per_position_acceptance) or "n/a"
         accept = [
             ("acceptance rate", f"{_num(s.acceptance_rate, '.3f')} ({s.accepted} of {s.drafted} drafted)"),
@@ -92,6 +94,10 @@ def report_rows(rec: Recording, s: Summary) -> list[tuple[str, list[tuple[str, s
     sections = [("run", run), ("speed", speed)]
     if accept:
         sections.append(("acceptance", accept))
+    if a.server is not None:
+        from spectui.server.report import server_rows
+
+        sections.append(("server", server_rows(rec)))
     sections += [("memory", memory), ("artifacts", artifacts)]
     return sections
 
@@ -119,4 +125,11 @@ def report_json(rec: Recording) -> dict[str, Any]:
         "header": msgspec.to_builtins(rec.header),
         "summary": msgspec.to_builtins(summarize(rec.events)),
         "policy_changes": msgspec.to_builtins(policy_changes(rec)),
+        "server": _server_json(rec),
     }
+
+
+def _server_json(rec: Recording) -> dict[str, Any] | None:
+    from spectui.server.report import server_json  # only server recordings need it
+
+    return server_json(rec)

@@ -65,6 +65,54 @@ class HostInfo(msgspec.Struct, kw_only=True):
     python: str = ""
 
 
+class ServerArtifacts(msgspec.Struct, kw_only=True):
+    """The server a ``--server`` session measured, as it described itself before the request.
+
+    The API key is never recorded (only the name of the variable that held it, in the config).
+    """
+
+    url: str = ""  # the base URL, as given
+    #: "llama-server", "llama-cpp-python", "mlx-lm" or "openai-compatible" (unidentified)
+    kind: str = ""
+    version: str = ""  # llama-server build_info, llama-cpp-python's version; "" = not exposed
+    endpoint: str = ""  # "/v1/chat/completions" (server-side chat template) or "/v1/completions"
+    model_id: str = ""  # from /v1/models
+    #: Scalar facts the server exposes (llama-server ``/props`` and ``/slots``, flattened to
+    #: dotted keys; long texts such as the chat template as their sha256).
+    props: dict[str, str] = msgspec.field(default_factory=dict)
+    #: The local model file whose vocabulary turns streamed text back into token ids ("" = none)
+    #: and why it is taken to be the server's model ("--target", or "the server's model id").
+    vocabulary: str = ""
+    vocabulary_source: str = ""
+
+
+class ServerReport(msgspec.Struct, kw_only=True):
+    """What a server said about one request, gathered by its end (``End.server``).
+
+    -1 (or "") means the server did not report it; nothing here is estimated by spectui.
+    """
+
+    finish_reason: str = ""  # the server's own word ("stop", "length", "tool_calls", ...)
+    chunks: int = 0  # content chunks received
+    #: How the ``Step`` token ids were obtained: "server" (sent by the server), "re-tokenized"
+    #: (the streamed text tokenized with the local vocabulary) or "none" (-1 ids, one per chunk).
+    token_ids: str = ""
+    prompt_tokens: int = -1  # usage.prompt_tokens
+    completion_tokens: int = -1  # usage.completion_tokens
+    system_fingerprint: str = ""
+    #: llama-server's per-request ``timings`` (prompt_n, prompt_ms, predicted_n, ...), as sent.
+    timings: dict[str, float] = msgspec.field(default_factory=dict)
+    #: Draft tokens proposed / accepted for this request; -1 = not reported.
+    drafted: int = -1
+    accepted: int = -1
+    #: Where ``drafted``/``accepted`` come from, or why there are none ("not reported ...").
+    acceptance_source: str = ""
+    #: Change of llama-server's Prometheus counters (``/metrics``) across the request, by name;
+    #: empty when the server exposes none. ``metrics_note`` says why, or what may blur them.
+    metrics_delta: dict[str, float] = msgspec.field(default_factory=dict)
+    metrics_note: str = ""
+
+
 class Artifacts(msgspec.Struct, kw_only=True):
     """The frozen facts of a run, besides its configuration."""
 
@@ -75,6 +123,9 @@ class Artifacts(msgspec.Struct, kw_only=True):
     #: e.g. {"gpu_offload_supported": "false", "n_gpu_layers": "-1", "n_threads": "2"}
     offload: dict[str, str] = msgspec.field(default_factory=dict)
     host: HostInfo = msgspec.field(default_factory=HostInfo)
+    #: Set when the session measured a running server (``--server``) instead of the embedded
+    #: engine; ``None`` for embedded runs.
+    server: ServerArtifacts | None = None
 
 
 class Header(msgspec.Struct, tag=1, kw_only=True):
@@ -100,6 +151,9 @@ class Prefill(msgspec.Struct, tag=2, kw_only=True):
     #: logits exist, so TTFT = first ``Step`` token time (it follows at once).
     t_start_us: int = 0
     t_end_us: int = 0
+    #: What the interval measures; "" = the engine's own prompt evaluation. A server session
+    #: says whether it is the server's figure (llama-server's prompt_ms) or the client's wait.
+    source: str = ""
 
     @property
     def us(self) -> int:
@@ -162,6 +216,8 @@ class End(msgspec.Struct, tag=6, kw_only=True):
     reason: FinishReason = "length"
     n_tokens: int = 0
     error: str = ""
+    #: A ``--server`` session's end: what the server reported (timings, acceptance, counters).
+    server: ServerReport | None = None
 
 
 Event = Union[Header, Prefill, Step, MemorySample, PolicyChange, End]

@@ -190,3 +190,22 @@ def default_recording_path(
         path = folder / f"{stem}-{n}{SUFFIX}"
         n += 1
     return path
+
+
+def new_run_folder(kind: str) -> Path:
+    """``recordings/<kind>-<local time>/`` (``-2``, ``-3``... if taken): one folder per sweep,
+    soak or quality set, whose recordings are analysed together."""
+    base = recordings_dir() / f"{kind}-{dt.datetime.now().strftime('%Y-%m-%dT%H-%M-%S')}"
+    path, n = base, 2
+    while path.exists():
+        path = base.with_name(f"{base.name}-{n}")
+        n += 1
+    return path
+
+
+def check_run_folder(folder: Path, kind: str) -> None:
+    """Refuse a folder that already holds recordings: two sets in one folder would be analysed as one."""
+    if folder.exists() and not folder.is_dir():
+        raise SpectuiError(f"{folder} is not a folder")
+    if folder.is_dir() and any(folder.glob("*" + SUFFIX)):
+        raise SpectuiError(f"{folder} already holds recordings; give the {kind} a new folder")

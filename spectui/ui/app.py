@@ -48,7 +48,7 @@ from spectui.ui.screens.live import LiveScreen
 from spectui.ui.screens.pickers import OpenRecording, PromptPicker
 from spectui.ui.screens.plot import PlotScreen
 from spectui.ui.session import EngineFactory, PairRequest, SessionRequest, SessionRunner
-from spectui.ui.themes import DEFAULT_THEME, load_themes
+from spectui.ui.themes import register_themes
 from spectui.ui.widgets.header import HeaderInfo
 from spectui.ui.widgets.stats import Baseline
 
@@ -194,11 +194,7 @@ class SpectuiApp(App[int]):
         self._cpu_allowance = UI_CPU_BURST_S
         self._cpu_mark = (time.monotonic(), time.thread_time())
 
-        self._themes = load_themes()
-        for theme in self._themes:
-            self.register_theme(theme)
-        if any(t.name == DEFAULT_THEME for t in self._themes):
-            self.theme = DEFAULT_THEME
+        self._themes = register_themes(self)
 
     # -- plumbing ---------------------------------------------------------------------------
 
@@ -597,6 +593,9 @@ class SpectuiApp(App[int]):
     def action_toggle_backend(self) -> None:
         """llama.cpp <-> MLX for the next run (the engine thread loads the other backend)."""
         b = self.config.backend
+        if b.name == "server":  # the server decides its own engine; an embedded one is another run
+            self.notify("measuring a server: its backend is the server's (restart without --server for an embedded engine)", timeout=4)
+            return
         self._set_config(backend=msgspec.structs.replace(b, name="mlx" if b.name == "llamacpp" else "llamacpp"))
         self.notify(f"backend: {_BACKEND_LABEL.get(self.config.backend.name, self.config.backend.name)}", timeout=2)
 
@@ -628,7 +627,13 @@ class SpectuiApp(App[int]):
     def action_pick_prompt(self) -> None:
         def chosen(spec) -> None:  # noqa: ANN001 - PromptSpec | None
             if spec is not None:
-                self._set_config(prompt=spec.text, prompt_tier=spec.tier, max_tokens=spec.max_tokens)
+                self._set_config(
+                    prompt=spec.text,
+                    prompt_tier=spec.tier,
+                    prompt_name=spec.name,
+                    prompt_check=spec.check,
+                    max_tokens=spec.max_tokens,
+                )
 
         self.push_screen(PromptPicker(), chosen)
 

@@ -51,3 +51,13 @@ def load_themes(directory: str | os.PathLike[str] | None = None) -> list[Theme]:
         except (OSError, ValueError, TypeError, tomllib.TOMLDecodeError):
             continue
     return themes
+
+
+def register_themes(app) -> list[Theme]:  # noqa: ANN001 - a textual App
+    """Register every theme file with ``app`` and select the default one; the themes loaded."""
+    themes = load_themes()
+    for theme in themes:
+        app.register_theme(theme)
+    if any(t.name == DEFAULT_THEME for t in themes):
+        app.theme = DEFAULT_THEME
+    return themes

@@ -30,7 +30,6 @@ import os
 
 import numpy as np
 import pytest
-from scipy import stats
 
 from spectui.config import BackendConfig, DraftConfig, RunConfig, SamplingConfig
 from spectui.engine.prompt import apply_chat_template

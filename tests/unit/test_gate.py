@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import msgspec
 import pytest
 
@@ -168,3 +170,61 @@ def test_verdict_json():
     doc = msgspec.json.decode(msgspec.json.encode(v))
     assert doc["passed"] is v.passed and doc["thresholds"]["min_speedup"] == 1.16
     assert [c["name"] for c in doc["checks"]][:2] == ["outputs", "speedup"]
+
+
+# -- sampled runs: the quality check -----------------------------------------------------------
+
+ANSWER = "json; keys: answer:str"
+_file_ids = itertools.count()  # one test makes several sets in one tmp_path
+
+
+def sampled_with_check(check: str):
+    def edit(h: Header) -> Header:
+        s = msgspec.structs.replace(h.config.sampling, temperature=0.8)
+        return msgspec.structs.replace(h, config=msgspec.structs.replace(h.config, sampling=s, prompt_check=check))
+
+    return edit
+
+
+def graded_copies(tmp_path, mode: str, outcomes: list[bool], check: str = ANSWER) -> list:
+    """Copies of a real short-control recording, sampled and carrying ``check``; a copy that
+    should pass gets a JSON answer as its first piece (the original text has no JSON in it)."""
+    events = edit_header(read_recording(sample("short-control", mode)).events, sampled_with_check(check))
+    recs = []
+    for i, ok in enumerate(outcomes):
+        evs = replace_token(events, 0, 1, b'{"answer": "yes"} ') if ok else events
+        recs.append(read_recording(write_events(tmp_path / f"{mode}{i}-{next(_file_ids)}.spectui", evs)))
+    return recs
+
+
+def test_sampled_quality_is_measured_when_recordings_carry_a_check(tmp_path):
+    base = graded_copies(tmp_path, "ar", [True, True, False, True])
+    cand = graded_copies(tmp_path, "spec", [True, False, True, True])
+    q = by_name(gate(base, cand, LOOSE))["quality"]
+    assert q.passed is True and q.value == 0.0 and q.threshold == -5.0 and q.unit == "pt"
+    assert "pass rate 3/4 75%" in q.detail and "of 4 runs vs 3/4 75%" in q.detail and "not measured" not in q.detail
+    assert "spectui gate: PASS" in format_verdict_text(gate(base, cand, LOOSE))
+    assert "+0.0 pt >= -5.0 pt" in format_verdict_text(gate(base, cand, LOOSE))
+
+
+def test_sampled_quality_drop_beyond_the_threshold_fails(tmp_path):
+    base = graded_copies(tmp_path, "ar", [True, True])
+    cand = graded_copies(tmp_path, "spec", [True, False])
+    v = gate(base, cand, LOOSE)
+    q = by_name(v)["quality"]
+    assert not v.passed and q.passed is False and q.value == -50.0
+    assert "candidate - baseline -50.0 points" in q.detail
+    # the threshold is inclusive, in percentage points; unverified-quality does not excuse a measured drop
+    assert by_name(gate(base, cand, msgspec.structs.replace(LOOSE, max_quality_drop_points=50)))["quality"].passed
+    assert not gate(base, cand, msgspec.structs.replace(LOOSE, allow_unverified_quality=True)).passed
+
+
+def test_sampled_quality_one_sided_or_mixed_checks(tmp_path):
+    base = graded_copies(tmp_path, "ar", [True])
+    plain = graded_copies(tmp_path, "spec", [True], check="")
+    q = by_name(gate(base, plain, LOOSE))["quality"]
+    assert q.passed is False and "only the baseline recordings carry a quality check" in q.detail
+    assert by_name(gate(base, plain, msgspec.structs.replace(LOOSE, allow_unverified_quality=True)))["quality"].passed is None
+    other = graded_copies(tmp_path, "spec", [True], check="json; keys: answer:int")
+    q = by_name(gate(base, other, LOOSE))["quality"]
+    assert q.passed is False and "different quality checks" in q.detail

@@ -20,6 +20,17 @@ CORE = [
     "spectui.engine.mlx",
     "spectui.metrics.live",
     "spectui.metrics.predict",
+    "spectui.engine.policy",
+    "spectui.lab.sweep",
+    "spectui.lab.sweep_report",
+    "spectui.lab.soak",
+    "spectui.quality",
+    "spectui.telemetry.otel",
+    "spectui.cli_sweep",
+    "spectui.cli_soak",
+    "spectui.cli_export",
+    "spectui.cli_quality",
+    "spectui.server.session",
 ]
 
 

@@ -1,0 +1,1 @@
+"""The lab: long and many-run experiments on the engine (sweeps, soaks), headless."""

@@ -1,0 +1,424 @@
+"""``spectui sweep``: AR first, then one knob at a time, each point repeated, across prompt tiers.
+
+A sweep is a plan (prompts x points x repeats) run in rounds: every round runs each prompt's AR
+baseline and then every point, so slow drift on a shared machine hits every point alike, and
+each speculative run is paired with the AR run of the same prompt in the same round. Every run
+is recorded; ``sweep.json`` in the output folder (rewritten after each run, atomically) lists
+the runs and the plan, so an interrupted sweep keeps what it measured and ``--analyze DIR``
+rebuilds the table from the recordings alone.
+
+Per tier and point the table gives (all from ``summarize`` of each run's events):
+
+* acceptance P50: median over runs of accepted / drafted;
+* decode tok/s P50 and P95 over runs (tokens after the first over the time since the first);
+* ITL p95 / p99: the median over runs of each run's own percentile;
+* TTFT: median over runs; peak memory: the largest peak RSS of any run; swap: the largest
+  swap growth of any run;
+* speedup vs AR: the median over runs of (run tok/s / tok/s of the AR run of the same prompt
+  in the same round), with a 95% percentile-bootstrap interval of that median (2000
+  resamples, seed 0).
+
+The knee of the K curve, per tier: the smallest K whose speedup is within 2% of the best K's
+(past it, a longer draft buys nothing measurable); when no K beats AR, there is no knee.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+
+import msgspec
+import numpy as np
+
+from spectui.config import RunConfig
+from spectui.errors import SpectuiError
+from spectui.metrics.stats import Summary, summarize
+from spectui.prompts import PromptSpec
+
+DEFAULT_K_VALUES = (2, 3, 4, 6, 8)
+KNOBS = ("k", "temperature", "top_k", "drafter")
+KNEE_TOLERANCE = 0.02
+BOOTSTRAP_RESAMPLES = 2000
+MANIFEST = "sweep.json"
+
+
+class SweepPoint(msgspec.Struct, frozen=True):
+    knob: str  # "ar" for the baseline, else one of KNOBS
+    value: str
+
+    @property
+    def label(self) -> str:
+        if self.knob == "ar":
+            return "AR"
+        return {"k": "K", "temperature": "temp", "top_k": "top-k"}.get(self.knob, self.knob) + "=" + self.value
+
+
+AR_POINT = SweepPoint("ar", "AR")
+
+
+class SweepRun(msgspec.Struct, kw_only=True):
+    """One recorded run of the sweep (an entry of ``sweep.json``)."""
+
+    index: int
+    round: int
+    tier: str
+    prompt: str
+    knob: str
+    value: str
+    file: str  # relative to the sweep folder
+
+    @property
+    def point(self) -> SweepPoint:
+        return SweepPoint(self.knob, self.value)
+
+
+class SweepPlan(msgspec.Struct, kw_only=True):
+    base: RunConfig  # the speculative configuration the knobs vary (its prompt is unused)
+    prompts: list[str]  # prompt names
+    tiers: dict[str, str]  # prompt name -> tier
+    points: list[SweepPoint]
+    repeats: int = 3
+
+    @property
+    def total_runs(self) -> int:
+        return len(self.prompts) * len(self.points) * self.repeats
+
+
+class SweepRow(msgspec.Struct, kw_only=True):
+    tier: str
+    knob: str
+    value: str
+    label: str
+    runs: int
+    acceptance_p50: float
+    tok_s_p50: float
+    tok_s_p95: float
+    itl_p95_ms: float
+    itl_p99_ms: float
+    ttft_ms: float
+    peak_rss_bytes: int
+    swap_growth_bytes: int
+    speedup: float
+    speedup_ci_low: float
+    speedup_ci_high: float
+
+
+class Knee(msgspec.Struct, kw_only=True):
+    tier: str
+    best_k: int | None
+    best_speedup: float
+    knee_k: int | None  # None: no K beats AR
+    detail: str
+
+
+class SweepResult(msgspec.Struct, kw_only=True):
+    plan: SweepPlan
+    folder: str
+    runs: list[SweepRun]
+    rows: list[SweepRow] = msgspec.field(default_factory=list)
+    knees: list[Knee] = msgspec.field(default_factory=list)
+    complete: bool = False
+    elapsed_s: float = 0.0
+
+
+class _Manifest(msgspec.Struct, kw_only=True):
+    """What ``load_sweep`` trusts from ``sweep.json``: the plan and the runs (rows are rebuilt)."""
+
+    plan: SweepPlan
+    runs: list[SweepRun]
+    complete: bool = False
+    elapsed_s: float = 0.0
+
+
+class SweepProgress(msgspec.Struct, kw_only=True):
+    done: int
+    total: int
+    elapsed_s: float
+    eta_s: float  # NaN until one run has finished
+    current: str  # what runs next ("" when finished)
+
+
+# -- the plan ---------------------------------------------------------------------------------
+
+
+def _values(text: str, kind: type) -> list[str]:
+    out = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        try:
+            kind(part)
+        except ValueError:
+            raise SpectuiError(f"sweep value {part!r} is not a valid {kind.__name__}") from None
+        out.append(part)
+    return out
+
+
+def make_points(
+    *, k_values: str = "", temperatures: str = "", top_k_values: str = "", drafters: str = ""
+) -> list[SweepPoint]:
+    """AR first, then each knob's values (comma-separated strings, as on the command line)."""
+    points = [AR_POINT]
+    points += [SweepPoint("k", v) for v in _values(k_values, int)]
+    points += [SweepPoint("temperature", v) for v in _values(temperatures, float)]
+    points += [SweepPoint("top_k", v) for v in _values(top_k_values, int)]
+    points += [SweepPoint("drafter", v) for v in _values(drafters, str)]
+    if len(points) == 1:
+        raise SpectuiError("the sweep has no points: give --k-values, --temperatures, --top-k-values or --drafters")
+    return points
+
+
+def point_config(base: RunConfig, point: SweepPoint, prompt: PromptSpec, max_tokens: int | None = None) -> RunConfig:
+    """The base configuration with this prompt and this one knob changed."""
+    sampling, draft, mode = base.sampling, base.draft, "spec"
+    if point.knob == "ar":
+        mode = "ar"
+    elif point.knob == "k":
+        draft = msgspec.structs.replace(draft, k=int(point.value))
+    elif point.knob == "temperature":
+        sampling = msgspec.structs.replace(sampling, temperature=float(point.value))
+    elif point.knob == "top_k":
+        sampling = msgspec.structs.replace(sampling, top_k=int(point.value))
+    elif point.knob == "drafter":
+        draft = msgspec.structs.replace(draft, source=point.value)
+    config = msgspec.structs.replace(
+        base,
+        mode=mode,
+        prompt=prompt.text,
+        prompt_tier=prompt.tier,
+        prompt_name=prompt.name,
+        max_tokens=max_tokens or prompt.max_tokens,
+        sampling=sampling,
+        draft=draft,
+    )
+    config.validate()
+    return config
+
+
+def select_prompts(prompts: Sequence[PromptSpec], tiers: str = "", names: str = "") -> list[PromptSpec]:
+    wanted_tiers = {t.strip() for t in tiers.split(",") if t.strip()}
+    wanted_names = {n.strip() for n in names.split(",") if n.strip()}
+    known_tiers = {p.tier for p in prompts}
+    if unknown := wanted_tiers - known_tiers:
+        raise SpectuiError(f"no prompts in tier {', '.join(sorted(unknown))} (tiers: {', '.join(sorted(known_tiers))})")
+    if unknown := wanted_names - {p.name for p in prompts}:
+        raise SpectuiError(f"no prompt named {', '.join(sorted(unknown))}")
+    chosen = [
+        p
+        for p in prompts
+        if (not wanted_tiers or p.tier in wanted_tiers) and (not wanted_names or p.name in wanted_names)
+    ]
+    if not wanted_tiers and not wanted_names:  # the quality set is graded, not swept for speed
+        chosen = [p for p in chosen if p.tier != "quality"]
+    if not chosen:
+        raise SpectuiError("the sweep selected no prompts")
+    return chosen
+
+
+# -- running ------------------------------------------------------------------------------------
+
+
+class _Engines:
+    """Loaded engines by draft model (None: no draft model). AR and n-gram runs reuse whatever
+    is loaded; a draft model is loaded the first time a point asks for it."""
+
+    def __init__(self, load: Callable[[RunConfig], object]) -> None:
+        self._load = load
+        self._by_draft: dict[str | None, object] = {}
+
+    def get(self, config: RunConfig) -> object:
+        draft = config.draft.source if config.mode == "spec" and not config.draft.is_ngram else None
+        if draft in self._by_draft:
+            return self._by_draft[draft]
+        if draft is None and self._by_draft:
+            return next(iter(self._by_draft.values()))
+        self._by_draft[draft] = engine = self._load(config)
+        return engine
+
+    def close(self) -> None:
+        for engine in self._by_draft.values():
+            engine.close()  # type: ignore[attr-defined]
+        self._by_draft.clear()
+
+
+def _write_manifest(result: SweepResult) -> None:
+    path = Path(result.folder) / MANIFEST
+    tmp = path.with_suffix(".tmp")
+    tmp.write_bytes(msgspec.json.format(msgspec.json.encode(result), indent=1))
+    os.replace(tmp, path)  # a reader never sees half a manifest
+
+
+def _load_engine(config: RunConfig) -> object:
+    from spectui.engine.session import Engine
+
+    return Engine.load(config)
+
+
+def run_sweep(
+    plan: SweepPlan,
+    prompts: Sequence[PromptSpec],
+    folder: str | os.PathLike[str],
+    *,
+    max_tokens: int | None = None,
+    stop: object | None = None,  # a threading.Event
+    on_run: Callable[[SweepProgress, SweepResult], None] | None = None,
+    load_engine: Callable[[RunConfig], object] = _load_engine,
+) -> SweepResult:
+    """Run the plan, recording each run into ``folder``; ``on_run`` hears about every finished
+    run (and once before the first) with the progress and the table so far."""
+    from spectui.recording.writer import RecordingWriter
+
+    by_name = {p.name: p for p in prompts}
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    result = SweepResult(plan=plan, folder=str(out), runs=[])
+    summaries: dict[int, Summary] = {}
+    engines = _Engines(load_engine)
+    order = [(r, name, point) for r in range(plan.repeats) for name in plan.prompts for point in plan.points]
+    t_start = time.monotonic()
+
+    def progress(done: int) -> SweepProgress:
+        elapsed = time.monotonic() - t_start
+        eta = elapsed / done * (len(order) - done) if done else float("nan")
+        nxt = "" if done >= len(order) else f"{order[done][1]} {order[done][2].label} (round {order[done][0] + 1})"
+        return SweepProgress(done=done, total=len(order), elapsed_s=elapsed, eta_s=eta, current=nxt)
+
+    try:
+        if on_run is not None:
+            on_run(progress(0), result)
+        for i, (rnd, name, point) in enumerate(order):
+            if stop is not None and stop.is_set():  # type: ignore[attr-defined]
+                break
+            spec = by_name[name]
+            config = point_config(plan.base, point, spec, max_tokens)
+            engine = engines.get(config)
+            file = f"{i:04d}-{spec.tier}-{name}-{point.knob}-{point.value.replace('/', '_')[-40:]}-r{rnd}.spectui"
+            events = []
+            with RecordingWriter(out / file) as writer:
+                for ev in engine.run(config, stop=stop):  # type: ignore[attr-defined]
+                    writer.write(ev)
+                    events.append(ev)
+            if events and getattr(events[-1], "reason", "") == "interrupted":
+                break  # a cut run is kept on disk but stays out of the table: it is not a measurement
+            run = SweepRun(index=i, round=rnd, tier=spec.tier, prompt=name, knob=point.knob, value=point.value, file=file)
+            result.runs.append(run)
+            summaries[i] = summarize(events)
+            result.rows, result.knees = aggregate(result.runs, summaries)
+            result.elapsed_s = time.monotonic() - t_start
+            _write_manifest(result)
+            if on_run is not None:
+                on_run(progress(i + 1), result)
+        result.complete = len(result.runs) == len(order)
+        result.elapsed_s = time.monotonic() - t_start
+        _write_manifest(result)
+    finally:
+        engines.close()
+    return result
+
+
+def load_sweep(folder: str | os.PathLike[str]) -> tuple[SweepResult, dict[int, Summary]]:
+    """A sweep folder re-read from its recordings: the table is recomputed, not trusted."""
+    from spectui.recording.reader import read_recording
+
+    path = Path(folder) / MANIFEST
+    try:
+        manifest = msgspec.json.decode(path.read_bytes(), type=_Manifest)
+    except FileNotFoundError:
+        raise SpectuiError(f"{folder} is not a sweep folder (no {MANIFEST})") from None
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise SpectuiError(f"{path}: cannot read the sweep manifest: {exc}") from None
+    result = SweepResult(
+        plan=manifest.plan, folder=str(folder), runs=manifest.runs, complete=manifest.complete, elapsed_s=manifest.elapsed_s
+    )
+    summaries = {}
+    for run in result.runs:
+        file = Path(folder) / run.file
+        if not file.is_file():
+            raise SpectuiError(f"{file}: recording listed in the sweep is missing")
+        summaries[run.index] = summarize(read_recording(file).events)
+    result.rows, result.knees = aggregate(result.runs, summaries)
+    return result, summaries
+
+
+# -- the table ------------------------------------------------------------------------------------
+
+
+def _median(values: Iterable[float]) -> float:
+    v = [x for x in values if x == x]
+    return float(np.median(v)) if v else float("nan")
+
+
+def median_ci(values: Sequence[float], seed: int = 0) -> tuple[float, float]:
+    """95% percentile-bootstrap interval of the median (NaN for fewer than two values)."""
+    v = np.array([x for x in values if x == x], dtype=float)
+    if len(v) < 2:
+        return float("nan"), float("nan")
+    rng = np.random.default_rng(seed)
+    medians = np.median(v[rng.integers(0, len(v), size=(BOOTSTRAP_RESAMPLES, len(v)))], axis=1)
+    lo, hi = np.percentile(medians, [2.5, 97.5])
+    return float(lo), float(hi)
+
+
+def aggregate(runs: Sequence[SweepRun], summaries: dict[int, Summary]) -> tuple[list[SweepRow], list[Knee]]:
+    ar_rate = {
+        (r.round, r.prompt): summaries[r.index].decode_tok_s for r in runs if r.knob == "ar"
+    }
+    groups: dict[tuple[str, SweepPoint], list[SweepRun]] = {}
+    for r in runs:
+        groups.setdefault((r.tier, r.point), []).append(r)
+    rows = []
+    for (tier, point), members in groups.items():
+        ss = [summaries[r.index] for r in members]
+        rates = [s.decode_tok_s for s in ss]
+        ratios = [
+            s.decode_tok_s / ar_rate[(r.round, r.prompt)]
+            for r, s in zip(members, ss)
+            if ar_rate.get((r.round, r.prompt), 0) > 0
+        ]
+        low, high = median_ci(ratios)
+        rows.append(
+            SweepRow(
+                tier=tier,
+                knob=point.knob,
+                value=point.value,
+                label=point.label,
+                runs=len(members),
+                acceptance_p50=_median(s.acceptance_rate for s in ss),
+                tok_s_p50=_median(rates),
+                tok_s_p95=float(np.percentile([x for x in rates if x == x], 95)) if any(x == x for x in rates) else float("nan"),
+                itl_p95_ms=_median(s.itl_p95_ms for s in ss),
+                itl_p99_ms=_median(s.itl_p99_ms for s in ss),
+                ttft_ms=_median(s.ttft_ms for s in ss),
+                peak_rss_bytes=max(s.peak_rss_bytes for s in ss),
+                swap_growth_bytes=max(s.swap_delta_bytes for s in ss),
+                speedup=_median(ratios),
+                speedup_ci_low=low,
+                speedup_ci_high=high,
+            )
+        )
+    return rows, knees(rows)
+
+
+def knees(rows: Sequence[SweepRow]) -> list[Knee]:
+    out = []
+    for tier in dict.fromkeys(r.tier for r in rows):
+        curve = sorted(((int(r.value), r.speedup) for r in rows if r.tier == tier and r.knob == "k" and r.speedup == r.speedup))
+        if not curve:
+            continue
+        best_k, best = max(curve, key=lambda kv: kv[1])
+        if best <= 1.0:
+            out.append(Knee(tier=tier, best_k=best_k, best_speedup=best, knee_k=None, detail=f"no K beats AR (best {best:.2f}x at K={best_k})"))
+            continue
+        knee_k = next(k for k, v in curve if v >= best * (1 - KNEE_TOLERANCE))
+        out.append(
+            Knee(
+                tier=tier,
+                best_k=best_k,
+                best_speedup=best,
+                knee_k=knee_k,
+                detail=f"K={knee_k} is within {KNEE_TOLERANCE:.0%} of the best ({best:.2f}x at K={best_k})",
+            )
+        )
+    return out

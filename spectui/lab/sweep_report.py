@@ -1,0 +1,226 @@
+"""A sweep's table per tier, its CSV, its plotext charts, and the floors a runbook keeps.
+
+Floors (``spectui report --floors DIR``): for each tier, at the point a sweep recommends (the
+knee of the K curve, else the base K; a sweep without a K knob gives no floors), the worst a healthy run
+did: the acceptance and decode tok/s floors are the 5th percentiles over that point's runs
+(with a handful of runs, about their minimum), and the swap ceiling is the largest swap growth
+seen, rounded up to the next 64 MiB (so a sweep that never swapped allows 64 MiB).
+``spectui diff --floors FILE`` checks a new run against the floors of its tier.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+
+import msgspec
+import numpy as np
+
+from spectui.errors import SpectuiError
+from spectui.lab.sweep import SweepResult, SweepRow
+from spectui.metrics.stats import Summary
+
+_MIB = 2**20
+SWAP_SLACK = 64 * _MIB
+
+
+def _f(v: float, spec: str) -> str:
+    return "n/a" if v != v else format(v, spec)
+
+
+COLUMNS = [
+    ("point", lambda r: r.label),
+    ("runs", lambda r: str(r.runs)),
+    ("accept p50", lambda r: "AR" if r.knob == "ar" else _f(r.acceptance_p50, ".3f")),
+    ("tok/s p50", lambda r: _f(r.tok_s_p50, ".1f")),
+    ("tok/s p95", lambda r: _f(r.tok_s_p95, ".1f")),
+    ("ITL p95", lambda r: _f(r.itl_p95_ms, ".1f")),
+    ("ITL p99", lambda r: _f(r.itl_p99_ms, ".1f")),
+    ("TTFT ms", lambda r: _f(r.ttft_ms, ".0f")),
+    ("peak MiB", lambda r: f"{r.peak_rss_bytes / _MIB:.0f}"),
+    ("speedup", lambda r: _f(r.speedup, ".2f") + "x"),
+    ("95% CI", lambda r: "" if r.knob == "ar" or r.speedup_ci_low != r.speedup_ci_low else f"{r.speedup_ci_low:.2f}-{r.speedup_ci_high:.2f}"),
+]
+
+
+def format_table(result: SweepResult) -> str:
+    lines = []
+    tiers = list(dict.fromkeys(r.tier for r in result.rows))
+    for tier in tiers:
+        rows = [r for r in result.rows if r.tier == tier]
+        prompts = sorted({run.prompt for run in result.runs if run.tier == tier})
+        lines.append(f"== tier {tier} ({', '.join(prompts)}) ==")
+        cells = [[name for name, _ in COLUMNS]] + [[get(r) for _, get in COLUMNS] for r in rows]
+        widths = [max(len(c[i]) for c in cells) for i in range(len(COLUMNS))]
+        for j, row in enumerate(cells):
+            lines.append("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))))
+            if j == 0:
+                lines.append("  ".join("-" * w for w in widths))
+        knee = next((k for k in result.knees if k.tier == tier), None)
+        if knee is not None:
+            lines.append(f"knee: {knee.detail}")
+        lines.append("")
+    done = len(result.runs)
+    total = result.plan.total_runs
+    lines.append(
+        f"{done} of {total} runs in {result.elapsed_s:.0f} s{'' if result.complete else ' (incomplete)'}; "
+        f"recordings in {result.folder}"
+    )
+    return "\n".join(lines)
+
+
+def format_csv(result: SweepResult) -> str:
+    buf = io.StringIO()
+    fields = list(SweepRow.__struct_fields__)
+    writer = csv.writer(buf)
+    writer.writerow(fields)
+    for r in result.rows:
+        writer.writerow([getattr(r, f) for f in fields])
+    return buf.getvalue()
+
+
+def format_charts(result: SweepResult, width: int = 72, height: int = 14, *, colour: bool = False) -> str:
+    """Speedup and acceptance against K, a line per tier (plotext; plain text unless ``colour``)."""
+    import plotext
+
+    tiers = [t for t in dict.fromkeys(r.tier for r in result.rows) if any(r.knob == "k" and r.tier == t for r in result.rows)]
+    if not tiers:
+        return ""
+    plotext.terminal.limit(False, False)  # the caller, not plotext's terminal probe, sets the size
+    fig = plotext.figure
+    fig.clear()
+    fig.subplots(1, 2)
+    fig.plot_size(width * 2, height)
+    ks = sorted({int(r.value) for r in result.rows if r.knob == "k"})
+    for col, (field, title) in enumerate((("speedup", "speedup vs AR (1 = AR)"), ("acceptance_p50", "acceptance p50")), 1):
+        sub = fig.subplot(1, col)
+        sub.title(title)
+        sub.ruler("x").ticks(ks, [str(k) for k in ks])
+        for tier in tiers:
+            pts = sorted((int(r.value), getattr(r, field)) for r in result.rows if r.tier == tier and r.knob == "k")
+            pts = [(k, v) for k, v in pts if v == v]
+            if pts:
+                sig = sub.signal([k for k, _ in pts], [v for _, v in pts], marker="dot")
+                sig.lines()
+                sig.label(tier)
+                sub.draw(sig)
+        sub.label("K", axis="x")
+    text = fig.build().string()
+    return text if colour else plotext.uncolorize(text)
+
+
+# -- floors -----------------------------------------------------------------------------------------
+
+
+class Floor(msgspec.Struct, kw_only=True):
+    tier: str
+    point: str  # e.g. "K=4"
+    mode: str  # "spec" or "ar"
+    drafter: str
+    k: int
+    acceptance_floor: float
+    decode_tok_s_floor: float
+    swap_growth_ceiling_mb: float
+    runs: int
+
+
+class Floors(msgspec.Struct, kw_only=True):
+    source: str
+    host: str
+    floors: list[Floor]
+
+
+def _p5(values: list[float]) -> float:
+    v = [x for x in values if x == x]
+    return float(np.percentile(v, 5)) if v else float("nan")
+
+
+def floors_from_sweep(result: SweepResult, summaries: dict[int, Summary], host: str = "") -> Floors:
+    base = result.plan.base
+    out = []
+    for tier in dict.fromkeys(r.tier for r in result.runs):
+        knee = next((k for k in result.knees if k.tier == tier), None)
+        k = knee.knee_k if knee is not None and knee.knee_k is not None else base.draft.k
+        members = [r for r in result.runs if r.tier == tier and r.knob == "k" and int(r.value) == k]
+        if not members:  # no K knob in this sweep: no point ran the base configuration itself
+            continue
+        ss = [summaries[r.index] for r in members]
+        swap = max(s.swap_delta_bytes for s in ss)
+        out.append(
+            Floor(
+                tier=tier,
+                point=members[0].point.label,
+                mode="spec",
+                drafter="ngram" if base.draft.is_ngram else base.draft.source,
+                k=k,
+                acceptance_floor=math.floor(_p5([s.acceptance_rate for s in ss]) * 100) / 100,
+                decode_tok_s_floor=math.floor(_p5([s.decode_tok_s for s in ss]) * 10) / 10,
+                swap_growth_ceiling_mb=(max(0, swap) // SWAP_SLACK + 1) * SWAP_SLACK / _MIB,
+                runs=len(ss),
+            )
+        )
+    return Floors(source=result.folder, host=host, floors=out)
+
+
+def format_floors(f: Floors) -> str:
+    lines = [f"# spectui floors from {f.source}{f' on {f.host}' if f.host else ''}"]
+    for x in f.floors:
+        lines.append(
+            f"{x.tier:<8} {x.drafter} K={x.k}: acceptance >= {x.acceptance_floor:.2f}, "
+            f"decode >= {x.decode_tok_s_floor:.1f} tok/s, swap growth <= {x.swap_growth_ceiling_mb:.0f} MiB "
+            f"({x.runs} runs)"
+        )
+    return "\n".join(lines)
+
+
+def read_floors(path: str) -> Floors:
+    try:
+        with open(path, "rb") as f:
+            return msgspec.json.decode(f.read(), type=Floors)
+    except OSError as exc:
+        raise SpectuiError(f"cannot read floors {path}: {exc.strerror or exc}") from None
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise SpectuiError(f"{path} is not a floors file (spectui report --floors DIR --json): {exc}") from None
+
+
+class FloorCheck(msgspec.Struct, kw_only=True):
+    name: str
+    passed: bool
+    value: float
+    limit: float
+    text: str
+
+
+def check_floors(floors: Floors, tier: str, drafter: str, k: int, s: Summary) -> tuple[Floor | None, list[FloorCheck]]:
+    """A run's checks against the floor of its tier and configuration (None: no such floor)."""
+    floor = next((x for x in floors.floors if x.tier == tier and x.drafter == drafter and x.k == k), None)
+    if floor is None:
+        floor = next((x for x in floors.floors if x.tier == tier), None)
+    if floor is None:
+        return None, []
+    swap_mb = s.swap_delta_bytes / _MIB
+    checks = [
+        FloorCheck(
+            name="acceptance",
+            passed=s.acceptance_rate == s.acceptance_rate and s.acceptance_rate >= floor.acceptance_floor,
+            value=s.acceptance_rate,
+            limit=floor.acceptance_floor,
+            text=f"acceptance {_f(s.acceptance_rate, '.3f')} >= floor {floor.acceptance_floor:.2f}",
+        ),
+        FloorCheck(
+            name="decode tok/s",
+            passed=s.decode_tok_s == s.decode_tok_s and s.decode_tok_s >= floor.decode_tok_s_floor,
+            value=s.decode_tok_s,
+            limit=floor.decode_tok_s_floor,
+            text=f"decode {_f(s.decode_tok_s, '.1f')} tok/s >= floor {floor.decode_tok_s_floor:.1f}",
+        ),
+        FloorCheck(
+            name="swap",
+            passed=swap_mb <= floor.swap_growth_ceiling_mb,
+            value=swap_mb,
+            limit=floor.swap_growth_ceiling_mb,
+            text=f"swap growth {swap_mb:.0f} MiB <= ceiling {floor.swap_growth_ceiling_mb:.0f} MiB",
+        ),
+    ]
+    return floor, checks

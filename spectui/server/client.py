@@ -1,0 +1,279 @@
+"""HTTP to an OpenAI-compatible server, standard library only: GETs for what a server says
+about itself, and a streaming POST whose server-sent events carry their arrival time.
+
+Why by hand: the measurement is the arrival time of each chunk, so the reader must hand every
+event over the moment its line arrives (no client library buffering in between), and the
+failure modes (refused, timed out, HTTP error, connection lost mid-stream, malformed data) must
+each become one clear line. Every failure raises ``ServerError``.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+import ssl
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from spectui.errors import SpectuiError
+from spectui.server.wire import error_message
+
+#: Seconds to wait for a TCP connection.
+CONNECT_TIMEOUT_S = 10.0
+#: Longest silence tolerated while a completion streams: a long prompt's prefill on a slow node
+#: sends nothing until the first token, so this is generous; a stalled server still ends.
+READ_TIMEOUT_S = 120.0
+#: Probes (``/props``, ``/metrics`` ...) answer at once or not at all.
+PROBE_TIMEOUT_S = 10.0
+#: A line longer than this is not a chunk any server sends: refused rather than buffered.
+MAX_LINE_BYTES = 1 << 20
+#: An error body is read up to this size for its message.
+MAX_ERROR_BYTES = 64 << 10
+
+
+class ServerError(Exception):
+    """A server or connection failure, as one line that says what happened."""
+
+
+@dataclass(frozen=True)
+class ServerURL:
+    scheme: str
+    host: str
+    port: int
+    prefix: str  # path before /v1/..., without a trailing slash ("" at the root)
+
+    def __str__(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{self.scheme}://{host}:{self.port}{self.prefix}"
+
+    @property
+    def loopback(self) -> bool:
+        return self.host in ("localhost", "::1") or self.host.startswith("127.")
+
+
+def parse_server_url(url: str) -> ServerURL:
+    """``http(s)://host[:port][/prefix][/v1]`` -> its parts; anything else is one line.
+
+    A trailing ``/v1`` is dropped: the OpenAI paths are added per request, and the server's own
+    endpoints (``/props``, ``/metrics``, ``/health``) live beside it.
+    """
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port
+    except ValueError as exc:
+        raise SpectuiError(f"bad server URL {url!r}: {exc}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise SpectuiError(f"bad server URL {url!r}: expected http://HOST:PORT or https://HOST[:PORT]")
+    if parts.username or parts.password:
+        raise SpectuiError("put no credentials in the server URL; pass the API key with --api-key-env VAR")
+    if parts.query or parts.fragment:
+        raise SpectuiError(f"bad server URL {url!r}: no query or fragment expected")
+    prefix = parts.path.rstrip("/")
+    if prefix.endswith("/v1"):
+        prefix = prefix[: -len("/v1")]
+    return ServerURL(parts.scheme, parts.hostname, port or (443 if parts.scheme == "https" else 80), prefix)
+
+
+@dataclass(frozen=True)
+class Reply:
+    status: int
+    reason: str
+    headers: dict[str, str]  # lower-case names
+    text: str
+
+    @property
+    def ok(self) -> bool:
+        return self.status == 200
+
+    def json(self) -> Any:
+        """The body as JSON, or None when it is not JSON."""
+        try:
+            return json.loads(self.text)
+        except ValueError:
+            return None
+
+
+@dataclass(frozen=True)
+class SSEEvent:
+    """One server-sent event: ``kind`` is "data" (the OpenAI chunks) or "error" (llama-server
+    streams errors under that field name); ``t_ns`` is when its last line arrived."""
+
+    kind: str
+    data: str
+    t_ns: int
+
+
+class SSEParser:
+    """Server-sent events, line by line, as the HTML standard defines them ("Interpreting an
+    event stream"): ``field: value`` lines accumulate, a blank line dispatches, lines starting
+    with ``:`` are comments (mlx-lm's keepalives, sse-starlette's pings)."""
+
+    def __init__(self) -> None:
+        self._data: list[str] = []
+        self._error: list[str] = []
+        self._t_ns = 0
+
+    def feed(self, line: str, t_ns: int) -> SSEEvent | None:
+        line = line.rstrip("\r\n")
+        if not line:
+            return self._dispatch()
+        if line.startswith(":"):
+            return None
+        field, _, value = line.partition(":")
+        if value.startswith(" "):
+            value = value[1:]
+        if field == "data":
+            self._data.append(value)
+            self._t_ns = t_ns
+        elif field == "error":
+            self._error.append(value)
+            self._t_ns = t_ns
+        return None  # "event", "id", "retry" and unknown fields change nothing here
+
+    def _dispatch(self) -> SSEEvent | None:
+        if self._error:
+            event = SSEEvent("error", "\n".join(self._error), self._t_ns)
+        elif self._data:
+            event = SSEEvent("data", "\n".join(self._data), self._t_ns)
+        else:
+            return None
+        self._data, self._error = [], []
+        return event
+
+    def finish(self) -> SSEEvent | None:
+        """An event left undispatched when the stream ended (no final blank line)."""
+        return self._dispatch()
+
+
+class ServerClient:
+    """Requests to one server. The API key goes in an ``Authorization: Bearer`` header and
+    nowhere else (not in errors, not in the recording)."""
+
+    def __init__(
+        self,
+        url: ServerURL,
+        api_key: str = "",
+        *,
+        connect_timeout_s: float = CONNECT_TIMEOUT_S,
+        read_timeout_s: float = READ_TIMEOUT_S,
+    ) -> None:
+        self.url = url
+        self._api_key = api_key
+        self.connect_timeout_s = connect_timeout_s
+        self.read_timeout_s = read_timeout_s
+
+    def _headers(self, extra: dict[str, str] | None = None) -> dict[str, str]:
+        headers = {"Accept": "application/json, text/event-stream", "User-Agent": "spectui"}
+        if self._api_key:
+            headers["Authorization"] = f"Bearer {self._api_key}"
+        headers.update(extra or {})
+        return headers
+
+    def _connect(self, read_timeout_s: float) -> http.client.HTTPConnection:
+        u = self.url
+        if u.scheme == "https":
+            conn: http.client.HTTPConnection = http.client.HTTPSConnection(
+                u.host, u.port, timeout=self.connect_timeout_s, context=ssl.create_default_context()
+            )
+        else:
+            conn = http.client.HTTPConnection(u.host, u.port, timeout=self.connect_timeout_s)
+        try:
+            conn.connect()
+        except TimeoutError:
+            conn.close()
+            raise ServerError(f"cannot connect to {u}: no answer within {self.connect_timeout_s:g} s") from None
+        except OSError as exc:
+            conn.close()
+            raise ServerError(f"cannot connect to {u}: {_os_error(exc)}") from None
+        conn.sock.settimeout(read_timeout_s)  # from here on: the longest silence allowed
+        return conn
+
+    def _send(
+        self, conn: http.client.HTTPConnection, method: str, path: str, body: bytes | None, headers: dict[str, str]
+    ) -> http.client.HTTPResponse:
+        try:
+            conn.request(method, self.url.prefix + path, body=body, headers=headers)
+            return conn.getresponse()
+        except TimeoutError:
+            raise ServerError(f"{method} {path}: no response from {self.url} within {conn.sock.gettimeout():g} s") from None
+        except (http.client.HTTPException, OSError) as exc:
+            raise ServerError(f"{method} {path}: the connection to {self.url} failed: {_os_error(exc)}") from None
+
+    def get(self, path: str, *, timeout_s: float = PROBE_TIMEOUT_S) -> Reply:
+        conn = self._connect(timeout_s)
+        try:
+            resp = self._send(conn, "GET", path, None, self._headers())
+            try:
+                raw = resp.read(MAX_LINE_BYTES)
+            except (TimeoutError, http.client.HTTPException, OSError) as exc:
+                raise ServerError(f"GET {path}: reading the answer failed: {_os_error(exc)}") from None
+            headers = {k.lower(): v for k, v in resp.getheaders()}
+            return Reply(resp.status, resp.reason, headers, raw.decode("utf-8", "replace"))
+        finally:
+            conn.close()
+
+    def get_json(self, path: str) -> Any:
+        """The JSON a GET answers with; None for a non-200 answer or a body that is not JSON."""
+        reply = self.get(path)
+        return reply.json() if reply.ok else None
+
+    def stream(self, path: str, body: dict[str, Any]) -> Iterator[SSEEvent]:
+        """POST ``body`` and yield the server-sent events of the answer as their lines arrive.
+
+        Ends quietly at the end of the stream; the caller decides whether the stream was
+        complete. Raises ``ServerError`` for an HTTP error (with the server's own message), a
+        timeout, or a connection lost or broken mid-stream.
+        """
+        conn = self._connect(self.read_timeout_s)
+        try:
+            data = json.dumps(body).encode()
+            resp = self._send(conn, "POST", path, data, self._headers({"Content-Type": "application/json"}))
+            if resp.status != 200:
+                try:
+                    text = resp.read(MAX_ERROR_BYTES).decode("utf-8", "replace")
+                except (TimeoutError, http.client.HTTPException, OSError):
+                    text = ""
+                raise ServerError(f"HTTP {resp.status} {resp.reason}".rstrip() + f" from POST {path}: {error_message(text)}")
+            parser = SSEParser()
+            while True:
+                try:
+                    raw = resp.readline(MAX_LINE_BYTES)
+                except TimeoutError:
+                    raise ServerError(f"timed out: the server sent nothing for {self.read_timeout_s:g} s") from None
+                except (http.client.HTTPException, OSError) as exc:
+                    raise ServerError(f"the connection was lost mid-stream: {_os_error(exc)}") from None
+                t_ns = time.perf_counter_ns()
+                if not raw:
+                    tail = parser.finish()
+                    if tail is not None:
+                        yield tail
+                    return
+                if len(raw) >= MAX_LINE_BYTES and not raw.endswith(b"\n"):
+                    raise ServerError(f"malformed stream: a line longer than {MAX_LINE_BYTES} bytes")
+                event = parser.feed(raw.decode("utf-8", "replace"), t_ns)
+                if event is not None:
+                    yield event
+        finally:
+            conn.close()  # also on an early stop: the server sees the client go away
+
+
+def _os_error(exc: BaseException) -> str:
+    """A socket error as words: ``ConnectionRefusedError`` -> "connection refused"."""
+    if isinstance(exc, ConnectionRefusedError):
+        return "connection refused (is the server running, and on that port?)"
+    if isinstance(exc, ConnectionResetError):
+        return "connection reset by the server"
+    if isinstance(exc, http.client.IncompleteRead):
+        return f"the server closed the connection inside a chunk ({len(exc.partial)} bytes of it received)"
+    if isinstance(exc, http.client.RemoteDisconnected):
+        return "the server closed the connection without answering"
+    if isinstance(exc, socket.gaierror):
+        return f"unknown host ({exc.strerror or exc})"
+    if isinstance(exc, ssl.SSLError):
+        return f"TLS failed: {exc.reason or exc}"
+    text = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+    return text.lower() if text[:1].isupper() and not text[1:2].isupper() else text

@@ -1,0 +1,102 @@
+"""Token ids for a server session: the streamed text tokenized with a local copy of the
+model's vocabulary, so a server recording diffs against an embedded one token by token.
+
+Servers stream text, not ids (llama-server sends ids only with logprobs, which cost it work
+and would change what is measured). When the model file is here too (``--target``, or a server
+whose model id is a local path, as llama-cpp-python's and mlx-lm's are), each chunk is
+tokenized on its own. A server sends one token's text per chunk, and such a piece tokenizes
+back to that token, so the ids are the server's in practice; the recording still says
+"re-tokenized", because a piece that a byte-level BPE would merge differently on its own
+comes out as other ids with the same text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+
+from spectui.config import RunConfig
+from spectui.engine.artifacts import model_artifacts
+from spectui.engine.gguf import read_gguf
+from spectui.engine.gguf_tokenizer import TextTokenizer
+from spectui.engine.prompt import apply_chat_template
+from spectui.errors import SpectuiError
+from spectui.models import resolve_model
+from spectui.recording.schema import ModelArtifacts
+
+
+class LocalVocabulary:
+    """A model's identity (``artifacts``) and, where it can be rebuilt, its tokenizer."""
+
+    def __init__(self, path: str, source: str, artifacts: ModelArtifacts, tokenizer: TextTokenizer | None, note: str = "") -> None:
+        self.path = path
+        self.source = source  # why this file is taken to be the server's model
+        self.artifacts = artifacts
+        self.tokenizer = tokenizer
+        self.note = note  # why there is no tokenizer, when there is none
+
+    @classmethod
+    def find(cls, target: str, model_id: str) -> LocalVocabulary | None:
+        """The local model for a server session: ``--target`` if given (its absence is the
+        user's mistake: one line), else the server's model id when it names a local path."""
+        if target:
+            return cls.open(resolve_model(target), "--target")
+        if model_id and os.path.exists(model_id):
+            return cls.open(model_id, "the server's model id is this local path")
+        return None
+
+    @classmethod
+    def open(cls, path: str, source: str) -> LocalVocabulary:
+        if os.path.isdir(path):
+            return cls._open_dir(path, source)
+        info = read_gguf(path)
+        try:
+            tokenizer, note = TextTokenizer.from_gguf(info.metadata), ""
+        except SpectuiError as exc:  # e.g. a SentencePiece vocabulary: identity without ids
+            tokenizer, note = None, str(exc)
+        return cls(os.path.abspath(path), source, model_artifacts(info), tokenizer, note)
+
+    @classmethod
+    def _open_dir(cls, path: str, source: str) -> LocalVocabulary:
+        """An mlx-lm / Hugging Face model directory (``config.json`` + ``tokenizer.json``)."""
+        try:
+            with open(os.path.join(path, "config.json"), encoding="utf-8") as f:
+                config = json.load(f)
+        except (OSError, ValueError) as exc:
+            raise SpectuiError(f"{path} is not a model directory (config.json: {exc})") from None
+        tokenizer = TextTokenizer.from_dir(path, config)
+        made_from = config.get("spectui", {}) if isinstance(config.get("spectui"), dict) else {}
+        template = tokenizer.chat_template or ""
+        artifacts = ModelArtifacts(
+            path=os.path.abspath(path),
+            name=str(made_from.get("gguf_name") or os.path.basename(os.path.abspath(path))),
+            architecture=str(config.get("model_type", "")),
+            quant=str(made_from.get("gguf_quant", "")),
+            vocab_size=tokenizer.n_vocab,
+            vocab_sha256=tokenizer.vocab_sha256(),
+            chat_template_sha256=hashlib.sha256(template.encode()).hexdigest() if template else "",
+        )
+        return cls(os.path.abspath(path), source, artifacts, tokenizer)
+
+    def ids(self, text: str) -> tuple[list[int], list[bytes]]:
+        """``text``'s token ids and pieces; the pieces always join to ``text`` exactly."""
+        assert self.tokenizer is not None
+        ids = self.tokenizer.tokenize(text, special=True)
+        pieces = [self.tokenizer.piece(t) for t in ids]
+        raw = text.encode("utf-8")
+        if b"".join(pieces) != raw:  # a normalising vocabulary: keep the server's bytes
+            pieces = [raw] + [b""] * (len(ids) - 1)
+        return ids, pieces
+
+    def count_prompt(self, config: RunConfig) -> int:
+        """Prompt tokens as the embedded engine would make them (the model's own template for
+        chat); a count for the prefill rate, not a claim about the server's tokens."""
+        tk = self.tokenizer
+        assert tk is not None
+        if config.chat and tk.chat_template:
+            text = apply_chat_template(
+                tk.chat_template, config.prompt, bos_token=tk.special_text(tk.bos_id), eos_token=tk.special_text(tk.eos_id)
+            )
+            return len(tk.tokenize(text, special=True))
+        return len(tk.tokenize(config.prompt, special=True, add_bos=True))

@@ -1,0 +1,199 @@
+"""What the servers send, read into plain values: completion chunks, llama-server ``timings``,
+Prometheus text from ``/metrics``, error bodies. Pure functions, no I/O.
+
+Formats, from the servers' sources:
+
+* Chunks: OpenAI's ``chat.completion.chunk`` (``choices[0].delta.content``) and
+  ``text_completion`` (``choices[0].text``), as llama-server, llama-cpp-python
+  (``llama_cpp/server/app.py``) and mlx-lm (``mlx_lm/server.py``, ``generate_response``)
+  write them; a last chunk with an empty ``choices`` may carry ``usage``.
+* ``timings``: llama.cpp ``tools/server/server-task.cpp``, ``result_timings::to_json``:
+  ``cache_n, prompt_n, prompt_ms, prompt_per_token_ms, prompt_per_second, predicted_n,
+  predicted_ms, predicted_per_token_ms, predicted_per_second``, plus ``draft_n`` and
+  ``draft_n_accepted`` only when ``draft_n > 0``. It rides on the final chunk (and on every
+  chunk with ``timings_per_token``).
+* ``/metrics``: llama.cpp ``server_task_result_metrics::to_metrics``: per item a ``# HELP``
+  and a ``# TYPE`` line, then ``llamacpp:<name> <value>``; the speculative counters are
+  ``llamacpp:spec_decode_num_draft_tokens_total``, ``..._num_accepted_tokens_total``,
+  ``..._num_drafts_total`` (recent builds) and one labelled
+  ``llamacpp:spec_decode_num_accepted_tokens_per_pos_total{position="i"}`` per draft position.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+#: llama-server's speculative-decoding counters on ``/metrics``.
+DRAFTS = "llamacpp:spec_decode_num_drafts_total"
+DRAFT_TOKENS = "llamacpp:spec_decode_num_draft_tokens_total"
+ACCEPTED_TOKENS = "llamacpp:spec_decode_num_accepted_tokens_total"
+#: Requests in flight on llama-server: more than ours means the counters mix other work in.
+REQUESTS_PROCESSING = "llamacpp:requests_processing"
+
+_METRIC_LINE = re.compile(r"^(?P<name>[A-Za-z_:][A-Za-z0-9_:]*(?:\{[^}]*\})?)\s+(?P<value>\S+)(?:\s+-?\d+)?$")
+
+
+class MalformedChunk(ValueError):
+    """A chunk that is not the JSON object a completion stream is made of."""
+
+
+@dataclass
+class Chunk:
+    """One streamed completion chunk."""
+
+    text: str = ""  # generated text: content, reasoning and tool-call arguments alike
+    finish_reason: str | None = None
+    token_ids: list[int] | None = None  # only where the server sends them
+    usage: dict[str, int] = field(default_factory=dict)
+    timings: dict[str, float] | None = None
+    system_fingerprint: str = ""
+    error: str = ""  # an error object sent in band
+
+
+def _snippet(data: str, n: int = 80) -> str:
+    one = data.replace("\n", "\\n")
+    return one if len(one) <= n else one[:n] + "..."
+
+
+def parse_chunk(data: str) -> Chunk:
+    """One SSE ``data`` payload (not ``[DONE]``) -> ``Chunk``; raises ``MalformedChunk``."""
+    try:
+        obj = json.loads(data)
+    except ValueError as exc:
+        raise MalformedChunk(f"malformed chunk (not JSON: {exc.msg} at character {exc.pos}): {_snippet(data)}") from None
+    if not isinstance(obj, dict):
+        raise MalformedChunk(f"malformed chunk (a JSON {type(obj).__name__}, not an object): {_snippet(data)}")
+    chunk = Chunk(system_fingerprint=str(obj.get("system_fingerprint") or ""))
+    if "error" in obj:
+        chunk.error = error_message(json.dumps(obj))
+        return chunk
+    choices = obj.get("choices", [])
+    if not isinstance(choices, list) or not all(isinstance(c, dict) for c in choices):
+        raise MalformedChunk(f"malformed chunk ('choices' is not a list of objects): {_snippet(data)}")
+    if choices:
+        choice = choices[0]
+        chunk.text = _choice_text(choice, data)
+        reason = choice.get("finish_reason")
+        chunk.finish_reason = str(reason) if reason is not None else None
+        chunk.token_ids = _token_ids(choice.get("logprobs"))
+    if chunk.token_ids is None and _int_list(obj.get("tokens")):  # llama-server's return_tokens
+        chunk.token_ids = list(obj["tokens"])
+    usage = obj.get("usage")
+    if isinstance(usage, dict):
+        chunk.usage = {k: int(v) for k, v in usage.items() if isinstance(v, int) and not isinstance(v, bool)}
+    if "timings" in obj:
+        chunk.timings = parse_timings(obj["timings"])
+    return chunk
+
+
+def _choice_text(choice: dict[str, Any], data: str) -> str:
+    parts: list[Any] = []
+    if "delta" in choice or "message" in choice:
+        delta = choice.get("delta") or choice.get("message") or {}
+        if not isinstance(delta, dict):
+            raise MalformedChunk(f"malformed chunk ('delta' is not an object): {_snippet(data)}")
+        # reasoning is generated text too: a client waits for it token by token
+        parts += [delta.get("reasoning_content"), delta.get("reasoning"), delta.get("content")]
+        for call in delta.get("tool_calls") or []:
+            fn = call.get("function") if isinstance(call, dict) else None
+            if isinstance(fn, dict):
+                parts.append(fn.get("arguments"))
+    else:
+        parts.append(choice.get("text"))
+    if not all(p is None or isinstance(p, str) for p in parts):
+        raise MalformedChunk(f"malformed chunk (text that is not a string): {_snippet(data)}")
+    return "".join(p for p in parts if p)
+
+
+def _int_list(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and all(isinstance(t, int) and not isinstance(t, bool) for t in value)
+
+
+def _token_ids(logprobs: Any) -> list[int] | None:
+    """Token ids from OpenAI-style ``logprobs.content[].id`` (llama-server, mlx-lm), if any."""
+    if not isinstance(logprobs, dict) or not isinstance(logprobs.get("content"), list):
+        return None
+    ids = [entry.get("id") for entry in logprobs["content"] if isinstance(entry, dict)]
+    return ids if _int_list(ids) else None
+
+
+def parse_timings(obj: Any) -> dict[str, float] | None:
+    """llama-server's ``timings`` object: its numeric fields, by name."""
+    if not isinstance(obj, dict):
+        return None
+    return {k: float(v) for k, v in obj.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+
+
+def parse_prometheus(text: str) -> dict[str, float]:
+    """Prometheus text exposition -> {series: value}; a labelled series keeps its labels in
+    the key as written. Comment lines and lines that do not parse are skipped."""
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        m = _METRIC_LINE.match(line)
+        if m is None:
+            continue
+        try:
+            out[m["name"]] = float(m["value"])
+        except ValueError:
+            continue
+    return out
+
+
+def counter_delta(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    """How much each ``llamacpp:*_total`` counter grew between two readings."""
+    return {
+        name: after[name] - before[name]
+        for name in after
+        if name.startswith("llamacpp:") and "_total" in name and name in before and math.isfinite(after[name] - before[name])
+    }
+
+
+def acceptance(kind: str, timings: dict[str, float] | None, delta: dict[str, float]) -> tuple[int, int, str]:
+    """(drafted, accepted, where from) for one request; (-1, -1, why) when not reported.
+
+    The request's own ``timings`` come first: ``/metrics`` counts every request the server ran
+    meanwhile. llama-server leaves ``draft_n`` out when it drafted nothing, so timings without
+    it mean zero drafted, not "unknown".
+    """
+    if timings is not None and "draft_n" in timings:
+        source = "llama-server timings.draft_n / draft_n_accepted (this request)"
+        return int(timings["draft_n"]), int(timings.get("draft_n_accepted", 0)), source
+    if delta.get(DRAFT_TOKENS, 0) > 0:
+        return (
+            int(delta[DRAFT_TOKENS]),
+            int(delta.get(ACCEPTED_TOKENS, 0)),
+            "llama-server /metrics spec_decode counters (their change across the request)",
+        )
+    if timings is not None:
+        return 0, 0, "llama-server timings: nothing drafted (no draft_n)"
+    return -1, -1, f"not reported ({kind or 'this server'} reports no draft acceptance per request)"
+
+
+def error_message(text: str) -> str:
+    """The message of an error body, on one line: OpenAI / llama-server
+    ``{"error": {"message": ...}}``, mlx-lm ``{"error": "..."}``, FastAPI ``{"detail": ...}``;
+    otherwise the body's first line."""
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        obj = None
+    msg: Any = None
+    if isinstance(obj, dict):
+        err = obj.get("error", obj.get("detail", obj.get("message")))
+        if isinstance(err, dict):
+            msg = err.get("message") or err.get("msg") or json.dumps(err)
+        elif isinstance(err, list) and err and isinstance(err[0], dict):  # pydantic validation errors
+            msg = "; ".join(f"{'.'.join(map(str, e.get('loc', [])))}: {e.get('msg', '')}" for e in err[:3])
+        elif err is not None:
+            msg = str(err)
+    if msg is None:
+        msg = next((line.strip() for line in text.splitlines() if line.strip()), "") or "(empty body)"
+    msg = " ".join(str(msg).split())
+    return msg if len(msg) <= 300 else msg[:300] + "..."

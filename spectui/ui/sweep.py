@@ -1,0 +1,425 @@
+"""The dashboard's sweep view: ``spectui sweep`` in a terminal.
+
+A progress bar with the ETA and the run in flight, then one table per prompt tier that fills
+in as runs finish (the columns are ``sweep_report.COLUMNS``, so the view and the printed table
+show the same cells), the knee of each tier's K curve, and at the end where the recordings are.
+
+Threads: the sweep (``lab.sweep.run_sweep``) runs in one Textual *thread* worker. Its
+``on_run`` hook, called in that thread after every whole run, stores the latest progress and
+a snapshot of the table in one slot and posts a wake-up with ``post_message`` (thread-safe,
+never blocks) only when none is pending; the UI redraws from whatever the slot holds then. So
+a slow UI skips stale updates instead of queueing them, and the engine never waits for the UI
+(``call_from_thread`` would make it wait: never used here). The view hears about whole runs
+only, never tokens; between runs a 1 Hz timer moves the elapsed time and the ETA.
+
+``q`` (or ctrl+c) sets the sweep's stop event: the run in flight ends at its next step, the
+sweep ends there with what it recorded, and the app quits with 130 (0 if it had completed).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import msgspec
+from rich.text import Text
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, ScrollableContainer, Vertical
+from textual.css.query import NoMatches
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, ProgressBar, Static
+
+from spectui.config import RunConfig
+from spectui.errors import SpectuiError
+from spectui.lab.sweep import SweepPlan, SweepPoint, SweepProgress, SweepResult, run_sweep
+from spectui.lab.sweep_report import COLUMNS
+from spectui.prompts import PromptSpec
+from spectui.ui.app import _BACKEND_LABEL, _model_label, _run_in_terminal
+from spectui.ui.format import DASH
+from spectui.ui.themes import register_themes
+
+#: Exit codes of the view, as the headless sweep's.
+EXIT_COMPLETE = 0
+EXIT_STOPPED = 130
+#: How long ``run_sweep_view`` waits, after the app closed, for the sweep thread to close the
+#: engines (the run in flight ends at its next step; a step is milliseconds to seconds).
+JOIN_TIMEOUT_S = 60.0
+
+
+def clock(seconds: float) -> str:
+    """``1m05s`` (``—`` when unknown): the headless progress line's ETA format."""
+    if seconds != seconds:
+        return DASH
+    s = max(0, int(round(seconds)))
+    return f"{s // 60}m{s % 60:02d}s"
+
+
+def _row_key(point: SweepPoint) -> str:
+    return f"{point.knob}={point.value}"
+
+
+def tier_prompts(plan: SweepPlan) -> dict[str, list[str]]:
+    """Tier -> its prompt names (sorted, as ``format_table`` lists them), tiers in plan order."""
+    out: dict[str, list[str]] = {}
+    for name in plan.prompts:
+        out.setdefault(plan.tiers[name], []).append(name)
+    return {tier: sorted(names) for tier, names in out.items()}
+
+
+def plan_lines(plan: SweepPlan, folder: str, max_tokens: int | None) -> tuple[str, str]:
+    """The header: what is swept (tiers, points, repeats, runs, folder), then the base setup."""
+    tiers = ", ".join(tier_prompts(plan))
+    points = ", ".join(p.label for p in dict.fromkeys(plan.points))
+    first = (
+        f"sweep · tiers {tiers} · points {points} · {plan.repeats} repeat{'s' * (plan.repeats != 1)} · "
+        f"{plan.total_runs} runs → {folder}"
+    )
+    base: RunConfig = plan.base
+    drafter = "n-gram" if base.draft.is_ngram else _model_label(base.draft.source)
+    sampling = "greedy" if base.sampling.temperature == 0 else f"T={base.sampling.temperature:g}"
+    budget = f"max {max_tokens} tokens" if max_tokens else "each prompt's token ceiling"
+    backend = _BACKEND_LABEL.get(base.backend.name, base.backend.name)
+    second = f"{_model_label(base.target)} · {backend} · {drafter} K={base.draft.k} · {sampling} · {budget}"
+    return first, second
+
+
+def _cells(row) -> list[Text]:  # noqa: ANN001 - SweepRow
+    # format_table's alignment: the point on the left, the numbers on the right
+    return [Text(get(row), justify="left" if i == 0 else "right") for i, (_, get) in enumerate(COLUMNS)]
+
+
+class SweepScreen(Screen[None]):
+    """Header, progress, a table per tier with its knee line, the status line, the footer.
+
+    ``redraw`` is the one path from the app's state to the screen; a table cell is written
+    only when its text changed.
+    """
+
+    AUTO_FOCUS = "#sweep-tables"  # arrows and page keys scroll the tables
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._sections: dict[str, tuple[DataTable, Static]] = {}
+        self._drawn: dict[tuple[str, str], tuple[str, ...]] = {}  # (tier, row key | "knee") -> texts
+
+    def compose(self) -> ComposeResult:
+        app: SweepApp = self.app  # type: ignore[assignment]
+        first, second = plan_lines(app.plan, app.folder, app.max_tokens)
+        yield Static(first, id="sweep-plan", markup=False)
+        yield Static(second, id="sweep-base", markup=False)
+        with Horizontal(id="sweep-progress"):
+            yield ProgressBar(total=app.plan.total_runs, show_eta=False, id="sweep-bar")
+            yield Static("", id="sweep-run", markup=False)
+        with ScrollableContainer(id="sweep-tables"):  # one scroll, both ways, for every table
+            for tier, names in tier_prompts(app.plan).items():
+                with Vertical(classes="sweep-tier"):
+                    yield Static(f"tier {tier} ({', '.join(names)})", classes="sweep-tier-title", markup=False)
+                    table = DataTable(show_cursor=False, cursor_type="none", classes="sweep-table")
+                    table.can_focus = False  # the scroll container takes the keys
+                    knee = Static("", classes="sweep-knee", markup=False)
+                    self._sections[tier] = (table, knee)
+                    yield table
+                    yield knee
+        yield Static("", id="sweep-status", markup=False)
+        yield Footer(compact=True, show_command_palette=False)
+
+    def on_mount(self) -> None:
+        app: SweepApp = self.app  # type: ignore[assignment]
+        has_k = any(p.knob == "k" for p in app.plan.points)
+        for table, knee in self._sections.values():
+            for i, (name, _) in enumerate(COLUMNS):
+                table.add_column(Text(name, justify="left" if i == 0 else "right"), key=name)
+            # every point's row from the start, empty until its first run: the table fills in
+            for point in dict.fromkeys(app.plan.points):
+                pending = [Text(point.label)] + [Text(DASH, justify="right") for _ in COLUMNS[1:]]
+                table.add_row(*pending, key=_row_key(point))
+            knee.display = has_k  # no K knob, no knee
+        self.redraw()
+
+    def redraw(self) -> bool:
+        """Draw the app's state; False if the widgets are not there (yet, or any more)."""
+        app: SweepApp = self.app  # type: ignore[assignment]
+        try:
+            bar = self.query_one("#sweep-bar", ProgressBar)
+            if app.progress is not None:
+                bar.update(total=app.progress.total, progress=app.progress.done)
+            # one fixed row each: no layout pass (a relayout measures every table again)
+            self.query_one("#sweep-run", Static).update(app.progress_text(), layout=False)
+            self.query_one("#sweep-status", Static).update(app.status_text(), layout=False)
+            self.set_class(app.state in ("stopping", "stopped"), "-stopped")
+            self.set_class(app.state == "error", "-error")
+            if app.result is not None:
+                self._draw_result(app.result)
+        except NoMatches:
+            return False
+        return True
+
+    def _draw_result(self, result: SweepResult) -> None:
+        for row in result.rows:
+            section = self._sections.get(row.tier)
+            if section is None:
+                continue
+            table = section[0]
+            key = _row_key(SweepPoint(row.knob, row.value))
+            cells = _cells(row)
+            texts = tuple(c.plain for c in cells)
+            drawn = self._drawn.get((row.tier, key))
+            if drawn == texts:
+                continue
+            if key not in table.rows:
+                table.add_row(*cells, key=key)
+            else:
+                for (name, _), cell, old in zip(COLUMNS, cells, drawn or (None,) * len(COLUMNS)):
+                    if cell.plain != old:
+                        table.update_cell(key, name, cell, update_width=True)
+            self._drawn[(row.tier, key)] = texts
+        for tier, (_, knee_line) in self._sections.items():
+            knee = next((k for k in result.knees if k.tier == tier), None)
+            text = f"knee: {knee.detail}" if knee is not None else f"knee: {DASH} (once K points have run)"
+            if self._drawn.get((tier, "knee")) != (text,):
+                knee_line.update(text)
+                self._drawn[(tier, "knee")] = (text,)
+
+    def table_cells(self, tier: str) -> dict[str, list[str]]:
+        """A tier's table as text, row key -> cells (what the tests compare with the report)."""
+        table = self._sections[tier][0]
+        return {
+            str(key.value): [c.plain if isinstance(c, Text) else str(c) for c in table.get_row(key)]
+            for key in table.rows
+        }
+
+
+class SweepApp(App[int]):
+    """Runs one sweep plan in a thread worker and shows it on a ``SweepScreen``."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "spectui sweep"
+    BINDINGS = [
+        Binding("q", "stop_and_quit", "Quit"),
+        Binding("ctrl+c", "stop_and_quit", "Quit", show=False, priority=True),
+    ]
+
+    @dataclass
+    class Update(Message):
+        """Wake-up from the sweep thread: the app's latest-update slot has news."""
+
+    @dataclass
+    class Finished(Message):
+        """The sweep thread is done: its final result, or the error that ended it."""
+
+        result: SweepResult | None = None
+        error: BaseException | None = None
+
+    def __init__(
+        self,
+        plan: SweepPlan,
+        prompts: Sequence[PromptSpec],
+        folder: str,
+        *,
+        max_tokens: int | None = None,
+        load_engine: Callable[[RunConfig], object] | None = None,
+        autostart: bool = True,
+    ) -> None:
+        super().__init__()
+        self.plan = plan
+        self.prompts = list(prompts)
+        self.folder = str(folder)
+        self.max_tokens = max_tokens
+        self.load_engine = load_engine
+        self.autostart = autostart
+        self.stop = threading.Event()
+        self.sweep_done = threading.Event()  # set by the sweep thread as its very last act
+        self.state = "idle"  # idle (not started), running, stopping, done, stopped, error
+        self.progress: SweepProgress | None = None
+        self.result: SweepResult | None = None
+        self.error: BaseException | None = None
+        self.quit_when_done = False
+        self._latest: tuple[SweepProgress, SweepResult] | None = None
+        self._wake_pending = False
+        self._received_at = time.monotonic()  # when ``progress`` arrived: the ETA counts down from it
+        register_themes(self)
+
+    def get_default_screen(self) -> SweepScreen:
+        return SweepScreen()
+
+    def on_mount(self) -> None:
+        if self.autostart:
+            self.start()
+
+    def on_unmount(self) -> None:
+        self.stop.set()  # however the app ends, the sweep ends at the next step
+
+    def start(self) -> None:
+        self.state = "running"
+        self.run_worker(self._sweep_thread, name="spectui-sweep", group="sweep", thread=True, exit_on_error=False)
+        self.set_interval(1.0, self._tick)
+
+    # -- the sweep thread -----------------------------------------------------------------------
+
+    def _sweep_thread(self) -> None:
+        try:
+            kwargs = {"load_engine": self.load_engine} if self.load_engine is not None else {}
+            result = run_sweep(
+                self.plan,
+                self.prompts,
+                self.folder,
+                max_tokens=self.max_tokens,
+                stop=self.stop,
+                on_run=self._on_run,
+                **kwargs,
+            )
+            self.post_message(self.Finished(result=result))
+        except BaseException as exc:  # shown in the view, raised again once the app closed
+            self.post_message(self.Finished(error=exc))
+        finally:
+            self.sweep_done.set()
+
+    def _on_run(self, progress: SweepProgress, result: SweepResult) -> None:
+        """In the sweep thread, once per run: keep only the latest, wake the UI if it sleeps."""
+        # run_sweep replaces rows and knees wholesale and appends to runs: a copy of the runs
+        # list is a consistent snapshot
+        self._latest = (progress, msgspec.structs.replace(result, runs=list(result.runs)))
+        if not self._wake_pending:
+            self._wake_pending = True
+            self.post_message(self.Update())
+
+    # -- the UI thread --------------------------------------------------------------------------
+
+    def on_sweep_app_update(self, _msg: Update) -> None:
+        self._wake_pending = False  # before reading the slot: a newer update then wakes us again
+        latest = self._latest
+        if latest is not None:
+            self.show(*latest)
+
+    def show(self, progress: SweepProgress, result: SweepResult) -> None:
+        """Take a progress report and the table so far, and redraw (also the snapshot's way in)."""
+        self.progress, self.result = progress, result
+        self._received_at = time.monotonic()
+        self._redraw()
+
+    def on_sweep_app_finished(self, msg: Finished) -> None:
+        self.finish(msg.result, msg.error)
+
+    def finish(self, result: SweepResult | None, error: BaseException | None = None) -> None:
+        if error is not None:
+            self.state, self.error = "error", error
+            self.notify(str(error) or type(error).__name__, title="the sweep failed", severity="error", timeout=10)
+        elif result is not None:
+            self.result = result
+            self.state = "done" if result.complete else "stopped"
+            if self.progress is not None:
+                done = dict(elapsed_s=result.elapsed_s, eta_s=0.0, current="")
+                self.progress = msgspec.structs.replace(self.progress, **done)
+        self._redraw()
+        if self.quit_when_done:
+            self.exit(self.exit_code)
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_COMPLETE if self.result is not None and self.result.complete else EXIT_STOPPED
+
+    @property
+    def running(self) -> bool:
+        return self.state in ("running", "stopping")
+
+    def _redraw(self) -> None:
+        screen = self.screen
+        if isinstance(screen, SweepScreen):
+            screen.redraw()
+
+    def refresh_now(self) -> None:
+        """Redraw at once (the dashboard's name for it: the tests' ``visible`` calls it)."""
+        self._redraw()
+
+    def _tick(self) -> None:
+        if self.state in ("running", "stopping") and isinstance(self.screen, SweepScreen):
+            line = self.progress_text(time.monotonic() - self._received_at)
+            self.screen.query_one("#sweep-run", Static).update(line, layout=False)
+
+    def progress_text(self, since: float = 0.0) -> str:
+        """``run 12/54: load-typo-fix K=4 (round 2) · ETA 3m10s · elapsed 5m02s``; ``since`` is how long
+        ago the progress arrived (the timer's count-down between runs)."""
+        p = self.progress
+        if p is None:
+            return f"run 1/{self.plan.total_runs}: starting…"
+        elapsed = clock(p.elapsed_s + since)
+        if self.state in ("done", "stopped", "error") or not p.current:
+            return f"{p.done}/{p.total} runs in {elapsed}"
+        eta = p.eta_s - since if p.eta_s == p.eta_s else math.nan
+        return f"run {p.done + 1}/{p.total}: {p.current} · ETA {clock(eta)} · elapsed {elapsed}"
+
+    def status_text(self) -> str:
+        where = f"recordings in {self.folder}"
+        if self.state == "stopping":
+            return "stopping after this run…"
+        if self.state == "error":
+            return f"error: {self.error} · {where} · q quits"
+        if self.result is not None and self.state in ("done", "stopped"):
+            r = self.result
+            if self.state == "done":
+                return f"done in {r.elapsed_s:.0f} s · {where} · q quits"
+            return f"stopped: {len(r.runs)} of {r.plan.total_runs} runs in {r.elapsed_s:.0f} s · {where} · q quits"
+        return f"q stops after the run in flight · {where}"
+
+    def action_stop_and_quit(self) -> None:
+        """Stop after the run in flight and quit once the sweep ended (at once if it has)."""
+        if not self.running:
+            self.exit(self.exit_code)
+            return
+        self.quit_when_done = True
+        self.stop.set()
+        self.state = "stopping"
+        self._redraw()
+
+    async def action_quit(self) -> None:  # ctrl+q, the command palette: never leave a run behind
+        self.action_stop_and_quit()
+
+
+def make_sweep_app(
+    plan: SweepPlan,
+    prompts: Sequence[PromptSpec],
+    folder: str,
+    *,
+    max_tokens: int | None = None,
+    theme: str | None = None,
+    load_engine: Callable[[RunConfig], object] | None = None,
+    autostart: bool = True,
+) -> SweepApp:
+    """The sweep view (shared by the CLI and the tests); ``load_engine`` replaces
+    ``Engine.load`` (tests), ``autostart=False`` shows the plan without running it."""
+    app = SweepApp(plan, prompts, folder, max_tokens=max_tokens, load_engine=load_engine, autostart=autostart)
+    if theme is not None:
+        if theme not in app.available_themes:
+            raise SpectuiError(f"unknown theme {theme!r} (known: {', '.join(sorted(app.available_themes))})")
+        app.theme = theme
+    return app
+
+
+def run_sweep_view(
+    plan: SweepPlan,
+    prompts: Sequence[PromptSpec],
+    folder: str,
+    *,
+    max_tokens: int | None = None,
+    theme: str | None = None,
+) -> int:
+    """``spectui sweep`` in a terminal: run the plan in the view until the user quits, then
+    print the table (the view's screen is gone by then). 0 when the sweep completed, 130 when
+    the user stopped it; a failed sweep raises its error (a ``SpectuiError`` is one line)."""
+    from spectui.lab.sweep_report import format_table
+
+    app = make_sweep_app(plan, prompts, folder, max_tokens=max_tokens, theme=theme)
+    code = _run_in_terminal(app, theme)  # type: ignore[arg-type] - any App with the themes
+    # the engines close in the sweep thread; let it finish before the interpreter tears down
+    app.stop.set()
+    app.sweep_done.wait(JOIN_TIMEOUT_S)
+    if app.error is not None:
+        raise app.error
+    if app.result is not None:
+        print(format_table(app.result))
+    return code
