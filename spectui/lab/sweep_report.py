@@ -3,7 +3,7 @@
 Floors (``spectui report --floors DIR``): for each tier, at the point a sweep recommends (the
 knee of the K curve, else the base K; a sweep without a K knob gives no floors), the worst a healthy run
 did: the acceptance and decode tok/s floors are the 5th percentiles over that point's runs
-(with a handful of runs, about their minimum), and the swap ceiling is the largest swap growth
+(taken as an observed value: with fewer than 20 runs, their minimum), and the swap ceiling is the largest swap growth
 seen, rounded up to the next 64 MiB (so a sweep that never swapped allows 64 MiB).
 ``spectui diff --floors FILE`` checks a new run against the floors of its tier.
 """
@@ -133,7 +133,9 @@ class Floors(msgspec.Struct, kw_only=True):
 
 def _p5(values: list[float]) -> float:
     v = [x for x in values if x == x]
-    return float(np.percentile(v, 5)) if v else float("nan")
+    # "lower": an observed value at or below the 5th percentile (the minimum under 20 runs), so
+    # every run a floor was taken from meets it
+    return float(np.percentile(v, 5, method="lower")) if v else float("nan")
 
 
 def floors_from_sweep(result: SweepResult, summaries: dict[int, Summary], host: str = "") -> Floors:
