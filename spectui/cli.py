@@ -441,8 +441,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
 
 
 def format_summary(config: RunConfig, s) -> str:  # noqa: ANN001 - Summary, kept import-light
-    def f(v: float, spec: str = ".1f") -> str:
-        return "n/a" if v != v else format(v, spec)  # NaN check without numpy
+    from spectui.recording.report import num_or_na as f
 
     steady = f" (steady {f(s.steady_tok_s)})" if s.warmup_dropped else ""
     lines = [

@@ -25,7 +25,7 @@ from spectui.config import RunConfig
 from spectui.errors import SpectuiError
 from spectui.metrics.stats import Summary, summarize
 from spectui.recording.reader import Recording
-from spectui.recording.report import _mib, _num
+from spectui.recording.report import _mib, num_or_na
 from spectui.recording.schema import Header, MemorySample, Step
 
 #: A prompt shorter than this (or of tier "short") is "short": TTFT there is dominated by
@@ -540,7 +540,7 @@ def describe_outputs(o: OutputDiff) -> list[str]:
 
 def _speed_rows(d: RunDiff) -> list[tuple[str, str, str, str]]:
     b, c, sp = d.baseline.summary, d.candidate.summary, d.speedup
-    ci = f" (95% CI {_num(sp.ci_low, '.2f')}-{_num(sp.ci_high, '.2f')})" if sp.ci_low == sp.ci_low else ""
+    ci = f" (95% CI {num_or_na(sp.ci_low, '.2f')}-{num_or_na(sp.ci_high, '.2f')})" if sp.ci_low == sp.ci_low else ""
     ttft = _pct(c.ttft_ms, b.ttft_ms)
     if d.ttft_growth == d.ttft_growth:  # not NaN
         if d.short_prompt:
@@ -548,14 +548,14 @@ def _speed_rows(d: RunDiff) -> list[tuple[str, str, str, str]]:
         else:
             ttft += f", long prompt: the +{d.ttft_limit:.0%} limit does not apply"
     rows = [
-        ("decode tok/s", _num(sp.baseline_tok_s, ".2f"), _num(sp.candidate_tok_s, ".2f"), _ratio(sp.ratio, 1.0) + ci),
-        ("steady tok/s", _num(b.steady_tok_s, ".2f"), _num(c.steady_tok_s, ".2f"), _ratio(c.steady_tok_s, b.steady_tok_s)),
-        ("TTFT ms", _num(b.ttft_ms), _num(c.ttft_ms), ttft),
-        ("prefill ms", _num(b.prefill_ms), _num(c.prefill_ms), _pct(c.prefill_ms, b.prefill_ms)),
+        ("decode tok/s", num_or_na(sp.baseline_tok_s, ".2f"), num_or_na(sp.candidate_tok_s, ".2f"), _ratio(sp.ratio, 1.0) + ci),
+        ("steady tok/s", num_or_na(b.steady_tok_s, ".2f"), num_or_na(c.steady_tok_s, ".2f"), _ratio(c.steady_tok_s, b.steady_tok_s)),
+        ("TTFT ms", num_or_na(b.ttft_ms), num_or_na(c.ttft_ms), ttft),
+        ("prefill ms", num_or_na(b.prefill_ms), num_or_na(c.prefill_ms), _pct(c.prefill_ms, b.prefill_ms)),
     ]
     for q in ("p50", "p95", "p99"):
         bv, cv = getattr(b, f"itl_{q}_ms"), getattr(c, f"itl_{q}_ms")
-        rows.append((f"ITL {q} ms", _num(bv, ".2f"), _num(cv, ".2f"), _pct(cv, bv)))
+        rows.append((f"ITL {q} ms", num_or_na(bv, ".2f"), num_or_na(cv, ".2f"), _pct(cv, bv)))
     return rows
 
 
@@ -563,12 +563,12 @@ def _accept_rows(d: RunDiff) -> list[tuple[str, str, str, str]]:
     b, c = d.baseline.summary, d.candidate.summary
 
     def per_pos(s: Summary) -> str:
-        return " ".join(_num(x, ".2f") for x in s.per_position_acceptance) or "n/a"
+        return " ".join(num_or_na(x, ".2f") for x in s.per_position_acceptance) or "n/a"
 
     server = [("acceptance (server-reported)", d.baseline.server_acceptance or "-", d.candidate.server_acceptance or "-", "")]
     return server * bool(d.baseline.server_acceptance or d.candidate.server_acceptance) + [
-        ("acceptance rate", _num(b.acceptance_rate, ".3f"), _num(c.acceptance_rate, ".3f"), ""),
-        ("mean accepted length", _num(b.mean_accepted_length, ".2f"), _num(c.mean_accepted_length, ".2f"), ""),
+        ("acceptance rate", num_or_na(b.acceptance_rate, ".3f"), num_or_na(c.acceptance_rate, ".3f"), ""),
+        ("mean accepted length", num_or_na(b.mean_accepted_length, ".2f"), num_or_na(c.mean_accepted_length, ".2f"), ""),
         ("per-position acceptance", per_pos(b), per_pos(c), ""),
         ("blocks / rollbacks", f"{b.draft_blocks} / {b.rollbacks}", f"{c.draft_blocks} / {c.rollbacks}", ""),
         ("draft forwards", str(b.draft_forwards), str(c.draft_forwards), ""),

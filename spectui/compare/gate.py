@@ -43,9 +43,9 @@ from spectui.compare.diff import (
 )
 from spectui.compare.thresholds import GateThresholds
 from spectui.errors import SpectuiError
-from spectui.metrics.stats import Summary, summarize
+from spectui.metrics.stats import Summary, nanmedian, summarize
 from spectui.quality import difference_interval, difference_points, grade_recording, pass_rate
-from spectui.recording.report import _num
+from spectui.recording.report import num_or_na
 from spectui.recording.reader import Recording
 
 __all__ = ["Check", "GateThresholds", "Verdict", "format_verdict_text", "gate"]
@@ -72,12 +72,6 @@ class Verdict(msgspec.Struct, kw_only=True):
     thresholds: GateThresholds
 
 
-def _median(values: list[float]) -> float:
-    vals = sorted(v for v in values if v == v)
-    if not vals:
-        return float("nan")
-    mid = len(vals) // 2
-    return vals[mid] if len(vals) % 2 else (vals[mid - 1] + vals[mid]) / 2
 
 
 def _runs(n: int) -> str:
@@ -177,10 +171,10 @@ def _check_quality(baselines: list[Recording], candidates: list[Recording], t: G
 def _check_speedup(
     baselines: list[Recording], candidates: list[Recording], bs: list[Summary], cs: list[Summary], t: GateThresholds
 ) -> Check:
-    b = _median([s.decode_tok_s for s in bs])
-    c = _median([s.decode_tok_s for s in cs])
+    b = nanmedian([s.decode_tok_s for s in bs])
+    c = nanmedian([s.decode_tok_s for s in cs])
     ratio = c / b if b > 0 else float("nan")
-    detail = f"median decode {_num(c, '.2f')} tok/s ({_runs(len(cs))}) vs {_num(b, '.2f')} tok/s ({_runs(len(bs))})"
+    detail = f"median decode {num_or_na(c, '.2f')} tok/s ({_runs(len(cs))}) vs {num_or_na(b, '.2f')} tok/s ({_runs(len(bs))})"
     if len(baselines) == len(candidates) == 1:
         sp = speedup_ci(baselines[0], candidates[0])
         if sp.ci_low == sp.ci_low:
@@ -197,8 +191,8 @@ def _check_speedup(
 
 
 def _check_itl(bs: list[Summary], cs: list[Summary], t: GateThresholds) -> Check:
-    b = _median([s.itl_p95_ms for s in bs])
-    c = _median([s.itl_p95_ms for s in cs])
+    b = nanmedian([s.itl_p95_ms for s in bs])
+    c = nanmedian([s.itl_p95_ms for s in cs])
     ratio = c / b if b > 0 else float("nan")
     limit = t.max_p95_itl_ratio * (1 + t.p95_itl_tolerance)
     return Check(
@@ -208,7 +202,7 @@ def _check_itl(bs: list[Summary], cs: list[Summary], t: GateThresholds) -> Check
         threshold=limit,
         comparison="<=",
         unit="x",
-        detail=f"median p95 inter-token latency {_num(c, '.2f')} ms vs {_num(b, '.2f')} ms"
+        detail=f"median p95 inter-token latency {num_or_na(c, '.2f')} ms vs {num_or_na(b, '.2f')} ms"
         f" (limit: baseline x {t.max_p95_itl_ratio:g}, +{t.p95_itl_tolerance:.0%} noise tolerance)",
     )
 
@@ -224,7 +218,7 @@ def _check_acceptance(candidates: list[Recording], cs: list[Summary], t: GateThr
             comparison=">=",
             detail="n/a: no speculative candidate",
         )
-    rate = _median([s.acceptance_rate for _, s in spec])
+    rate = nanmedian([s.acceptance_rate for _, s in spec])
     ks = sorted({r.header.config.draft.k for r, _ in spec})
     adaptive = any(r.header.config.draft.adaptive for r, _ in spec)
     at = f"at K={'/'.join(map(str, ks))}{' (adaptive)' if adaptive else ''}"
@@ -257,8 +251,8 @@ def _check_ttft(baselines: list[Recording], bs: list[Summary], cs: list[Summary]
             unit="%",
             detail=f"n/a: long prompt ({len(h.prompt_tokens)} tokens{tier})",
         )
-    b = _median([s.ttft_ms for s in bs])
-    c = _median([s.ttft_ms for s in cs])
+    b = nanmedian([s.ttft_ms for s in bs])
+    c = nanmedian([s.ttft_ms for s in cs])
     growth = c / b - 1 if b > 0 else float("nan")
     return Check(
         name="TTFT",
@@ -267,7 +261,7 @@ def _check_ttft(baselines: list[Recording], bs: list[Summary], cs: list[Summary]
         threshold=t.max_ttft_growth,
         comparison="<=",
         unit="%",
-        detail=f"short prompt ({len(h.prompt_tokens)} tokens): median TTFT {_num(c)} ms vs {_num(b)} ms",
+        detail=f"short prompt ({len(h.prompt_tokens)} tokens): median TTFT {num_or_na(c)} ms vs {num_or_na(b)} ms",
     )
 
 

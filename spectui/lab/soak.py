@@ -43,6 +43,7 @@ from spectui.config import RunConfig
 from spectui.errors import SpectuiError
 from spectui.prompts import PromptSpec, list_prompts, prompts_dir
 from spectui.recording.reader import Recording, iter_events, read_recording
+from spectui.recording.report import num_or_na
 from spectui.recording.schema import End, Event, Header, MemorySample, Step
 from spectui.recording.writer import SUFFIX, RecordingWriter, check_run_folder
 
@@ -506,9 +507,6 @@ def judge(report: SoakReport, swap_levels: list[int]) -> None:
 # -- text -----------------------------------------------------------------------------------
 
 
-def _f(v: float, spec: str = ".1f") -> str:
-    return "n/a" if v != v else format(v, spec)
-
 
 def format_soak_report(r: SoakReport, folder: str | Path | None = None) -> str:
     th = r.thresholds
@@ -520,21 +518,21 @@ def format_soak_report(r: SoakReport, folder: str | Path | None = None) -> str:
     if folder is not None:
         lines.append(f"folder     {folder}")
     lines += [
-        f"RSS        first {_f(r.rss_first_mib)} MiB, after the warm-up {_f(r.rss_start_mib)} MiB, end {_f(r.rss_end_mib)} MiB"
-        f" (total {_f(r.total_growth_mib, '+.1f')} MiB), peak {_f(r.peak_rss_mib)} MiB",
-        f"slope      {_f(r.slope_mib_min, '+.3f')} MiB/min (95% CI {_f(lo, '+.3f')} .. {_f(hi, '+.3f')}),"
-        f" growth {_f(r.growth_mib, '+.2f')} MiB over {r.fit_span_s:.0f} s after a {r.warmup_s:.0f} s warm-up"
+        f"RSS        first {num_or_na(r.rss_first_mib)} MiB, after the warm-up {num_or_na(r.rss_start_mib)} MiB, end {num_or_na(r.rss_end_mib)} MiB"
+        f" (total {num_or_na(r.total_growth_mib, '+.1f')} MiB), peak {num_or_na(r.peak_rss_mib)} MiB",
+        f"slope      {num_or_na(r.slope_mib_min, '+.3f')} MiB/min (95% CI {num_or_na(lo, '+.3f')} .. {num_or_na(hi, '+.3f')}),"
+        f" growth {num_or_na(r.growth_mib, '+.2f')} MiB over {r.fit_span_s:.0f} s after a {r.warmup_s:.0f} s warm-up"
         f" ({r.fit_samples} samples)",
-        f"swap       {_f(r.swap_start_mib)} -> {_f(r.swap_end_mib)} MiB in use"
+        f"swap       {num_or_na(r.swap_start_mib)} -> {num_or_na(r.swap_end_mib)} MiB in use"
         f" ({'never fell across windows' if r.swap_grew_monotonically else 'not growing monotonically'})",
-        f"overall    acceptance {_f(r.acceptance_rate, '.3f')}, decode {_f(r.decode_tok_s)} tok/s",
+        f"overall    acceptance {num_or_na(r.acceptance_rate, '.3f')}, decode {num_or_na(r.decode_tok_s)} tok/s",
         f"{'window':>15}  {'sessions':>8}  {'tokens':>7}  {'acceptance':>10}  {'decode tok/s':>12}  {'RSS MiB':>8}  {'swap MiB':>8}",
     ]
     for w in r.windows:
         span = f"{w.start_s:.0f}-{w.end_s:.0f} s"
         lines.append(
-            f"{span:>15}  {w.sessions:>8}  {w.tokens:>7}  {_f(w.acceptance_rate, '.3f'):>10}  {_f(w.decode_tok_s):>12}"
-            f"  {_f(w.rss_mib):>8}  {_f(w.swap_mib):>8}"
+            f"{span:>15}  {w.sessions:>8}  {w.tokens:>7}  {num_or_na(w.acceptance_rate, '.3f'):>10}  {num_or_na(w.decode_tok_s):>12}"
+            f"  {num_or_na(w.rss_mib):>8}  {num_or_na(w.swap_mib):>8}"
         )
     if r.passed:
         lines.append(

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import msgspec
@@ -34,7 +34,7 @@ import numpy as np
 
 from spectui.config import RunConfig
 from spectui.errors import SpectuiError
-from spectui.metrics.stats import Summary, summarize
+from spectui.metrics.stats import Summary, nanmedian, summarize
 from spectui.prompts import PromptSpec
 
 DEFAULT_K_VALUES = (2, 3, 4, 6, 8)
@@ -345,11 +345,6 @@ def load_sweep(folder: str | os.PathLike[str]) -> tuple[SweepResult, dict[int, S
 # -- the table ------------------------------------------------------------------------------------
 
 
-def _median(values: Iterable[float]) -> float:
-    v = [x for x in values if x == x]
-    return float(np.median(v)) if v else float("nan")
-
-
 def median_ci(values: Sequence[float], seed: int = 0) -> tuple[float, float]:
     """95% percentile-bootstrap interval of the median (NaN for fewer than two values)."""
     v = np.array([x for x in values if x == x], dtype=float)
@@ -385,15 +380,15 @@ def aggregate(runs: Sequence[SweepRun], summaries: dict[int, Summary]) -> tuple[
                 value=point.value,
                 label=point.label,
                 runs=len(members),
-                acceptance_p50=_median(s.acceptance_rate for s in ss),
-                tok_s_p50=_median(rates),
+                acceptance_p50=nanmedian(s.acceptance_rate for s in ss),
+                tok_s_p50=nanmedian(rates),
                 tok_s_p95=float(np.percentile([x for x in rates if x == x], 95)) if any(x == x for x in rates) else float("nan"),
-                itl_p95_ms=_median(s.itl_p95_ms for s in ss),
-                itl_p99_ms=_median(s.itl_p99_ms for s in ss),
-                ttft_ms=_median(s.ttft_ms for s in ss),
+                itl_p95_ms=nanmedian(s.itl_p95_ms for s in ss),
+                itl_p99_ms=nanmedian(s.itl_p99_ms for s in ss),
+                ttft_ms=nanmedian(s.ttft_ms for s in ss),
                 peak_rss_bytes=max(s.peak_rss_bytes for s in ss),
                 swap_growth_bytes=max(s.swap_delta_bytes for s in ss),
-                speedup=_median(ratios),
+                speedup=nanmedian(ratios),
                 speedup_ci_low=low,
                 speedup_ci_high=high,
             )

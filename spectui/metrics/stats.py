@@ -56,6 +56,12 @@ class Summary(msgspec.Struct, kw_only=True):
     swap_delta_bytes: int = 0
 
 
+def nanmedian(values: Iterable[float]) -> float:
+    """The median of the values that are numbers (NaN: a run without that figure); NaN if none."""
+    v = [x for x in values if x == x]
+    return float(np.median(v)) if v else float("nan")
+
+
 def summarize(events: Iterable[Event]) -> Summary:
     s = Summary()
     times: list[int] = []

@@ -15,7 +15,8 @@ def _mib(n: int) -> str:
     return "n/a" if n < 0 else f"{n / 2**20:,.1f} MiB"
 
 
-def _num(v: float, spec: str = ".1f") -> str:
+def num_or_na(v: float, spec: str = ".1f") -> str:
+    """``v`` formatted, or "n/a" for NaN (a number the run did not have)."""
     return "n/a" if v != v else format(v, spec)
 
 
@@ -51,22 +52,22 @@ def report_rows(rec: Recording, s: Summary) -> list[tuple[str, list[tuple[str, s
     speed = [
         ("prompt tokens", str(s.n_prompt_tokens)),
         ("generated tokens", str(s.n_tokens)),
-        ("TTFT", f"{_num(s.ttft_ms)} ms"),
-        ("prefill", f"{_num(s.prefill_ms)} ms ({_num(s.prefill_tok_s)} tok/s)"),
-        ("decode", f"{_num(s.decode_tok_s)} tok/s"),
-        ("steady decode", f"{_num(s.steady_tok_s)} tok/s" + ("" if s.warmup_dropped else " (run too short to drop warm-up)")),
-        ("ITL p50 / p95 / p99", f"{_num(s.itl_p50_ms, '.2f')} / {_num(s.itl_p95_ms, '.2f')} / {_num(s.itl_p99_ms, '.2f')} ms"),
+        ("TTFT", f"{num_or_na(s.ttft_ms)} ms"),
+        ("prefill", f"{num_or_na(s.prefill_ms)} ms ({num_or_na(s.prefill_tok_s)} tok/s)"),
+        ("decode", f"{num_or_na(s.decode_tok_s)} tok/s"),
+        ("steady decode", f"{num_or_na(s.steady_tok_s)} tok/s" + ("" if s.warmup_dropped else " (run too short to drop warm-up)")),
+        ("ITL p50 / p95 / p99", f"{num_or_na(s.itl_p50_ms, '.2f')} / {num_or_na(s.itl_p95_ms, '.2f')} / {num_or_na(s.itl_p99_ms, '.2f')} ms"),
     ]
     accept = []
     if c.mode == "spec" and a.server is None:  # a server's acceptance: the "server" section
-        per_pos = " ".join(_num(x, ".2f") for x in s.per_position_acceptance) or "n/a"
+        per_pos = " ".join(num_or_na(x, ".2f") for x in s.per_position_acceptance) or "n/a"
         accept = [
-            ("acceptance rate", f"{_num(s.acceptance_rate, '.3f')} ({s.accepted} of {s.drafted} drafted)"),
-            ("mean accepted length", _num(s.mean_accepted_length, ".2f")),
+            ("acceptance rate", f"{num_or_na(s.acceptance_rate, '.3f')} ({s.accepted} of {s.drafted} drafted)"),
+            ("mean accepted length", num_or_na(s.mean_accepted_length, ".2f")),
             ("per-position acceptance", per_pos),
             ("blocks / rollbacks", f"{s.draft_blocks} / {s.rollbacks}"),
             ("draft forwards", str(s.draft_forwards)),
-            ("draft / verify time", f"{_num(s.draft_ms)} / {_num(s.verify_ms)} ms"),
+            ("draft / verify time", f"{num_or_na(s.draft_ms)} / {num_or_na(s.verify_ms)} ms"),
         ]
         if c.policy.enabled:
             changes = policy_changes(rec)
