@@ -91,7 +91,8 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mode", choices=["ar", "spec"], default=None, help=f"default: {d_run.mode}; ar with --server")
     p.add_argument("--draft", default=d_draft.source, help="'ngram' (prompt lookup) or a draft GGUF path")
     p.add_argument("--k", type=int, default=d_draft.k, help="draft length K")
-    p.add_argument("--adaptive-k", action="store_true", help="grow K after full acceptance, shrink after rejection")
+    p.add_argument("--adaptive-k", action="store_true",
+                   help="choose K each step from the measured verify cost and recent acceptance (0 = no draft when none pays)")
     p.add_argument("--k-min", type=int, default=d_draft.k_min)
     p.add_argument("--k-max", type=int, default=d_draft.k_max)
     p.add_argument("--ngram-min", type=int, default=d_draft.ngram_min)

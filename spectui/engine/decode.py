@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterator, Sequence
 
 from spectui.config import MAX_DRAFT_LENGTH
-from spectui.engine.drafters import DraftLength
+from spectui.engine.draft_length import DraftLength
 from spectui.engine.policy import FallbackPolicy
 from spectui.engine.protocol import Backend, Draft, Drafter
 from spectui.engine.sampling import Sampler, verify_greedy, verify_sampled
@@ -100,10 +100,14 @@ def decode(
         t_a = clock()
         k = 0
         draft = _NO_DRAFT
+        guess = None
         if active is not None:
-            # never draft past the token budget or the context
-            k = min(draft_length.k, k_cap, max_tokens - emitted - 1, room - 1)
-            if k > 0:
+            # never draft past the token budget or the context; an adaptive K of 0 means no
+            # block pays now: probe a draft model now and then, or score a free drafter's guess
+            k = min(draft_length.next_k(), k_cap, max_tokens - emitted - 1, room - 1)
+            if k <= 0 and draft_length.adaptive and active.free:
+                guess = active.propose(history, 1).tokens
+            elif k > 0:
                 try:
                     draft = active.propose(history, k)
                 except Exception as exc:
@@ -175,6 +179,8 @@ def decode(
         history.extend(tokens)
         pending = nxt
         if draft_length is not None:
-            draft_length.update(k, n_drafted, accepted)
+            if guess:
+                draft_length.shadow(guess[0] == nxt)
+            draft_length.update(k, n_drafted, accepted, (t_c - t_b) / 1000)
         if policy is not None:
             policy.observe_block(n_drafted, accepted)

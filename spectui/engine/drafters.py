@@ -28,6 +28,8 @@ class NgramDrafter:
     """
 
     name = "ngram"
+    #: proposing costs nothing, so an adaptive K may ask for a guess it will not verify
+    free = True
 
     def __init__(self, n_min: int = 1, n_max: int = 4) -> None:
         self.n_min = n_min
@@ -73,6 +75,8 @@ class ModelDrafter:
     Greedy drafting is a deterministic proposal (``Draft.probs`` is None); a sampling drafter
     returns the warped distribution of every drafted token, which verification needs.
     """
+
+    free = False
 
     def __init__(self, backend: Backend, sampling: SamplingConfig) -> None:
         self.backend = backend
@@ -138,25 +142,6 @@ class ModelDrafter:
 
     def close(self) -> None:
         self.backend.close()
-
-
-class DraftLength:
-    """Draft length K, fixed or adaptive: grow after a fully accepted block, shrink after a
-    rejection, always within ``[k_min, k_max]``."""
-
-    def __init__(self, config: DraftConfig) -> None:
-        self.adaptive = config.adaptive
-        self.k = config.k
-        self.k_min = config.k_min if config.adaptive else config.k
-        self.k_max = config.k_max if config.adaptive else config.k
-
-    def update(self, asked: int, drafted: int, accepted: int) -> None:
-        if not self.adaptive or drafted == 0:
-            return
-        if accepted == drafted == asked:
-            self.k = min(self.k + 1, self.k_max)
-        elif accepted < drafted:
-            self.k = max(self.k - 1, self.k_min)
 
 
 def draft_sampling(target: SamplingConfig, draft: DraftConfig) -> SamplingConfig:

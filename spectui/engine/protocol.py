@@ -73,6 +73,8 @@ class Draft:
 @runtime_checkable
 class Drafter(Protocol):
     name: str
+    #: proposing costs nothing (no model): an adaptive K may ask for guesses it won't verify
+    free: bool
 
     def reset(self, prompt: Sequence[int]) -> None:
         """Start a new session whose history begins with ``prompt``."""

@@ -19,7 +19,8 @@ from spectui import __version__
 from spectui.config import RunConfig
 from spectui.engine.artifacts import host_info
 from spectui.engine.decode import decode
-from spectui.engine.drafters import DraftLength, ModelDrafter, NgramDrafter, draft_sampling
+from spectui.engine.draft_length import DraftLength
+from spectui.engine.drafters import ModelDrafter, NgramDrafter, draft_sampling
 from spectui.engine.gguf import first_vocab_difference, read_gguf
 from spectui.engine.llamacpp import LlamaCppBackend, LlamaModel
 from spectui.engine.policy import FallbackPolicy, ladder

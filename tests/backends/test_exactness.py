@@ -3,8 +3,12 @@
 Rejections must really happen: the n-gram drafter guesses wrong on prose, and the model
 drafter samples at temperature 1.0, so both sides of every verification branch run.
 On this CPU, llama.cpp's logits for a block of K tokens are bit-identical to one-at-a-time
-evaluation (measured), so a divergence is a bug; where one happens the failure message
-gives the position and the target's top-2 logit margin there.
+evaluation while the KV cache spans fewer than 512 cells (up to 256 tokens: llama.cpp pads
+the span to 256), so a divergence there is a bug; where one happens the failure message
+gives the position and the target's top-2 logit margin there. Past that, llama.cpp's CPU
+flash attention splits a single token's attention across threads and reduces the partial
+sums in another order than any block evaluation (measured: up to ~1 logit apart), so the
+long-context test runs the engine on one thread, where every shape is bit-identical again.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import pytest
 
 from spectui.config import DraftConfig, RunConfig, SamplingConfig
 from spectui.recording.schema import Step, TokenOrigin
-from tests.prompts import ALL
+from tests.prompts import ALL, PROSE
 
 MAX_TOKENS = 48
 K_VALUES = (1, 2, 4, 8)
@@ -94,12 +98,53 @@ def test_token_origins_are_consistent(engine, ar_outputs):
         assert len(s.tokens) == len(s.origins) == len(s.pieces) == len(s.t_us)
 
 
-def test_adaptive_k_stays_bounded_and_exact(engine, ar_outputs):
+ADAPTIVE = {
+    "ngram": lambda path: DraftConfig(source="ngram", k=3, adaptive=True, k_min=2, k_max=6),
+    "model-t0": lambda path: DraftConfig(source=path, k=3, adaptive=True, k_min=2, k_max=6),
+    "model-t1": lambda path: DraftConfig(source=path, temperature=1.0, k=3, adaptive=True, k_min=2, k_max=6),
+}
+
+
+@pytest.mark.parametrize("drafter", list(ADAPTIVE))
+def test_adaptive_k_stays_bounded_and_exact(engine, ar_outputs, drafter):
+    """The cost-aware K drafts 0 (AR steps, free guesses or probes) or k_min..k_max tokens,
+    and the output stays the target's own."""
     path = engine.target.model.info.path
-    for prompt, ar in list(ar_outputs.items())[:3]:
-        draft = DraftConfig(source=path, temperature=1.0, k=3, adaptive=True, k_min=1, k_max=6)
-        spec, steps = generate(engine, prompt, mode="spec", draft=draft)
-        assert spec == ar
-        ks = {s.k for s in steps[1:] if s.k}
-        assert ks <= set(range(1, 7))
-    assert len(ks) > 1, "adaptive K never changed"
+    ks: set[int] = set()
+    for prompt, ar in ar_outputs.items():
+        spec, steps = generate(engine, prompt, mode="spec", draft=ADAPTIVE[drafter](path))
+        i = first_divergence(ar, spec)
+        assert i is None, f"adaptive {drafter} diverged from AR on {prompt[:40]!r} at index {i}"
+        emitted = len(steps[0].tokens)
+        for s in steps[1:]:
+            assert s.drafted <= s.k <= 6
+            # below k_min only where the token budget cut the block short
+            assert s.k == 0 or s.k >= 2 or emitted + s.k + 1 >= MAX_TOKENS, f"K={s.k} at {emitted}"
+            ks.add(s.k)
+            emitted += len(s.tokens)
+    assert ks - {0}, "adaptive K never drafted"
+    if drafter == "model-t0":  # a self-draft is always right: K must climb past where it starts
+        assert max(ks) > 3, f"K never grew on a perfect drafter: {sorted(ks)}"
+
+
+def test_long_context_exact_on_one_thread(model_path):
+    """Past 256 cached tokens, with the engine made batch-invariant (one thread), speculative
+    output still equals AR: the loop itself is exact at any context length."""
+    from spectui.config import BackendConfig
+    from spectui.engine.session import Engine
+
+    prompt = PROSE[0]  # a story: it runs to the token budget
+    backend = BackendConfig(n_ctx=1024, n_threads=1)
+    base = RunConfig(target=model_path, prompt=prompt, max_tokens=300, backend=backend)
+    with Engine.load(base) as eng:
+        ar = [t for ev in eng.run(RunConfig(**{**_fields(base), "mode": "ar"})) if isinstance(ev, Step) for t in ev.tokens]
+        _, prompt_tokens = eng.prepare_prompt(base)
+        assert len(prompt_tokens) + len(ar) > 300, "the run must reach past 256 cached tokens"
+        for draft in (DraftConfig(source="ngram", k=4), DraftConfig(source="ngram", k=4, adaptive=True)):
+            cfg = RunConfig(**{**_fields(base), "mode": "spec", "draft": draft})
+            spec = [t for ev in eng.run(cfg) if isinstance(ev, Step) for t in ev.tokens]
+            assert first_divergence(ar, spec) is None
+
+
+def _fields(s) -> dict:
+    return {f: getattr(s, f) for f in s.__struct_fields__}

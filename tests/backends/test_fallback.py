@@ -14,7 +14,8 @@ import pytest
 
 from spectui.config import DraftConfig, PolicyConfig, RunConfig
 from spectui.engine.decode import decode
-from spectui.engine.drafters import DraftLength, ModelDrafter, NgramDrafter, draft_sampling
+from spectui.engine.draft_length import DraftLength
+from spectui.engine.drafters import ModelDrafter, NgramDrafter, draft_sampling
 from spectui.engine.policy import FallbackPolicy, ladder
 from spectui.engine.sampling import Sampler
 from spectui.recording.reader import read_recording

@@ -1,0 +1,183 @@
+"""llama.cpp's own tools, built from the llama-cpp-python source package that is installed.
+
+The peer benchmark compares spectui with the C++ programs of the very llama.cpp revision that
+llama-cpp-python vendors, so both sides run the same kernels. Nothing of llama.cpp is kept in
+this repository: the source package is downloaded from the registry (pip's cache makes that
+free after the first time), unpacked and built in a cache folder, once per version.
+
+Each ``run_*`` function returns what the tool itself reports, parsed from its log: decode
+tok/s, and for the speculative tools the drafted and accepted counts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+TOOLS = ("llama-bench", "llama-completion", "llama-lookup", "llama-speculative-simple")
+
+
+class ToolError(RuntimeError):
+    pass
+
+
+def cache_root() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(Path.home(), ".cache")
+    return Path(base) / "spectui" / "llama.cpp"
+
+
+def installed_version() -> str:
+    from importlib.metadata import version
+
+    return version("llama-cpp-python")
+
+
+def ensure_tools(bin_dir: str | None = None, *, log=print) -> Path:
+    """A folder holding ``TOOLS``: ``bin_dir`` if given, else a cached build (made if missing)."""
+    if bin_dir:
+        folder = Path(bin_dir)
+        missing = [t for t in TOOLS if not (folder / t).exists()]
+        if missing:
+            raise ToolError(f"{folder} lacks {', '.join(missing)}")
+        return folder
+    version = installed_version()
+    root = cache_root() / version
+    out = root / "build" / "bin"
+    if all((out / t).exists() for t in TOOLS):
+        return out
+    source = root / "src"
+    if not (source / "CMakeLists.txt").exists():
+        log(f"downloading the llama-cpp-python {version} source package (once)...")
+        _fetch_source(version, source)
+    log(f"building {', '.join(TOOLS)} from llama.cpp in {root} (once; several minutes on few cores)...")
+    build = root / "build"
+    jobs = str(os.cpu_count() or 2)
+    # The same options llama-cpp-python's own build uses (no curl, native CPU features; Metal
+    # on macOS by default), static so the binaries do not look for a libllama elsewhere.
+    _check([
+        "cmake", "-S", str(source), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release", "-DLLAMA_CURL=OFF",
+        "-DBUILD_SHARED_LIBS=OFF", "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_SERVER=OFF",
+    ], build / "configure.log")
+    _check(["cmake", "--build", str(build), "-j", jobs, "--target", *TOOLS], build / "build.log")
+    return out
+
+
+def _fetch_source(version: str, dest: Path) -> None:
+    with tempfile.TemporaryDirectory(prefix="spectui-sdist-") as tmp:
+        _check([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", "-d", tmp,
+                f"llama-cpp-python=={version}"], Path(tmp) / "pip.log")
+        archive = next(Path(tmp).glob("llama_cpp_python-*.tar.gz"))
+        prefix = f"{archive.name[:-len('.tar.gz')]}/vendor/llama.cpp/"
+        staging = Path(tmp) / "x"
+        with tarfile.open(archive) as tar:
+            members = [m for m in tar.getmembers() if m.name.startswith(prefix)]
+            tar.extractall(staging, members=members, filter="data")
+        if dest.exists():
+            shutil.rmtree(dest)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(str(staging / prefix), dest)
+
+
+def _check(cmd: list[str], log_path: Path) -> None:
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "w") as log:
+        rc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT).returncode
+    if rc:
+        raise ToolError(f"{cmd[0]} {cmd[1]} failed (exit {rc}); see {log_path}")
+
+
+# -- running the tools --------------------------------------------------------------------
+
+
+@dataclass
+class ToolRun:
+    tok_s: float
+    n_tokens: int = 0
+    drafted: int = 0
+    accepted: int = 0
+    text: str = ""
+
+
+def _run(tool: Path, args: list[str]) -> tuple[str, str]:
+    proc = subprocess.run([str(tool), *args], capture_output=True, text=True, errors="replace")
+    if proc.returncode:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+        raise ToolError(f"{tool.name} exited {proc.returncode}: {' | '.join(tail)}")
+    return proc.stdout, proc.stderr
+
+
+def _common(model: str, prompt_file: str, n: int, threads: int, n_ctx: int) -> list[str]:
+    # the prompt file is the exact chat-templated text (see ``write_prompt``); no escape
+    # processing, so a backslash in a code prompt stays a backslash
+    return ["-m", model, "-f", prompt_file, "-n", str(n), "-t", str(threads), "-tb", str(threads), "-c", str(n_ctx),
+            "--temp", "0", "--seed", "1", "--no-escape"]
+
+
+def write_prompt(text: str, folder: str, name: str) -> str:
+    """The prompt as a file for ``-f``, which drops one trailing newline: add it back."""
+    path = os.path.join(folder, f"{name}.txt")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text + "\n")
+    return path
+
+
+def run_bench(bin_dir: Path, model: str, *, n: int, depth: int, threads: int, reps: int) -> list[float]:
+    """llama-bench text generation at ``depth`` tokens of context: one tok/s per repetition."""
+    out, _ = _run(bin_dir / "llama-bench", ["-m", model, "-p", "0", "-n", str(n), "-d", str(depth),
+                                             "-t", str(threads), "-r", str(reps), "-o", "json"])
+    rows = json.loads(out)
+    return [float(x) for x in rows[0]["samples_ts"]]
+
+
+_EVAL = re.compile(r"eval time =\s*([\d.]+) ms /\s*(\d+) (?:runs|tokens)")
+_DECODED = re.compile(r"decoded\s+(\d+) tokens in\s+([\d.]+) seconds")
+_COUNT = re.compile(r"\b(n_drafted|n_accept)\s*=\s*(\d+)")
+
+
+def run_completion(bin_dir: Path, model: str, prompt_file: str, *, n: int, threads: int, n_ctx: int) -> ToolRun:
+    out, err = _run(bin_dir / "llama-completion", [*_common(model, prompt_file, n, threads, n_ctx), "-no-cnv",
+                                                    "--no-display-prompt"])
+    evals = [m for m in _EVAL.finditer(err) if "prompt" not in err[max(0, m.start() - 12):m.start()]]
+    if not evals:
+        raise ToolError("llama-completion printed no eval timing")
+    ms, runs = float(evals[-1].group(1)), int(evals[-1].group(2))
+    return ToolRun(tok_s=runs / (ms / 1000), n_tokens=runs + 1, text=out)
+
+
+def _speculative(tool: Path, args: list[str]) -> ToolRun:
+    out, err = _run(tool, args)
+    m = _DECODED.search(err)
+    if not m:
+        raise ToolError(f"{tool.name} printed no 'decoded' line")
+    n, secs = int(m.group(1)), float(m.group(2))
+    counts = dict((k, int(v)) for k, v in _COUNT.findall(err))
+    # the tools count the first token (sampled from the prompt's logits) inside their decode
+    # span; spectui's decode rate leaves it out: (n - 1) tokens over the span, for both
+    return ToolRun(tok_s=(n - 1) / secs, n_tokens=n, drafted=counts.get("n_drafted", 0),
+                   accepted=counts.get("n_accept", 0), text=out)
+
+
+def run_lookup(bin_dir: Path, model: str, prompt_file: str, *, n: int, k: int, threads: int, n_ctx: int) -> ToolRun:
+    return _speculative(bin_dir / "llama-lookup", [*_common(model, prompt_file, n, threads, n_ctx),
+                                                   "--spec-draft-n-max", str(k)])
+
+
+def run_speculative_simple(bin_dir: Path, model: str, draft: str, prompt_file: str, *, n: int, k: int, threads: int,
+                           n_ctx: int) -> ToolRun:
+    # p-min 0 and n-min 0: always draft K tokens, as spectui does at a fixed K
+    return _speculative(bin_dir / "llama-speculative-simple", [
+        *_common(model, prompt_file, n, threads, n_ctx), "-md", draft, "--spec-type", "draft-simple", "--spec-draft-n-max", str(k),
+        "--spec-draft-n-min", "0", "--spec-draft-p-min", "0", "-td", str(threads)])
+
+
+def median(xs: list[float]) -> float:
+    return statistics.median(xs) if xs else float("nan")

@@ -1,0 +1,595 @@
+"""spectui against its peers, side by side in one run: one table of medians and ratios.
+
+    python benchmarks/peers.py [--reps 5] [--sections ar,ngram,draft,curve,mlx] [--json FILE]
+
+Sections (each on the embedded model and prompts from ``prompts/``, greedy, same threads):
+
+* ``ar``: spectui's decode loop vs ``llama_cpp.Llama.generate`` vs ``llama-completion`` and
+  ``llama-bench`` (text generation at the prompt's depth);
+* ``ngram``: prompt-lookup speculation on the copy tier: spectui (fixed K, and the cost-aware
+  adaptive K) vs llama-cpp-python's ``LlamaPromptLookupDecoding`` vs ``llama-lookup``, same K,
+  each against spectui AR on the same prompt;
+* ``draft``: a draft model, spectui vs ``llama-speculative-simple``, same pair and K;
+* ``curve``: the verify-cost curve (evaluating n tokens at once, relative to one) and, for
+  every speculative spectui row, the ideal speedup it implies for the blocks that run really
+  drafted: measured / ideal says how much the Python loop leaves on the table;
+* ``mlx``: spectui's MLX backend vs ``mlx_lm`` (AR and speculative, same pair and K);
+* ``profile``: where spectui's own time goes: the share of each session spent inside
+  ``llama_decode`` (the engine) against everything Python does around it, and with
+  pyinstrument installed (``pip install -e '.[bench]'``) its call tree of one n-gram session.
+
+llama.cpp's tools are built once from the installed llama-cpp-python source package into a
+cache folder (``native_tools.py``); ``--llama-bin DIR`` uses an existing build instead.
+Decode tok/s everywhere = tokens after the first over the time from the first to the last,
+prefill excluded. Repetitions alternate between the peers, the first round is dropped as
+warm-up, and the machines here are shared: read the ratios and medians, not single runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+import native_tools as nt
+from spectui.config import BackendConfig, DraftConfig, RunConfig
+from spectui.engine.llamacpp import default_threads
+from spectui.engine.session import Engine
+from spectui.metrics.stats import summarize
+from spectui.models import embedded_model_path
+from spectui.prompts import find_prompt
+from spectui.recording.schema import Step
+
+SECTIONS = ("ar", "ngram", "draft", "curve", "mlx", "profile")
+AR_PROMPTS = ("medium-reasoning", "load-code-continuation")
+COPY_PROMPTS = ("load-typo-fix", "load-translation-polish", "copy-quote-paragraph", "copy-refactor-rename")
+N_CTX = 4096
+
+
+@dataclass
+class Row:
+    section: str
+    prompt: str
+    peer: str
+    rates: list[float] = field(default_factory=list)
+    acceptance: list[float] = field(default_factory=list)
+    n_tokens: int = 0
+    #: the peer's greedy output equals spectui AR's (None: not comparable / not checked)
+    identical: bool | None = None
+    #: where it first differs, when it does (token index)
+    diverges_at: int | None = None
+    #: for spectui speculative rows: the ideal speedup from the verify-cost curve
+    ideal: list[float] = field(default_factory=list)
+    #: share of the decode span spent inside the engine's evaluations, drafting, and elsewhere
+    split: list[tuple[float, float, float]] = field(default_factory=list)
+    #: for a peer: the spectui row it is measured against (ratio = that row / this one)
+    versus: str = ""
+    note: str = ""
+
+    def compare(self, tokens: list[int], ref: list[int]) -> None:
+        self.identical = tokens == ref
+        self.diverges_at = next((i for i, (a, b) in enumerate(zip(tokens, ref)) if a != b), None)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.rates) if self.rates else float("nan")
+
+    def spread(self) -> str:
+        return f"{min(self.rates):.1f}-{max(self.rates):.1f}" if self.rates else "-"
+
+
+# -- spectui runs -------------------------------------------------------------------------
+
+
+@dataclass
+class SpectuiRun:
+    rate: float
+    tokens: list[int]
+    acceptance: float
+    #: per decode step: (tokens drafted, tokens emitted); the prefill's first token is left out
+    blocks: list[tuple[int, int]]
+    split: tuple[float, float, float]
+
+
+def run_spectui(engine: Engine, config: RunConfig) -> SpectuiRun:
+    events = list(engine.run(config))
+    s = summarize(events)
+    steps = [ev for ev in events if type(ev) is Step]
+    tokens = [t for ev in steps for t in ev.tokens]
+    decode = steps[1:]  # the first token comes from the prefill
+    span_us = (s.n_tokens - 1) / s.decode_tok_s * 1e6 if s.decode_tok_s > 0 else float("nan")
+    verify = sum(ev.verify_us for ev in decode) / span_us
+    draft = sum(ev.draft_us for ev in decode) / span_us
+    return SpectuiRun(s.decode_tok_s, tokens, s.acceptance_rate, [(ev.drafted, len(ev.tokens)) for ev in decode],
+                      (verify, draft, max(0.0, 1.0 - verify - draft)))
+
+
+def ideal_speedup(blocks: list[tuple[int, int]], curve: dict[int, float]) -> float:
+    """The speedup over AR if only the target's evaluations cost time: a step that verifies d
+    drafted tokens costs ``curve[d + 1]`` one-token evaluations, AR pays one per token."""
+    top = max(curve)
+    cost = sum(curve[d + 1] if d + 1 in curve else curve[top] * (d + 1) / top for d, _ in blocks)
+    return sum(n for _, n in blocks) / cost if cost else float("nan")
+
+
+def verify_cost_curve(engine: Engine, prompt: list[int], sizes: range, reps: int) -> dict[int, float]:
+    """Median time to evaluate n tokens at once (all rows' logits, as verification needs),
+    relative to one token, at the prompt's depth."""
+    target = engine.target
+    target.truncate(0)
+    target.eval(prompt, all_logits=False)
+    depth = target.n_past
+    tokens = (prompt * (1 + max(sizes) // max(len(prompt), 1)))[: max(sizes)]
+    times: dict[int, list[float]] = {n: [] for n in sizes}
+    for _ in range(reps):
+        for n in sizes:
+            t = time.perf_counter_ns()
+            rows = target.eval(tokens[:n], all_logits=True)
+            rows.argmax(axis=1)
+            times[n].append(time.perf_counter_ns() - t)
+            target.truncate(depth)
+    base = statistics.median(times[1])
+    return {n: statistics.median(v) / base for n, v in times.items()}
+
+
+# -- sections -----------------------------------------------------------------------------
+
+
+class Bench:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.model = embedded_model_path()
+        self.threads = args.threads or default_threads()
+        self.backend = BackendConfig(n_ctx=N_CTX, n_threads=self.threads)
+        # one engine for every spectui row: the target, and the same file as its own draft
+        # model (shared weights, a second KV cache)
+        self.engine = Engine.load(self.config("load-typo-fix", "spec", DraftConfig(source=self.model)))
+        self.tmp = tempfile.mkdtemp(prefix="spectui-peers-")
+        self.rows: list[Row] = []
+        self.curve: dict[int, float] = {}
+        self.profile: list[str] = []
+        self.bin: object = None
+        self._llama = None
+
+    def config(self, prompt: str, mode: str, draft: DraftConfig | None = None) -> RunConfig:
+        spec = find_prompt(prompt)
+        return RunConfig(target=self.model, mode=mode, prompt=spec.text, prompt_name=spec.name,
+                         max_tokens=min(spec.max_tokens, self.args.tokens), backend=self.backend,
+                         draft=draft or DraftConfig())
+
+    def prompt_file(self, config: RunConfig) -> tuple[str, str, list[int]]:
+        """The chat-templated prompt as a file for the tools, its text and its tokens."""
+        text, tokens = self.engine.prepare_prompt(config)
+        return nt.write_prompt(text, self.tmp, config.prompt_name), text, tokens
+
+    def same_text(self, printed: str, tokens: list[int], prompt: str) -> bool:
+        """A tool printed the text of ``tokens``. Some echo the prompt first, and the
+        speculative ones may run past the budget to the end of their last block: compare
+        what follows the prompt, as a prefix, without the end-of-generation token."""
+        t = self.engine.target
+        ours = b"".join(t.piece(x) for x in tokens if x not in t.eog_tokens).decode("utf-8", "replace")
+        cut = printed.find(prompt)
+        generated = printed[cut + len(prompt):] if cut >= 0 else printed
+        return generated.startswith(ours.rstrip())
+
+    def native(self):
+        if self.bin is None:
+            try:
+                self.bin = nt.ensure_tools(self.args.llama_bin, log=lambda m: print(m, file=sys.stderr))
+            except nt.ToolError as exc:
+                print(f"llama.cpp tools unavailable: {exc}", file=sys.stderr)
+                self.bin = False
+        return self.bin or None
+
+    def llama(self, draft=None):
+        import llama_cpp
+
+        if self._llama is not None:
+            self._llama.close()
+        self._llama = llama_cpp.Llama(self.model, n_ctx=N_CTX, n_batch=512, n_threads=self.threads,
+                                      n_threads_batch=self.threads, draft_model=draft, flash_attn=True, verbose=False)
+        return self._llama
+
+    def repeat(self, runners: dict[str, Callable[[int], None]], reps: int | None = None) -> None:
+        """Alternate the runners ``reps`` times after one dropped warm-up round."""
+        for rep in range((self.args.reps if reps is None else reps) + 1):
+            for run in runners.values():
+                run(rep)
+
+    # -- AR ---------------------------------------------------------------------------
+
+    def section_ar(self) -> None:
+        for name in AR_PROMPTS:
+            cfg = self.config(name, "ar")
+            pfile, ptext, ptokens = self.prompt_file(cfg)
+            ours = Row("ar", name, "spectui AR")
+            gen = Row("ar", name, "Llama.generate", versus="spectui AR")
+            comp = Row("ar", name, "llama-completion", versus="spectui AR")
+            bench = Row("ar", name, "llama-bench tg", versus="spectui AR")
+            ref: list[int] = []
+            llm = self.llama()
+            bin_dir = self.native()
+
+            def r_ours(rep):
+                r = run_spectui(self.engine, cfg)
+                ref[:] = r.tokens
+                ours.n_tokens = len(r.tokens)
+                if rep:
+                    ours.rates.append(r.rate)
+
+            def r_gen(rep):
+                rate, toks = generate_rate(llm, ptokens, len(ref))
+                gen.compare(toks, ref)
+                if rep:
+                    gen.rates.append(rate)
+
+            def r_comp(rep):
+                if bin_dir is None:
+                    return
+                run = nt.run_completion(bin_dir, self.model, pfile, n=len(ref), threads=self.threads, n_ctx=N_CTX)
+                comp.identical = self.same_text(run.text, ref, ptext)
+                if rep:
+                    comp.rates.append(run.tok_s)
+
+            self.repeat({"ours": r_ours, "gen": r_gen, "comp": r_comp})
+            if bin_dir is not None:
+                bench.rates = nt.run_bench(bin_dir, self.model, n=ours.n_tokens, depth=len(ptokens),
+                                           threads=self.threads, reps=self.args.reps)
+                bench.note = f"tg{ours.n_tokens} at depth {len(ptokens)}"
+            self.rows += [ours, gen, comp, bench]
+
+    # -- n-gram speculation --------------------------------------------------------------
+
+    def section_ngram(self) -> None:
+        from llama_cpp.llama_speculative import LlamaPromptLookupDecoding
+
+        k = self.args.k
+        fixed = DraftConfig(source="ngram", k=k)
+        adaptive = DraftConfig(source="ngram", k=k, adaptive=True, k_max=16)
+        for name in COPY_PROMPTS:
+            ar_cfg = self.config(name, "ar")
+            pfile, ptext, ptokens = self.prompt_file(ar_cfg)
+            ar = Row("ngram", name, "spectui AR")
+            rows = {
+                "fixed": Row("ngram", name, f"spectui n-gram K={k}"),
+                "adaptive": Row("ngram", name, "spectui n-gram adaptive K"),
+            }
+            pld = Row("ngram", name, f"LlamaPromptLookupDecoding K={k}", versus=f"spectui n-gram K={k}")
+            lookup = Row("ngram", name, f"llama-lookup K={k}", versus=f"spectui n-gram K={k}")
+            ref: list[int] = []
+            llm = self.llama(LlamaPromptLookupDecoding(num_pred_tokens=k))
+            bin_dir = self.native()
+
+            def r_ar(rep):
+                r = run_spectui(self.engine, ar_cfg)
+                ref[:] = r.tokens
+                ar.n_tokens = len(r.tokens)
+                if rep:
+                    ar.rates.append(r.rate)
+
+            def spec(row: Row, draft: DraftConfig):
+                cfg = self.config(name, "spec", draft)
+
+                def run(rep):
+                    r = run_spectui(self.engine, cfg)
+                    row.compare(r.tokens, ref)
+                    row.n_tokens = len(r.tokens)
+                    if rep:
+                        row.rates.append(r.rate)
+                        row.acceptance.append(r.acceptance)
+                        row.split.append(r.split)
+                        if self.curve:
+                            row.ideal.append(ideal_speedup(r.blocks, self.curve))
+                return run
+
+            def r_pld(rep):
+                rate, toks = generate_rate(llm, ptokens, len(ref))
+                pld.compare(toks, ref)
+                if rep:
+                    pld.rates.append(rate)
+
+            def r_lookup(rep):
+                if bin_dir is None:
+                    return
+                run = nt.run_lookup(bin_dir, self.model, pfile, n=len(ref), k=k, threads=self.threads, n_ctx=N_CTX)
+                lookup.identical = self.same_text(run.text, ref, ptext)
+                if rep:
+                    lookup.rates.append(run.tok_s)
+                    lookup.acceptance.append(run.accepted / run.drafted if run.drafted else float("nan"))
+
+            self.repeat({"ar": r_ar, "fixed": spec(rows["fixed"], fixed), "adaptive": spec(rows["adaptive"], adaptive),
+                         "pld": r_pld, "lookup": r_lookup})
+            self.rows += [ar, *rows.values(), pld, lookup]
+
+    # -- draft model --------------------------------------------------------------------
+
+    def section_draft(self) -> None:
+        k = self.args.k
+        name = "load-typo-fix"
+        ar_cfg = self.config(name, "ar")
+        spec_cfg = self.config(name, "spec", DraftConfig(source=self.model, k=k))
+        pfile, ptext, _ = self.prompt_file(ar_cfg)
+        ar = Row("draft", name, "spectui AR")
+        ours = Row("draft", name, f"spectui draft model K={k}",
+                   note="the embedded model drafting for itself (same pair on both sides)")
+        simple = Row("draft", name, f"llama-speculative-simple K={k}", versus=f"spectui draft model K={k}")
+        ref: list[int] = []
+        bin_dir = self.native()
+
+        def r_ar(rep):
+            r = run_spectui(self.engine, ar_cfg)
+            ref[:] = r.tokens
+            ar.n_tokens = len(r.tokens)
+            if rep:
+                ar.rates.append(r.rate)
+
+        def r_ours(rep):
+            r = run_spectui(self.engine, spec_cfg)
+            ours.compare(r.tokens, ref)
+            ours.n_tokens = len(r.tokens)
+            if rep:
+                ours.rates.append(r.rate)
+                ours.acceptance.append(r.acceptance)
+                ours.split.append(r.split)
+
+        def r_simple(rep):
+            if bin_dir is None:
+                return
+            run = nt.run_speculative_simple(bin_dir, self.model, self.model, pfile, n=len(ref), k=k,
+                                            threads=self.threads, n_ctx=N_CTX)
+            simple.identical = self.same_text(run.text, ref, ptext)
+            if rep:
+                simple.rates.append(run.tok_s)
+                simple.acceptance.append(run.accepted / run.drafted if run.drafted else float("nan"))
+
+        self.repeat({"ar": r_ar, "ours": r_ours, "simple": r_simple})
+        self.rows += [ar, ours, simple]
+
+    # -- verify-cost curve ----------------------------------------------------------------
+
+    def section_curve(self) -> None:
+        _, ptokens = self.engine.prepare_prompt(self.config("load-typo-fix", "ar"))
+        self.curve = verify_cost_curve(self.engine, ptokens, range(1, 18), reps=max(5, 2 * self.args.reps))
+
+    # -- MLX ------------------------------------------------------------------------------
+
+    def section_mlx(self) -> None:
+        try:
+            import mlx_vs_mlx_lm as mb
+            from mlx_lm import load as mlx_lm_load
+
+            import mlx.core as mx
+        except ImportError as exc:
+            print(f"mlx section skipped: {exc}", file=sys.stderr)
+            return
+        k, n = self.args.k, self.args.mlx_tokens
+        model_dir = mb.export_mlx_model(self.model, os.path.join(self.tmp, "mlx-model"))
+        backend = BackendConfig(name="mlx", n_ctx=1024)
+        ar_cfg = RunConfig(target=model_dir, mode="ar", prompt=mb.PROMPT, chat=False, max_tokens=n, backend=backend)
+        spec_cfg = RunConfig(target=model_dir, mode="spec", prompt=mb.PROMPT, chat=False, max_tokens=n,
+                             backend=backend, draft=DraftConfig(source=model_dir, k=k))
+        engine = Engine.load(spec_cfg)
+        _, ptokens = engine.prepare_prompt(ar_cfg)
+        # spectui's backend computes in float32 on a CPU: give mlx-lm the same dtype
+        model, tokenizer = mlx_lm_load(model_dir)
+        if mx.default_device() == mx.cpu:
+            model.set_dtype(mx.float32)
+            mx.eval(model.parameters())
+        rows = {
+            "ours_ar": Row("mlx", "typo sentence", "spectui MLX AR"),
+            "lm_ar": Row("mlx", "typo sentence", "mlx_lm AR", versus="spectui MLX AR"),
+            "ours_spec": Row("mlx", "typo sentence", f"spectui MLX draft model K={k}"),
+            "lm_spec": Row("mlx", "typo sentence", f"mlx_lm speculative K={k}", versus=f"spectui MLX draft model K={k}"),
+        }
+        ref: list[int] = []
+
+        def timed(row: Row, fn):
+            def run(rep):
+                (_, e2e), toks = fn()
+                if row.peer == "spectui MLX AR":
+                    ref[:] = toks
+                else:
+                    row.compare(toks, ref)
+                row.n_tokens = len(toks)
+                if rep:
+                    row.rates.append(e2e)
+            return run
+
+        self.repeat({
+            "ours_ar": timed(rows["ours_ar"], lambda: mb.spectui_run(engine, ar_cfg)),
+            "lm_ar": timed(rows["lm_ar"], lambda: mb.mlx_lm_run(model, tokenizer, ptokens, n)),
+            "ours_spec": timed(rows["ours_spec"], lambda: mb.spectui_run(engine, spec_cfg)),
+            "lm_spec": timed(rows["lm_spec"], lambda: mb.mlx_lm_run(model, tokenizer, ptokens, n, model, k)),
+        }, reps=self.args.mlx_reps)
+        for row in rows.values():
+            row.note = f"end-to-end tok/s, {n} tokens, raw prompt, {mx.default_device()}"
+        engine.close()
+        self.rows += list(rows.values())
+
+
+    # -- profile ----------------------------------------------------------------------------
+
+    def section_profile(self) -> None:
+        import llama_cpp
+
+        inside = [0]
+        real = llama_cpp.llama_decode
+
+        def timed_decode(ctx, batch):
+            t = time.perf_counter_ns()
+            try:
+                return real(ctx, batch)
+            finally:
+                inside[0] += time.perf_counter_ns() - t
+
+        runs = {
+            "AR, medium-reasoning": self.config("medium-reasoning", "ar"),
+            "n-gram adaptive K, load-typo-fix": self.config(
+                "load-typo-fix", "spec", DraftConfig(source="ngram", k=self.args.k, adaptive=True, k_max=16)),
+        }
+        llama_cpp.llama_decode = timed_decode  # spectui's backend calls it through the module
+        try:
+            for label, cfg in runs.items():
+                shares = []
+                for _ in range(max(3, self.args.reps)):
+                    inside[0] = 0
+                    t = time.perf_counter_ns()
+                    run_spectui(self.engine, cfg)
+                    shares.append(1 - inside[0] / (time.perf_counter_ns() - t))
+                self.profile.append(f"{label}: outside llama_decode {statistics.median(shares):.1%} of the session "
+                                    f"(median of {len(shares)}; prefill, drafting, verification and events included)")
+        finally:
+            llama_cpp.llama_decode = real
+        try:
+            from pyinstrument import Profiler
+        except ImportError:
+            self.profile.append("(pyinstrument not installed: pip install -e '.[bench]' for the call tree)")
+            return
+        profiler = Profiler(interval=0.0005)
+        with profiler:
+            run_spectui(self.engine, runs["n-gram adaptive K, load-typo-fix"])
+        self.profile.append(profiler.output_text(unicode=False, color=False, show_all=False))
+
+
+def generate_rate(llm, prompt_tokens: list[int], n: int) -> tuple[float, list[int]]:
+    """``Llama.generate`` greedy for ``n`` tokens (it never stops on its own)."""
+    out: list[int] = []
+    first = 0.0
+    for tok in llm.generate(prompt_tokens, temp=0.0, reset=True):
+        if not out:
+            first = time.perf_counter()
+        out.append(tok)
+        if len(out) >= n or tok == llm.token_eos():
+            break
+    end = time.perf_counter()
+    return (len(out) - 1) / (end - first), out
+
+
+# -- output -------------------------------------------------------------------------------
+
+
+def table(rows: list[Row]) -> str:
+    def find(section: str, prompt: str, peer: str) -> Row | None:
+        return next((r for r in rows if (r.section, r.prompt, r.peer) == (section, prompt, peer)), None)
+
+    head = ("section", "prompt", "runner", "tok/s", "min-max", "accept", "x AR", "spectui/peer", "ideal", "of ideal",
+            "same")
+    out = [head]
+    for r in rows:
+        ar = find(r.section, r.prompt, "spectui MLX AR" if r.section == "mlx" else "spectui AR")
+        versus = find(r.section, r.prompt, r.versus) if r.versus else None
+        ideal = statistics.median(r.ideal) if r.ideal else float("nan")
+        x_ar = r.median / ar.median if ar is not None and ar is not r and r.rates and ar.rates else float("nan")
+        out.append((
+            r.section, r.prompt, r.peer, f"{r.median:.1f}" if r.rates else "-", r.spread(),
+            f"{statistics.median(r.acceptance):.2f}" if r.acceptance else "",
+            _num(x_ar), _num(versus.median / r.median if versus is not None and r.rates else float("nan")),
+            _num(ideal), _num(x_ar / ideal, pct=True),
+            {True: "yes", None: ""}.get(r.identical, f"from {r.diverges_at}" if r.diverges_at is not None else "NO"),
+        ))
+    widths = [max(len(str(row[i])) for row in out) for i in range(len(head))]
+    lines = ["  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip() for row in out]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _num(x: float, pct: bool = False) -> str:
+    if x != x:
+        return ""
+    return f"{x:.0%}" if pct else f"{x:.2f}x"
+
+
+def meta(bench: Bench) -> dict:
+    import llama_cpp
+
+    from spectui import __version__
+    from spectui.engine.artifacts import host_info, package_version
+
+    art = bench.engine.target.artifacts()
+    return {
+        "when": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "host": host_info(),
+        "machine": platform.machine(),
+        "cpu": _cpu_name(),
+        "threads": bench.threads,
+        "model": art.name, "quant": art.quant, "sha256": art.sha256,
+        "versions": {
+            "spectui": __version__, "python": platform.python_version(), "llama-cpp-python": llama_cpp.__version__,
+            "mlx": package_version("mlx"), "mlx-lm": package_version("mlx-lm"), "numpy": np.__version__,
+        },
+        "reps": bench.args.reps, "k": bench.args.k, "max_tokens": bench.args.tokens,
+    }
+
+
+def _cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--reps", type=int, default=5, help="measured repetitions per runner (after one warm-up)")
+    ap.add_argument("--tokens", type=int, default=256, help="token budget (capped by each prompt's ceiling)")
+    ap.add_argument("--k", type=int, default=8, help="draft length K for the fixed-K rows")
+    ap.add_argument("--mlx-tokens", type=int, default=24)
+    ap.add_argument("--mlx-reps", type=int, default=2, help="MLX on a CPU is slow: fewer repetitions there")
+    ap.add_argument("--threads", type=int, default=0, help="0 = one per available core")
+    ap.add_argument("--sections", default=",".join(SECTIONS), help=f"comma-separated, of {', '.join(SECTIONS)}")
+    ap.add_argument("--llama-bin", default=None, help="a folder with llama.cpp's tools (default: build them once)")
+    ap.add_argument("--json", default=None, help="write the results here too")
+    args = ap.parse_args()
+    sections = [s.strip() for s in args.sections.split(",") if s.strip()]
+    unknown = sorted(set(sections) - set(SECTIONS))
+    if unknown:
+        print(f"peers: unknown section {', '.join(unknown)} (have {', '.join(SECTIONS)})", file=sys.stderr)
+        return 2
+    bench = Bench(args)
+    # the curve first: the speculative rows need it for their ideal
+    for name in sorted(sections, key=lambda s: s != "curve"):
+        t = time.perf_counter()
+        getattr(bench, f"section_{name}")()
+        print(f"[{name} done in {time.perf_counter() - t:.0f} s]", file=sys.stderr)
+    info = meta(bench)
+    print(f"spectui peers: {info['model']} {info['quant']}, {info['cpu']}, {info['threads']} threads, "
+          f"{args.reps} reps, K={args.k}, llama-cpp-python {info['versions']['llama-cpp-python']}, "
+          f"mlx-lm {info['versions']['mlx-lm']}")
+    print(table(bench.rows))
+    if bench.curve:
+        print("verify cost (n tokens at once / one token): "
+              + "  ".join(f"{n}:{c:.2f}" for n, c in bench.curve.items()))
+    for r in bench.rows:
+        if r.split:
+            v, d, o = (statistics.median(x) for x in zip(*r.split))
+            print(f"time split, {r.prompt} / {r.peer}: verification {v:.1%}, drafting {d:.1%}, rest of the loop {o:.1%}")
+    for line in bench.profile:
+        print(f"profile: {line}")
+    for r in bench.rows:
+        if r.note:
+            print(f"note, {r.peer}: {r.note}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"meta": info, "curve": bench.curve, "profile": bench.profile[:-1] if bench.profile else [],
+                       "rows": [asdict(r) | {"median": r.median} for r in bench.rows]}, f, indent=1)
+        print(f"results written to {args.json}", file=sys.stderr)
+    bench.engine.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

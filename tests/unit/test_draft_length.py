@@ -1,0 +1,111 @@
+"""The cost-aware draft length: its arithmetic on known costs and acceptance (the engine-level
+behaviour, exactness included, runs on the real model in tests/backends/test_exactness.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from spectui.config import DraftConfig
+from spectui.engine.draft_length import PRIOR_MARGINAL_COST, PROBE_AFTER, DraftLength, VerifyCost
+
+
+def adaptive(k: int = 4, k_min: int = 1, k_max: int = 16) -> DraftLength:
+    return DraftLength(DraftConfig(k=k, adaptive=True, k_min=k_min, k_max=k_max))
+
+
+def teach(d: DraftLength, curve: dict[int, float], unit_us: float = 1000.0) -> None:
+    """Feed one timing per block size, as the loop would after steps of those sizes."""
+    for n, c in curve.items():
+        d.cost.observe(n, c * unit_us)
+
+
+def test_fixed_k_never_moves():
+    d = DraftLength(DraftConfig(k=5))
+    for accepted in (0, 5, 2):
+        d.update(5, 5, accepted, 100.0)
+    d.shadow(False)
+    assert d.k == d.next_k() == 5
+
+
+def test_cost_uses_measurements_and_the_prior_beyond_them():
+    cost = VerifyCost(16)
+    assert cost(5) == pytest.approx(1 + 4 * PRIOR_MARGINAL_COST)  # nothing measured yet
+    cost.observe(1, 1000)
+    cost.observe(3, 2000)
+    assert cost(1) == 1.0 and cost(3) == pytest.approx(2.0)
+    assert cost(5) == pytest.approx(2.0 + 2 * PRIOR_MARGINAL_COST)  # from the nearest size below
+    cost.observe(3, 3000)  # a moving average, not the last sample
+    assert 2.0 < cost(3) < 3.0
+
+
+def test_flat_cost_and_high_acceptance_draft_long():
+    d = adaptive()
+    teach(d, {n: 1.0 + 0.02 * (n - 1) for n in range(1, 18)})  # a GPU: verifying is nearly free
+    for _ in range(6):
+        d.update(d.k, d.k, d.k, 1020.0)  # every block fully accepted
+    assert d.k == 16
+
+
+def test_steep_cost_and_low_acceptance_stop_drafting():
+    d = adaptive()
+    teach(d, {n: 1.0 + 0.6 * (n - 1) for n in range(1, 18)})  # this 2-core CPU
+    for _ in range(4):
+        d.update(max(d.k, 1), 4, 0, 3000.0)  # every draft rejected at once
+    assert d.k == 0
+
+
+def test_k_maximises_expected_tokens_per_cost():
+    d = adaptive()
+    curve = {n: 1.0 + 0.6 * (n - 1) for n in range(1, 18)}
+    teach(d, curve)
+    for _ in range(20):  # a steady 90% per position
+        d._observe(9, 10)
+    a = d.acceptance
+    value = {k: sum(a**i for i in range(k + 1)) / curve[k + 1] for k in range(1, 17)}
+    assert d._choose() == max(value, key=value.get)
+
+
+def test_bounds_hold():
+    d = adaptive(k=3, k_min=2, k_max=6)
+    teach(d, {n: 1.0 for n in range(1, 8)})
+    for _ in range(5):
+        d.update(d.k, d.k, d.k, 1000.0)
+    assert d.k == 6
+    d2 = adaptive(k=3, k_min=2, k_max=6)
+    teach(d2, {n: 1.0 + 0.5 * (n - 1) for n in range(1, 8)})
+    for _ in range(10):
+        d2._observe(1, 2)
+    assert d2._choose() in (0, 2)  # never 1: either no draft or at least k_min
+
+
+def test_free_guesses_bring_drafting_back():
+    d = adaptive()
+    teach(d, {n: 1.0 + 0.6 * (n - 1) for n in range(1, 18)})
+    for _ in range(4):
+        d.update(max(d.k, 1), 4, 0, 3000.0)
+    assert d.k == 0
+    for _ in range(6):  # the text turned copyable: the n-gram drafter's guesses land
+        d.shadow(True)
+        d.update(0, 0, 0, 1000.0)
+    assert d.k >= 2
+
+
+def test_a_draft_model_is_probed_with_backoff():
+    d = adaptive()
+    teach(d, {n: 1.0 + 0.6 * (n - 1) for n in range(1, 18)})
+    d.update(0, 0, 0, 1000.0)
+    assert d.k == 0  # the prior (50% acceptance) does not pay on this cost curve
+    idle = 1
+    while d.next_k() == 0:
+        d.update(0, 0, 0, 1000.0)
+        idle += 1
+    assert idle == PROBE_AFTER
+    d.update(1, 1, 0, 1600.0)  # the probe failed: wait twice as long next time
+    assert d.k == 0
+    idle = 0
+    while d.next_k() == 0:
+        d.update(0, 0, 0, 1000.0)
+        idle += 1
+    assert idle == 2 * PROBE_AFTER
+    d.update(1, 1, 1, 1600.0)  # a probe that lands resets the wait
+    assert d._probe_after == PROBE_AFTER
