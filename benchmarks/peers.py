@@ -39,6 +39,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
+import msgspec
 import numpy as np
 
 import native_tools as nt
@@ -518,7 +519,7 @@ def meta(bench: Bench) -> dict:
     art = bench.engine.target.artifacts()
     return {
         "when": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "host": host_info(),
+        "host": msgspec.to_builtins(host_info()),
         "machine": platform.machine(),
         "cpu": _cpu_name(),
         "threads": bench.threads,
