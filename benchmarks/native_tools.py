@@ -159,7 +159,7 @@ def _speculative(tool: Path, args: list[str]) -> ToolRun:
     if not m:
         raise ToolError(f"{tool.name} printed no 'decoded' line")
     n, secs = int(m.group(1)), float(m.group(2))
-    counts = dict((k, int(v)) for k, v in _COUNT.findall(err))
+    counts = {k: int(v) for k, v in _COUNT.findall(err)}
     # the tools count the first token (sampled from the prompt's logits) inside their decode
     # span; spectui's decode rate leaves it out: (n - 1) tokens over the span, for both
     return ToolRun(tok_s=(n - 1) / secs, n_tokens=n, drafted=counts.get("n_drafted", 0),

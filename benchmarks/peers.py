@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import math
 import os
 import platform
 import statistics
@@ -40,9 +41,9 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 import msgspec
+import native_tools as nt
 import numpy as np
 
-import native_tools as nt
 from spectui.config import BackendConfig, DraftConfig, RunConfig
 from spectui.engine.llamacpp import default_threads
 from spectui.engine.session import Engine
@@ -201,6 +202,62 @@ class Bench:
                                       n_threads_batch=self.threads, draft_model=draft, flash_attn=True, verbose=False)
         return self._llama
 
+    def reference(self, row: Row, cfg: RunConfig, ref: list[int]) -> Callable[[int], None]:
+        """A spectui run whose tokens become ``ref``, the output the other runners must match."""
+
+        def run(rep: int) -> None:
+            r = run_spectui(self.engine, cfg)
+            ref[:] = r.tokens
+            row.n_tokens = len(r.tokens)
+            if rep:
+                row.rates.append(r.rate)
+
+        return run
+
+    def speculative(self, row: Row, cfg: RunConfig, ref: list[int], ideal: bool = True) -> Callable[[int], None]:
+        """A spectui speculative run, checked against ``ref``, with acceptance, time split and
+        (once the curve is measured) its ideal speedup: for a free drafter only, since the
+        ideal counts the target's evaluations and nothing else."""
+
+        def run(rep: int) -> None:
+            r = run_spectui(self.engine, cfg)
+            row.compare(r.tokens, ref)
+            row.n_tokens = len(r.tokens)
+            if rep:
+                row.rates.append(r.rate)
+                row.acceptance.append(r.acceptance)
+                row.split.append(r.split)
+                if ideal and self.curve:
+                    row.ideal.append(ideal_speedup(r.blocks, self.curve))
+
+        return run
+
+    def generated(self, row: Row, llm, prompt_tokens: list[int], ref: list[int]) -> Callable[[int], None]:
+        """``Llama.generate`` (plain or with a draft model) for as many tokens as ``ref``."""
+
+        def run(rep: int) -> None:
+            rate, tokens = generate_rate(llm, prompt_tokens, len(ref))
+            row.compare(tokens, ref)
+            if rep:
+                row.rates.append(rate)
+
+        return run
+
+    def tool(self, row: Row, launch: Callable[[int], nt.ToolRun], ref: list[int], prompt_text: str):
+        """One of llama.cpp's programs, ``launch(n_tokens)``; nothing when they are unavailable."""
+
+        def run(rep: int) -> None:
+            if self.native() is None:
+                return
+            out = launch(len(ref))
+            row.identical = self.same_text(out.text, ref, prompt_text)
+            if rep:
+                row.rates.append(out.tok_s)
+                if out.drafted:
+                    row.acceptance.append(out.accepted / out.drafted)
+
+        return run
+
     def repeat(self, runners: dict[str, Callable[[int], None]], reps: int | None = None) -> None:
         """Alternate the runners ``reps`` times after one dropped warm-up round."""
         for rep in range((self.args.reps if reps is None else reps) + 1):
@@ -221,28 +278,12 @@ class Bench:
             llm = self.llama()
             bin_dir = self.native()
 
-            def r_ours(rep):
-                r = run_spectui(self.engine, cfg)
-                ref[:] = r.tokens
-                ours.n_tokens = len(r.tokens)
-                if rep:
-                    ours.rates.append(r.rate)
-
-            def r_gen(rep):
-                rate, toks = generate_rate(llm, ptokens, len(ref))
-                gen.compare(toks, ref)
-                if rep:
-                    gen.rates.append(rate)
-
-            def r_comp(rep):
-                if bin_dir is None:
-                    return
-                run = nt.run_completion(bin_dir, self.model, pfile, n=len(ref), threads=self.threads, n_ctx=N_CTX)
-                comp.identical = self.same_text(run.text, ref, ptext)
-                if rep:
-                    comp.rates.append(run.tok_s)
-
-            self.repeat({"ours": r_ours, "gen": r_gen, "comp": r_comp})
+            self.repeat({
+                "ours": self.reference(ours, cfg, ref),
+                "gen": self.generated(gen, llm, ptokens, ref),
+                "comp": self.tool(comp, lambda n, bin_dir=bin_dir, pfile=pfile: nt.run_completion(
+                    bin_dir, self.model, pfile, n=n, threads=self.threads, n_ctx=N_CTX), ref, ptext),
+            })
             if bin_dir is not None:
                 bench.rates = nt.run_bench(bin_dir, self.model, n=ours.n_tokens, depth=len(ptokens),
                                            threads=self.threads, reps=self.args.reps)
@@ -271,45 +312,15 @@ class Bench:
             llm = self.llama(LlamaPromptLookupDecoding(num_pred_tokens=k))
             bin_dir = self.native()
 
-            def r_ar(rep):
-                r = run_spectui(self.engine, ar_cfg)
-                ref[:] = r.tokens
-                ar.n_tokens = len(r.tokens)
-                if rep:
-                    ar.rates.append(r.rate)
 
-            def spec(row: Row, draft: DraftConfig):
-                cfg = self.config(name, "spec", draft)
-
-                def run(rep):
-                    r = run_spectui(self.engine, cfg)
-                    row.compare(r.tokens, ref)
-                    row.n_tokens = len(r.tokens)
-                    if rep:
-                        row.rates.append(r.rate)
-                        row.acceptance.append(r.acceptance)
-                        row.split.append(r.split)
-                        if self.curve:
-                            row.ideal.append(ideal_speedup(r.blocks, self.curve))
-                return run
-
-            def r_pld(rep):
-                rate, toks = generate_rate(llm, ptokens, len(ref))
-                pld.compare(toks, ref)
-                if rep:
-                    pld.rates.append(rate)
-
-            def r_lookup(rep):
-                if bin_dir is None:
-                    return
-                run = nt.run_lookup(bin_dir, self.model, pfile, n=len(ref), k=k, threads=self.threads, n_ctx=N_CTX)
-                lookup.identical = self.same_text(run.text, ref, ptext)
-                if rep:
-                    lookup.rates.append(run.tok_s)
-                    lookup.acceptance.append(run.accepted / run.drafted if run.drafted else float("nan"))
-
-            self.repeat({"ar": r_ar, "fixed": spec(rows["fixed"], fixed), "adaptive": spec(rows["adaptive"], adaptive),
-                         "pld": r_pld, "lookup": r_lookup})
+            self.repeat({
+                "ar": self.reference(ar, ar_cfg, ref),
+                "fixed": self.speculative(rows["fixed"], self.config(name, "spec", fixed), ref),
+                "adaptive": self.speculative(rows["adaptive"], self.config(name, "spec", adaptive), ref),
+                "pld": self.generated(pld, llm, ptokens, ref),
+                "lookup": self.tool(lookup, lambda n, bin_dir=bin_dir, pfile=pfile: nt.run_lookup(
+                    bin_dir, self.model, pfile, n=n, k=k, threads=self.threads, n_ctx=N_CTX), ref, ptext),
+            })
             self.rows += [ar, *rows.values(), pld, lookup]
 
     # -- draft model --------------------------------------------------------------------
@@ -327,33 +338,12 @@ class Bench:
         ref: list[int] = []
         bin_dir = self.native()
 
-        def r_ar(rep):
-            r = run_spectui(self.engine, ar_cfg)
-            ref[:] = r.tokens
-            ar.n_tokens = len(r.tokens)
-            if rep:
-                ar.rates.append(r.rate)
-
-        def r_ours(rep):
-            r = run_spectui(self.engine, spec_cfg)
-            ours.compare(r.tokens, ref)
-            ours.n_tokens = len(r.tokens)
-            if rep:
-                ours.rates.append(r.rate)
-                ours.acceptance.append(r.acceptance)
-                ours.split.append(r.split)
-
-        def r_simple(rep):
-            if bin_dir is None:
-                return
-            run = nt.run_speculative_simple(bin_dir, self.model, self.model, pfile, n=len(ref), k=k,
-                                            threads=self.threads, n_ctx=N_CTX)
-            simple.identical = self.same_text(run.text, ref, ptext)
-            if rep:
-                simple.rates.append(run.tok_s)
-                simple.acceptance.append(run.accepted / run.drafted if run.drafted else float("nan"))
-
-        self.repeat({"ar": r_ar, "ours": r_ours, "simple": r_simple})
+        self.repeat({
+            "ar": self.reference(ar, ar_cfg, ref),
+            "ours": self.speculative(ours, spec_cfg, ref, ideal=False),
+            "simple": self.tool(simple, lambda n: nt.run_speculative_simple(
+                bin_dir, self.model, self.model, pfile, n=n, k=k, threads=self.threads, n_ctx=N_CTX), ref, ptext),
+        })
         self.rows += [ar, ours, simple]
 
     # -- verify-cost curve ----------------------------------------------------------------
@@ -366,10 +356,9 @@ class Bench:
 
     def section_mlx(self) -> None:
         try:
+            import mlx.core as mx
             import mlx_vs_mlx_lm as mb
             from mlx_lm import load as mlx_lm_load
-
-            import mlx.core as mx
         except ImportError as exc:
             print(f"mlx section skipped: {exc}", file=sys.stderr)
             return
@@ -505,7 +494,7 @@ def table(rows: list[Row]) -> str:
 
 
 def _num(x: float, pct: bool = False) -> str:
-    if x != x:
+    if math.isnan(x):
         return ""
     return f"{x:.0%}" if pct else f"{x:.2f}x"
 
@@ -520,8 +509,6 @@ def meta(bench: Bench) -> dict:
     return {
         "when": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "host": msgspec.to_builtins(host_info()),
-        "machine": platform.machine(),
-        "cpu": _cpu_name(),
         "threads": bench.threads,
         "model": art.name, "quant": art.quant, "sha256": art.sha256,
         "versions": {
@@ -530,17 +517,6 @@ def meta(bench: Bench) -> dict:
         },
         "reps": bench.args.reps, "k": bench.args.k, "max_tokens": bench.args.tokens,
     }
-
-
-def _cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
 
 
 def main() -> int:
@@ -567,7 +543,7 @@ def main() -> int:
         getattr(bench, f"section_{name}")()
         print(f"[{name} done in {time.perf_counter() - t:.0f} s]", file=sys.stderr)
     info = meta(bench)
-    print(f"spectui peers: {info['model']} {info['quant']}, {info['cpu']}, {info['threads']} threads, "
+    print(f"spectui peers: {info['model']} {info['quant']}, {info['host']['cpu']}, {info['threads']} threads, "
           f"{args.reps} reps, K={args.k}, llama-cpp-python {info['versions']['llama-cpp-python']}, "
           f"mlx-lm {info['versions']['mlx-lm']}")
     print(table(bench.rows))

@@ -50,19 +50,19 @@ class VerifyCost:
     def observe(self, n: int, us: float) -> None:
         if 0 < n < len(self._us) and us > 0:
             old = self._us[n]
-            self._us[n] = us if old != old else old + COST_EMA * (us - old)
+            self._us[n] = us if math.isnan(old) else old + COST_EMA * (us - old)
 
     def __call__(self, n: int) -> float:
         unit = self._us[1]
         if n <= 1:
             return 1.0
-        if unit != unit:  # nothing measured yet
+        if math.isnan(unit):  # nothing measured yet
             return 1.0 + PRIOR_MARGINAL_COST * (n - 1)
         own = self._us[n] if n < len(self._us) else math.nan
-        if own == own:
+        if not math.isnan(own):
             return own / unit
         # the nearest measured size below, extended by the prior marginal cost
-        below = next(m for m in range(min(n, len(self._us)) - 1, 0, -1) if self._us[m] == self._us[m])
+        below = next(m for m in range(min(n, len(self._us)) - 1, 0, -1) if not math.isnan(self._us[m]))
         return self._us[below] / unit + PRIOR_MARGINAL_COST * (n - below)
 
 
