@@ -6,14 +6,15 @@ accepted tokens to pay for itself; on a GPU the same curve is nearly flat and lo
 The adaptive K therefore measures both sides in the run itself:
 
 * ``VerifyCost`` learns the cost of a block of n tokens from the loop's own verify timings
-  (a moving average per block size; a one-token AR step is the unit), with a prior for sizes
-  not seen yet;
+  (a moving average per block size; a one-token AR step is the unit); for sizes not seen yet
+  it extends the nearest measured size by the project's cost model
+  (``spectui.metrics.predict.verify_cost``);
 * the acceptance rate per drafted position is a short moving average over recent blocks
   (every position tried counts once, the first rejected one as a failure), so it follows the
   bursts of copy-heavy text;
 * each step takes the K that maximises expected tokens per unit of cost,
-  ``(1 - a**(K+1)) / (1 - a) / cost(K + 1)``; when no K beats one AR token per unit, it drafts
-  nothing (K = 0).
+  ``expected_tokens(a, K) / cost(K + 1)`` (the same model as the predicted speedup); when no
+  K beats one AR token per unit, it drafts nothing (K = 0).
 
 While it drafts nothing, a free drafter (n-gram lookup) is still asked what it would have
 proposed, and that guess is scored against the token AR produced: acceptance keeps being
@@ -27,10 +28,7 @@ from __future__ import annotations
 import math
 
 from spectui.config import DraftConfig
-
-#: cost of each token beyond the first in one evaluation, relative to a one-token step, until
-#: measured (2-core x86 CPU, SmolLM2-135M Q4_1: 0.55-0.65)
-PRIOR_MARGINAL_COST = 0.6
+from spectui.metrics.predict import expected_tokens, verify_cost
 #: weight of the newest timing of a block size (moving average)
 COST_EMA = 0.25
 #: weight kept by past acceptance evidence per block (0.6: about the last 2-3 blocks)
@@ -57,13 +55,13 @@ class VerifyCost:
         if n <= 1:
             return 1.0
         if math.isnan(unit):  # nothing measured yet
-            return 1.0 + PRIOR_MARGINAL_COST * (n - 1)
+            return verify_cost(n)
         own = self._us[n] if n < len(self._us) else math.nan
         if not math.isnan(own):
             return own / unit
-        # the nearest measured size below, extended by the prior marginal cost
+        # the nearest measured size below, extended as the cost model grows from there
         below = next(m for m in range(min(n, len(self._us)) - 1, 0, -1) if not math.isnan(self._us[m]))
-        return self._us[below] / unit + PRIOR_MARGINAL_COST * (n - below)
+        return self._us[below] / unit + verify_cost(n) - verify_cost(below)
 
 
 class DraftLength:
@@ -121,14 +119,10 @@ class DraftLength:
         self._tried = ACCEPT_DECAY * self._tried + tried
 
     def _choose(self) -> int:
-        a = min(self.acceptance, 0.999)
+        a = self.acceptance
         best_k, best = 0, 1.0  # an AR step: one token per unit of cost
-        expected = 1.0  # tokens a block of k drafts yields on average: 1 + a + ... + a**k
-        for k in range(1, self.k_max + 1):
-            expected += a**k
-            if k < self.k_min:
-                continue
-            value = expected / self.cost(k + 1)
+        for k in range(self.k_min, self.k_max + 1):
+            value = expected_tokens(a, k) / self.cost(k + 1)
             if value > best:
                 best_k, best = k, value
         return best_k

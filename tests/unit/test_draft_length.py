@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from spectui.config import DraftConfig
-from spectui.engine.draft_length import PRIOR_MARGINAL_COST, PROBE_AFTER, DraftLength, VerifyCost
+from spectui.engine.draft_length import PROBE_AFTER, DraftLength, VerifyCost
+from spectui.metrics.predict import expected_tokens, verify_cost
 
 
 def adaptive(k: int = 4, k_min: int = 1, k_max: int = 16) -> DraftLength:
@@ -29,11 +30,11 @@ def test_fixed_k_never_moves():
 
 def test_cost_uses_measurements_and_the_prior_beyond_them():
     cost = VerifyCost(16)
-    assert cost(5) == pytest.approx(1 + 4 * PRIOR_MARGINAL_COST)  # nothing measured yet
+    assert cost(5) == pytest.approx(verify_cost(5))  # nothing measured yet: the cost model
     cost.observe(1, 1000)
     cost.observe(3, 2000)
     assert cost(1) == 1.0 and cost(3) == pytest.approx(2.0)
-    assert cost(5) == pytest.approx(2.0 + 2 * PRIOR_MARGINAL_COST)  # from the nearest size below
+    assert cost(5) == pytest.approx(2.0 + verify_cost(5) - verify_cost(3))  # from the nearest size below
     cost.observe(3, 3000)  # a moving average, not the last sample
     assert 2.0 < cost(3) < 3.0
 
@@ -61,7 +62,7 @@ def test_k_maximises_expected_tokens_per_cost():
     for _ in range(20):  # a steady 90% per position
         d._observe(9, 10)
     a = d.acceptance
-    value = {k: sum(a**i for i in range(k + 1)) / curve[k + 1] for k in range(1, 17)}
+    value = {k: expected_tokens(a, k) / curve[k + 1] for k in range(1, 17)}
     assert d._choose() == max(value, key=value.get)
 
 
