@@ -29,6 +29,7 @@ import math
 
 from spectui.config import DraftConfig
 from spectui.metrics.predict import expected_tokens, verify_cost
+
 #: weight of the newest timing of a block size (moving average)
 COST_EMA = 0.25
 #: weight kept by past acceptance evidence per block (0.6: about the last 2-3 blocks)
