@@ -44,7 +44,7 @@ from spectui.engine.session import Engine  # noqa: E402
 from spectui.metrics.stats import summarize  # noqa: E402
 from spectui.prompts import find_prompt  # noqa: E402
 from spectui.recording.writer import RecordingWriter, default_recording_path  # noqa: E402
-from spectui.ui.app import make_app  # noqa: E402
+from spectui.ui.launch import make_app  # noqa: E402
 
 SIZE = (160, 48)  # a large screen: more to draw than the 80x24 minimum
 UI_CPU_SHARE: list[float] = []  # the UI thread's CPU time / wall time while decoding, per dashboard run
@@ -60,6 +60,12 @@ class SharedEngine:
 
     def run(self, config, *, stop=None):  # noqa: ANN001, ANN201
         return self.engine.run(config, stop=stop)
+
+    def fits(self, config) -> bool:  # noqa: ANN001
+        return self.engine.fits(config)
+
+    def check(self, config) -> None:  # noqa: ANN001
+        self.engine.check(config)
 
     def close(self) -> None:
         pass
@@ -109,16 +115,16 @@ async def dashboard(engine: Engine, config: RunConfig, record_dir: str | None) -
     decoding: tuple[float, float] | None = None  # (wall, UI thread CPU) at the first token
     share: float | None = None
     async with app.run_test(size=SIZE):
-        while app.state not in ("done", "interrupted", "error") or app.runner.busy:
-            if decoding is None and app.live.n_tokens:
+        while app.controller.state not in ("done", "interrupted", "error") or app.controller.runner.busy:
+            if decoding is None and app.controller.live.n_tokens:
                 decoding = (time.monotonic(), time.thread_time())  # this thread runs the whole UI
             await asyncio.sleep(0.05)
         if decoding is not None:  # first token to the end of the run (within one poll)
             wall0, cpu0 = decoding
             share = (time.thread_time() - cpu0) / max(1e-9, time.monotonic() - wall0)
-        if app.state == "error":
-            raise RuntimeError(app.detail)
-        s = app.live.summary()
+        if app.controller.state == "error":
+            raise RuntimeError(app.controller.detail)
+        s = app.controller.live.summary()
     if share is not None:
         UI_CPU_SHARE.append(share)
     return s.decode_tok_s, s.n_tokens

@@ -35,7 +35,7 @@ import time
 from spectui.config import BackendConfig, DraftConfig, RunConfig
 from spectui.engine.mlx_gguf import export_mlx_model
 from spectui.engine.session import Engine
-from spectui.models import embedded_model_path
+from spectui.models.registry import embedded_model_path
 from spectui.recording.schema import Step
 
 PROMPT = "Fix the typos in this sentence and repeat it: The quick brwon fox jumpd over the lazzy dog."

@@ -48,7 +48,7 @@ from spectui.config import BackendConfig, DraftConfig, RunConfig
 from spectui.engine.llamacpp import default_threads
 from spectui.engine.session import Engine
 from spectui.metrics.stats import summarize
-from spectui.models import embedded_model_path
+from spectui.models.registry import embedded_model_path
 from spectui.prompts import find_prompt
 from spectui.recording.schema import Step
 
@@ -503,7 +503,7 @@ def meta(bench: Bench) -> dict:
     import llama_cpp
 
     from spectui import __version__
-    from spectui.engine.artifacts import host_info, package_version
+    from spectui.models.artifacts import host_info, package_version
 
     art = bench.engine.target.artifacts()
     return {

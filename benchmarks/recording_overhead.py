@@ -20,19 +20,12 @@ from spectui.config import DraftConfig, RunConfig  # noqa: E402
 from spectui.engine.session import Engine  # noqa: E402
 from spectui.metrics.stats import summarize  # noqa: E402
 from spectui.prompts import find_prompt  # noqa: E402
-from spectui.recording.writer import RecordingWriter  # noqa: E402
+from spectui.sessions.record import record_session  # noqa: E402
 
 
 def decode_rate(engine: Engine, config: RunConfig, path: Path | None) -> float:
-    events = []
-    if path is None:
-        events = list(engine.run(config))
-    else:
-        with RecordingWriter(path) as writer:
-            for ev in engine.run(config):
-                writer.write(ev)
-                events.append(ev)
-    return summarize(events).decode_tok_s
+    # the path every command records through; path None runs the same loop without a writer
+    return summarize(list(record_session(engine, config, path))).decode_tok_s
 
 
 def main() -> None:
@@ -41,12 +34,13 @@ def main() -> None:
     ap.add_argument("--tokens", type=int, default=256)
     args = ap.parse_args()
     prompt = find_prompt("load-typo-fix").text
-    configs = {
-        "AR": RunConfig(mode="ar", prompt=prompt, max_tokens=args.tokens),
-        "spec n-gram K=4": RunConfig(mode="spec", prompt=prompt, max_tokens=args.tokens, draft=DraftConfig(k=4)),
-    }
-    with Engine.load(configs["AR"]) as engine, tempfile.TemporaryDirectory() as tmp:
-        for name, config in configs.items():
+    configs = [
+        RunConfig(mode="ar", prompt=prompt, max_tokens=args.tokens),
+        RunConfig(mode="spec", prompt=prompt, max_tokens=args.tokens, draft=DraftConfig(k=4)),
+    ]
+    with Engine.load(configs[0]) as engine, tempfile.TemporaryDirectory() as tmp:
+        for config in configs:
+            name = config.label()  # "AR", "spec n-gram K=4"
             plain, recorded = [], []
             for rep in range(args.reps + 1):  # the first pair warms up and is dropped
                 a = decode_rate(engine, config, None)

@@ -17,9 +17,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout
 
-from spectui.cli import _StopOnSignal  # noqa: E402
+from spectui.cli.common import StopOnSignal  # noqa: E402
 from spectui.config import BackendConfig, DraftConfig, RunConfig  # noqa: E402
-from spectui.engine.session import Engine  # noqa: E402
 from spectui.lab.soak import (  # noqa: E402
     SoakThresholds,
     analyze_folder,
@@ -28,6 +27,7 @@ from spectui.lab.soak import (  # noqa: E402
     session_configs,
     soak_prompts,
 )
+from spectui.sessions.open import open_engine  # noqa: E402
 
 
 def main() -> int:
@@ -43,8 +43,8 @@ def main() -> int:
         mode="spec", draft=DraftConfig(source="ngram", k=4), prompt=prompts[0].text, backend=BackendConfig(n_threads=args.threads)
     )
     configs = session_configs(base, prompts)
-    print(f"soak: {args.duration:g} s, n-gram K=4, {len(prompts)} prompts ({', '.join(p.name for p in prompts)})", file=sys.stderr)
-    with Engine.load(base) as engine, _StopOnSignal() as stop:
+    print(f"soak: {args.duration:g} s, {base.draft.label()}, {len(prompts)} prompts ({', '.join(p.name for p in prompts)})", file=sys.stderr)
+    with open_engine(base) as engine, StopOnSignal() as stop:
         run = run_soak(engine, configs, duration_s=args.duration, folder=folder, stop=stop)
     report = analyze_folder(folder, SoakThresholds(window_s=args.window))
     lo, hi = report.slope_ci95_mib_min

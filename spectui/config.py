@@ -59,6 +59,19 @@ class DraftConfig(msgspec.Struct, frozen=True, kw_only=True):
     def is_ngram(self) -> bool:
         return self.source == "ngram"
 
+    @property
+    def kind(self) -> str:
+        """``"ngram"`` or ``"model"``: the drafter's kind, as recordings and telemetry name it."""
+        return "ngram" if self.is_ngram else "model"
+
+    def k_label(self) -> str:
+        """``K=4``, or ``K=1..16 adaptive``."""
+        return f"K={self.k_min}..{self.k_max} adaptive" if self.adaptive else f"K={self.k}"
+
+    def label(self, *, model: str = "draft model") -> str:
+        """``n-gram K=4`` or ``draft model K=4``; ``model`` names a draft model (its file, say)."""
+        return f"{'n-gram' if self.is_ngram else model} {self.k_label()}"
+
     def validate(self) -> None:
         for name, value in (("k", self.k), ("k-min", self.k_min), ("k-max", self.k_max)):
             if not 1 <= value <= MAX_DRAFT_LENGTH:
@@ -134,6 +147,27 @@ class RunConfig(msgspec.Struct, frozen=True, kw_only=True):
     draft: DraftConfig = DraftConfig()
     backend: BackendConfig = BackendConfig()
     policy: PolicyConfig = PolicyConfig()
+
+    def label(self) -> str:
+        """What the run is, in a few words: ``AR``, ``spec n-gram K=4``, ``spec draft model
+        K=1..16 adaptive``; a server's drafting is its own configuration."""
+        if self.mode == "ar":
+            return "AR"
+        if self.backend.name == "server":
+            return "spec (drafting on the server)"
+        return f"spec {self.draft.label()}"
+
+    def describe(self, *, draft_path: bool = True) -> str:
+        """The long form for reports: ``AR``, ``speculative, n-gram, K=4``, ``speculative,
+        draft model PATH, K=4 adaptive 1-16`` (``draft_path=False`` leaves the path out)."""
+        if self.mode == "ar":
+            return "AR"
+        if self.backend.name == "server":  # K and the drafter are the server's own settings
+            return "speculative (drafting configured on the server)"
+        d = self.draft
+        drafter = "n-gram" if d.is_ngram else ("draft model " + d.source if draft_path else "draft model")
+        k = f"K={d.k}" + (f" adaptive {d.k_min}-{d.k_max}" if d.adaptive else "")
+        return f"speculative, {drafter}, {k}"
 
     def validate(self) -> None:
         if self.mode not in ("ar", "spec"):

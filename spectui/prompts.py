@@ -25,6 +25,16 @@ DEFAULT_CEILING = 256
 _META = re.compile(r"^#\s*([a-z_]+)\s*:\s*(.*?)\s*$")
 
 
+#: The prompt of a run that names none: a typo fix, copy-heavy, so speculation has text to copy.
+DEFAULT_PROMPT = (
+    "Fix the typos in this text and return it unchanged otherwise: "
+    "Speculative decodng lets a small draft modle propose several tokens that the large "
+    "target model then verifys in a single forward pass. When the draft is right, the "
+    "target accepts severel tokens at once; when it is wrong, the output is stil exactly "
+    "what the target would have writen on its own."
+)
+
+
 @dataclass(frozen=True)
 class PromptSpec:
     name: str

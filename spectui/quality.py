@@ -20,8 +20,8 @@ first *complete top-level* object: the first ``{`` whose braces balance (braces 
 strings do not count) and whose text parses as JSON. A balanced span that is not JSON
 (Python dict literals, code) is skipped, and the next one tried.
 
-Headless: no UI imports; numpy only comes in (through ``spectui.compare.diff``) when a
-recording is graded, so parsing a prompt file stays cheap.
+Plain data and the standard library only, so every layer may import it (prompt files name
+their checks); grading a recording is ``spectui.recording.output.grade_recording``.
 """
 
 from __future__ import annotations
@@ -30,12 +30,9 @@ import json
 import math
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from spectui.errors import SpectuiError
-
-if TYPE_CHECKING:
-    from spectui.recording.reader import Recording
 
 KINDS = ("json", "tool-call")
 
@@ -283,28 +280,6 @@ def check_output(check: QualityCheck | str, text: str) -> QualityResult:
     if errors:
         return QualityResult(False, "; ".join(errors))
     return QualityResult(True, f"json object with {', '.join(f.name for f in check.keys)}")
-
-
-# -- recordings ----------------------------------------------------------------------------
-
-
-def output_text(rec: Recording) -> str:
-    """The generated text of a recording, without the end-of-generation token's piece."""
-    from spectui.compare.diff import output_tokens  # numpy: only when a recording is graded
-
-    _, pieces = output_tokens(rec)
-    last = rec.events[-1] if rec.events else None
-    if pieces and getattr(last, "reason", None) == "stop":  # the last token is the EOG marker
-        pieces = pieces[:-1]
-    return b"".join(pieces).decode("utf-8", errors="replace")
-
-
-def grade_recording(rec: Recording) -> QualityResult | None:
-    """Grade a recording by the check in its header; None when it carries none."""
-    check = rec.header.config.prompt_check
-    if not check:
-        return None
-    return check_output(check, output_text(rec))
 
 
 # -- pass rates ----------------------------------------------------------------------------

@@ -10,7 +10,7 @@ import tempfile
 import pytest
 
 from spectui.config import BackendConfig, DraftConfig, RunConfig
-from spectui.models import embedded_model_path
+from spectui.models.registry import embedded_model_path
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -33,19 +33,15 @@ import math
 
 import msgspec
 
-from spectui.compare.diff import (
-    compare_outputs,
-    comparability,
-    is_short_prompt,
-    output_tokens,
-    speedup_ci,
-    status_label,
-)
+from spectui.compare.diff import compare_outputs, is_short_prompt, status_label
+from spectui.compare.headers import comparability
+from spectui.compare.speedup import speedup_ci
 from spectui.compare.thresholds import GateThresholds
 from spectui.errors import SpectuiError
+from spectui.format import num_or_na, text_table
 from spectui.metrics.stats import Summary, nanmedian, summarize
-from spectui.quality import difference_interval, difference_points, grade_recording, pass_rate
-from spectui.recording.report import num_or_na
+from spectui.quality import difference_interval, difference_points, pass_rate
+from spectui.recording.output import grade_recording, output_tokens
 from spectui.recording.reader import Recording
 
 __all__ = ["Check", "GateThresholds", "Verdict", "format_verdict_text", "gate"]
@@ -72,8 +68,6 @@ class Verdict(msgspec.Struct, kw_only=True):
     thresholds: GateThresholds
 
 
-
-
 def _runs(n: int) -> str:
     return f"{n} run{'s' if n != 1 else ''}"
 
@@ -83,12 +77,12 @@ def _check_outputs(baselines: list[Recording], candidates: list[Recording], t: G
     if not greedy:
         return _check_quality(baselines, candidates, t)
     ref = baselines[0]
-    ref_out = output_tokens(ref)
+    ref_out = output_tokens(ref.events)
     differing = 0
     notes = []
     lengths = []
     for cand in candidates:
-        o = compare_outputs(ref_out, output_tokens(cand))
+        o = compare_outputs(ref_out, output_tokens(cand.events))
         differing += o.n_differing
         if o.n_differing:
             d = o.first_divergence
@@ -100,7 +94,7 @@ def _check_outputs(baselines: list[Recording], candidates: list[Recording], t: G
                 f" vs {o.baseline_length} ({summarize(ref.events).finish_reason or 'no end'})"
             )
     for other in baselines[1:]:  # baseline against baseline: the noise floor, reported only
-        o = compare_outputs(ref_out, output_tokens(other))
+        o = compare_outputs(ref_out, output_tokens(other.events))
         if o.n_differing:
             assert o.first_divergence is not None
             notes.append(f"note: baseline {other.path} itself differs from {ref.path} at token {o.first_divergence.index}")
@@ -339,8 +333,6 @@ def format_verdict_text(v: Verdict) -> str:
             measured = f"limit {_fmt(c.threshold, c.unit)}"
         else:
             measured = f"{_fmt(c.value, c.unit)} {c.comparison} {_fmt(c.threshold, c.unit)}".strip()
-        rows.append((mark, c.name, measured, c.detail))
-    w = [max(len(r[i]) for r in rows) for i in range(3)]
-    lines = [f"spectui gate: {head}", f"  baseline  {', '.join(v.baselines)}", f"  candidate {', '.join(v.candidates)}"]
-    lines += [f"  {m:<{w[0]}}  {n:<{w[1]}}  {x:<{w[2]}}  {d}" for m, n, x, d in rows]
-    return "\n".join(lines)
+        rows.append([mark, c.name, measured, c.detail])
+    runs = text_table(None, [["baseline", ", ".join(v.baselines)], ["candidate", ", ".join(v.candidates)]])
+    return "\n".join([f"spectui gate: {head}", runs, text_table(None, rows)])

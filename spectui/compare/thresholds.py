@@ -10,6 +10,10 @@ import msgspec
 
 from spectui.errors import SpectuiError
 
+#: TTFT may grow by at most this share on short prompts: ``spectui diff``'s limit and the gate's
+#: default (``GateThresholds.max_ttft_growth``).
+MAX_TTFT_GROWTH = 0.08
+
 
 class GateThresholds(msgspec.Struct, kw_only=True, frozen=True):
     #: median candidate decode tok/s / median baseline decode tok/s must reach this
@@ -21,7 +25,7 @@ class GateThresholds(msgspec.Struct, kw_only=True, frozen=True):
     min_acceptance: float = 0.55
     expected_k: int = 4
     #: TTFT growth allowed on short prompts (long prompts: not applicable)
-    max_ttft_growth: float = 0.08
+    max_ttft_growth: float = MAX_TTFT_GROWTH
     #: sampled runs: the candidates' pass rate on the quality checks their recordings carry
     #: (spectui.quality) may be at most this many percentage points below the baselines'.
     #: Speculative sampling is exact in distribution, so any real drop is a bug and the

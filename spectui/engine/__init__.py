@@ -1,5 +1,9 @@
-"""The headless engine: backends, drafters, sampling and the AR / speculative loops.
+"""The embedded engine: backends (llama.cpp, MLX) behind one ``Backend`` protocol, drafters
+(n-gram, draft model) behind ``Drafter``, sampling, the adaptive draft length, the fallback
+policy, and the AR / speculative loops written once against those protocols (``decode``);
+``session.Engine`` loads the models for a configuration and runs sessions as one event stream.
 
-Nothing under this package imports a UI toolkit; ``tests/unit/test_import_hygiene.py``
-keeps it that way.
+May import ``spectui.metrics``, ``spectui.models``, ``spectui.recording``, ``spectui.prompts``,
+``spectui.config`` and ``spectui.errors``; never the server client (its sibling), the
+sessions layer, the UI toolkit or anything above (the layers contract in pyproject.toml).
 """

@@ -19,8 +19,8 @@ import llama_cpp as ll
 import numpy as np
 
 from spectui.config import BackendConfig
-from spectui.engine.artifacts import model_artifacts, package_version
-from spectui.engine.gguf import GGUFInfo, read_gguf
+from spectui.models.artifacts import model_artifacts, package_version
+from spectui.models.gguf import GGUFInfo, read_gguf
 from spectui.errors import SpectuiError
 from spectui.recording.schema import ModelArtifacts
 

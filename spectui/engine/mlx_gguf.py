@@ -29,8 +29,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from spectui.engine.gguf import GGUFInfo, read_gguf
-from spectui.engine.gguf_tokenizer import TextTokenizer
+from spectui.models.gguf import GGUFInfo, read_gguf
+from spectui.models.tokenizer import TextTokenizer
 from spectui.errors import SpectuiError
 
 #: GGUF architecture -> (mlx-lm model module, Q/K rows permuted for llama.cpp's RoPE)
@@ -64,16 +64,10 @@ class MLXLoaded:
     gguf: GGUFInfo | None = None
 
 
-def _meta(metadata: Mapping[str, Any], key: str, default: Any = None) -> Any:
-    value = metadata.get(key, default)
-    if hasattr(value, "item") and getattr(value, "ndim", 1) == 0:  # mx.array scalar from mx.load
-        value = value.item()
-    return value
-
-
 def gguf_config(metadata: Mapping[str, Any], tensor_names: set[str]) -> dict[str, Any]:
-    """The mlx-lm ``config.json`` a GGUF's metadata describes (llama and qwen2 families)."""
-    arch = _meta(metadata, "general.architecture", "")
+    """The mlx-lm ``config.json`` a GGUF's metadata (``read_gguf``'s, plain Python values)
+    describes (llama and qwen2 families)."""
+    arch = metadata.get("general.architecture", "")
     if arch not in ARCHITECTURES:
         raise SpectuiError(
             f"the MLX backend imports GGUF architectures {sorted(ARCHITECTURES)}, not {arch!r}; use --backend llamacpp"
@@ -81,7 +75,7 @@ def gguf_config(metadata: Mapping[str, Any], tensor_names: set[str]) -> dict[str
     module, _ = ARCHITECTURES[arch]
 
     def get(key: str, default: Any = None) -> Any:
-        value = _meta(metadata, f"{arch}.{key}", default)
+        value = metadata.get(f"{arch}.{key}", default)
         if value is None:
             raise SpectuiError(f"GGUF metadata lacks {arch}.{key}")
         return value
@@ -93,8 +87,8 @@ def gguf_config(metadata: Mapping[str, Any], tensor_names: set[str]) -> dict[str
             raise SpectuiError("per-layer KV head counts are not supported by the MLX GGUF import")
         n_kv = n_kv[0]
     hidden = int(get("embedding_length"))
-    head_dim = int(_meta(metadata, f"{arch}.attention.key_length", hidden // n_head))
-    rope_dims = int(_meta(metadata, f"{arch}.rope.dimension_count", head_dim))
+    head_dim = int(metadata.get(f"{arch}.attention.key_length", hidden // n_head))
+    rope_dims = int(metadata.get(f"{arch}.rope.dimension_count", head_dim))
     if rope_dims != head_dim:
         raise SpectuiError(f"partial rotary embeddings ({rope_dims} of {head_dim} dims) are not supported by the MLX GGUF import")
     if "rope_freqs.weight" in tensor_names:
@@ -112,10 +106,10 @@ def gguf_config(metadata: Mapping[str, Any], tensor_names: set[str]) -> dict[str
         "rms_norm_eps": float(get("attention.layer_norm_rms_epsilon")),
         "vocab_size": n_vocab,
         "max_position_embeddings": int(get("context_length")),
-        "rope_theta": float(_meta(metadata, f"{arch}.rope.freq_base", 1000000.0 if arch == "qwen2" else 10000.0)),
+        "rope_theta": float(metadata.get(f"{arch}.rope.freq_base", 1000000.0 if arch == "qwen2" else 10000.0)),
         "tie_word_embeddings": "output.weight" not in tensor_names,
     }
-    scaling = _meta(metadata, f"{arch}.rope.scaling.type", "none")
+    scaling = metadata.get(f"{arch}.rope.scaling.type", "none")
     if scaling == "linear":
         config["rope_scaling"] = {"type": "linear", "factor": float(get("rope.scaling.factor"))}
     elif scaling not in ("none", None):
@@ -216,15 +210,16 @@ def describe_quant(weights: Mapping[str, Any], config: Mapping[str, Any]) -> str
 
 
 def _read(path: str, info: GGUFInfo | None = None) -> tuple[GGUFInfo, dict[str, Any], dict[str, Any], TextTokenizer]:
-    """Metadata, mlx-lm config, renamed weights and tokenizer of a GGUF file."""
+    """Metadata, mlx-lm config, renamed weights and tokenizer of a GGUF file: the metadata as
+    ``read_gguf`` read it (the one reading both backends use), the tensors from ``mx.load``."""
     import mlx.core as mx
 
     info = info or read_gguf(path)
     try:
-        raw, metadata = mx.load(path, return_metadata=True)
+        raw = mx.load(path)
     except (RuntimeError, ValueError) as exc:
         raise SpectuiError(f"MLX could not read {path}: {exc}") from None
-    config = gguf_config(metadata, set(raw))
+    config = gguf_config(info.metadata, set(raw))
     weights = gguf_weights(raw, config, info.architecture)
     return info, config, weights, TextTokenizer.from_gguf(info.metadata)
 

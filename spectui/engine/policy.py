@@ -54,7 +54,7 @@ def shrink_k(k: int) -> int:
 def ladder(config: RunConfig) -> list[Rung]:
     if config.mode == "ar":
         return [Rung("ar")]
-    kind = "ngram" if config.draft.is_ngram else "model"
+    kind = config.draft.kind  # "ngram" or "model": the rung names are the drafter kinds
     k = config.draft.k
     rungs = [Rung(kind, k)]
     if shrink_k(k) < k:

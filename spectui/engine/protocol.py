@@ -30,8 +30,15 @@ class Backend(Protocol):
     bos_token: str
     eos_token: str
 
-    def tokenize(self, text: str, *, special: bool = True) -> list[int]:
-        """Token ids for ``text``; ``special`` parses control tokens like ``<|im_start|>``."""
+    def tokenize(self, text: str, *, special: bool = True, add_bos: bool = False) -> list[int]:
+        """Token ids for ``text``, as ``llama_tokenize`` makes them.
+
+        ``special`` parses control tokens such as ``<|im_start|>`` out of the text (otherwise
+        they are spelled out as text). ``add_bos`` prepends the BOS token, but only where the
+        vocabulary asks for one (its ``add_bos_token`` flag): a prompt rendered from a chat
+        template already carries whatever BOS the template writes, so the session asks for it
+        only around a raw prompt.
+        """
 
     def piece(self, token: int) -> bytes:
         """The raw bytes of one token (may be part of a UTF-8 character)."""

@@ -17,19 +17,19 @@ from collections.abc import Iterator
 
 from spectui import __version__
 from spectui.config import RunConfig
-from spectui.engine.artifacts import host_info
+from spectui.models.artifacts import host_info
 from spectui.engine.decode import decode
 from spectui.engine.draft_length import DraftLength
 from spectui.engine.drafters import ModelDrafter, NgramDrafter, draft_sampling
-from spectui.engine.gguf import first_vocab_difference, read_gguf
+from spectui.models.gguf import first_vocab_difference, read_gguf
 from spectui.engine.llamacpp import LlamaCppBackend, LlamaModel
 from spectui.engine.policy import FallbackPolicy, ladder
-from spectui.engine.prompt import apply_chat_template
+from spectui.models.chat import apply_chat_template
 from spectui.engine.protocol import Backend, Drafter
 from spectui.engine.sampling import Sampler
 from spectui.errors import SpectuiError
 from spectui.metrics.memory import MemorySampler
-from spectui.models import resolve_model
+from spectui.models.registry import resolve_model
 from spectui.recording.schema import Artifacts, End, Event, Header, MemorySample, Step
 
 
@@ -44,11 +44,6 @@ class Engine:
     @classmethod
     def load(cls, config: RunConfig) -> Engine:
         config.validate()
-        if config.backend.name == "server":
-            # a running server (--server URL): the same surface, the model is not loaded here
-            from spectui.server.session import ServerEngine
-
-            return ServerEngine.load(config)  # type: ignore[return-value]
         if config.backend.name == "mlx":
             # imported here: mlx and mlx-lm load only for sessions that ask for them
             from spectui.engine.mlx import open_mlx_models
@@ -56,8 +51,8 @@ class Engine:
             draft_source = config.draft.source if config.mode == "spec" and not config.draft.is_ngram else None
             mlx_target, mlx_draft = open_mlx_models(config.target, draft_source, config.backend)
             return cls(mlx_target, mlx_draft, config)
-        if config.backend.name != "llamacpp":
-            raise SpectuiError(f"backend {config.backend.name!r} is not available yet; use --backend llamacpp")
+        if config.backend.name != "llamacpp":  # a server is spectui.sessions.open_engine's to pick
+            raise SpectuiError(f"the embedded engine runs llamacpp or mlx, not {config.backend.name!r}")
         target_info = read_gguf(resolve_model(config.target))
         draft_info = None
         if config.mode == "spec" and not config.draft.is_ngram:
@@ -85,6 +80,22 @@ class Engine:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def fits(self, config: RunConfig) -> bool:
+        """Whether ``config`` runs on these models: the same target and backend settings; AR
+        and n-gram runs need nothing more, a model-drafted run the draft model loaded here."""
+        loaded = self.config
+        if loaded.target != config.target or loaded.backend != config.backend:
+            return False
+        if config.mode == "spec" and not config.draft.is_ngram:
+            return self.draft_model is not None and loaded.draft.source == config.draft.source
+        return True
+
+    def check(self, config: RunConfig) -> None:
+        """Refuse ``config`` now if it cannot run here (bad settings, a prompt too long for
+        the context), so a many-run command fails before its first run, not an hour in."""
+        config.validate()
+        self.prepare_prompt(config)
 
     # -- per run ------------------------------------------------------------------------
 

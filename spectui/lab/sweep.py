@@ -15,8 +15,8 @@ Per tier and point the table gives (all from ``summarize`` of each run's events)
 * TTFT: median over runs; peak memory: the largest peak RSS of any run; swap: the largest
   swap growth of any run;
 * speedup vs AR: the median over runs of (run tok/s / tok/s of the AR run of the same prompt
-  in the same round), with a 95% percentile-bootstrap interval of that median (2000
-  resamples, seed 0).
+  in the same round), with a 95% percentile-bootstrap interval of that median
+  (``spectui.metrics.stats.median_ci``: ``BOOTSTRAP_RESAMPLES`` resamples, ``BOOTSTRAP_SEED``).
 
 The knee of the K curve, per tier: the smallest K whose speedup is within 2% of the best K's
 (past it, a longer draft buys nothing measurable); when no K beats AR, there is no knee.
@@ -25,22 +25,23 @@ The knee of the K curve, per tier: the smallest K whose speedup is within 2% of 
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import msgspec
-import numpy as np
 
 from spectui.config import RunConfig
 from spectui.errors import SpectuiError
-from spectui.metrics.stats import Summary, nanmedian, summarize
+from spectui.metrics.stats import Summary, median_ci, nanmedian, nanpercentile, summarize
 from spectui.prompts import PromptSpec
+from spectui.sessions.open import EngineCache, EngineFactory
+from spectui.sessions.record import record_session
 
 DEFAULT_K_VALUES = (2, 3, 4, 6, 8)
 KNOBS = ("k", "temperature", "top_k", "drafter")
 KNEE_TOLERANCE = 0.02
-BOOTSTRAP_RESAMPLES = 2000
 MANIFEST = "sweep.json"
 
 
@@ -220,40 +221,11 @@ def select_prompts(prompts: Sequence[PromptSpec], tiers: str = "", names: str = 
 # -- running ------------------------------------------------------------------------------------
 
 
-class _Engines:
-    """Loaded engines by draft model (None: no draft model). AR and n-gram runs reuse whatever
-    is loaded; a draft model is loaded the first time a point asks for it."""
-
-    def __init__(self, load: Callable[[RunConfig], object]) -> None:
-        self._load = load
-        self._by_draft: dict[str | None, object] = {}
-
-    def get(self, config: RunConfig) -> object:
-        draft = config.draft.source if config.mode == "spec" and not config.draft.is_ngram else None
-        if draft in self._by_draft:
-            return self._by_draft[draft]
-        if draft is None and self._by_draft:
-            return next(iter(self._by_draft.values()))
-        self._by_draft[draft] = engine = self._load(config)
-        return engine
-
-    def close(self) -> None:
-        for engine in self._by_draft.values():
-            engine.close()  # type: ignore[attr-defined]
-        self._by_draft.clear()
-
-
 def _write_manifest(result: SweepResult) -> None:
     path = Path(result.folder) / MANIFEST
     tmp = path.with_suffix(".tmp")
     tmp.write_bytes(msgspec.json.format(msgspec.json.encode(result), indent=1))
     os.replace(tmp, path)  # a reader never sees half a manifest
-
-
-def _load_engine(config: RunConfig) -> object:
-    from spectui.engine.session import Engine
-
-    return Engine.load(config)
 
 
 def run_sweep(
@@ -262,20 +234,18 @@ def run_sweep(
     folder: str | os.PathLike[str],
     *,
     max_tokens: int | None = None,
-    stop: object | None = None,  # a threading.Event
+    stop: threading.Event | None = None,
     on_run: Callable[[SweepProgress, SweepResult], None] | None = None,
-    load_engine: Callable[[RunConfig], object] = _load_engine,
+    load_engine: EngineFactory | None = None,
 ) -> SweepResult:
     """Run the plan, recording each run into ``folder``; ``on_run`` hears about every finished
     run (and once before the first) with the progress and the table so far."""
-    from spectui.recording.writer import RecordingWriter
-
     by_name = {p.name: p for p in prompts}
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
     result = SweepResult(plan=plan, folder=str(out), runs=[])
     summaries: dict[int, Summary] = {}
-    engines = _Engines(load_engine)
+    engines = EngineCache(load_engine)
     order = [(r, name, point) for r in range(plan.repeats) for name in plan.prompts for point in plan.points]
     t_start = time.monotonic()
 
@@ -289,17 +259,13 @@ def run_sweep(
         if on_run is not None:
             on_run(progress(0), result)
         for i, (rnd, name, point) in enumerate(order):
-            if stop is not None and stop.is_set():  # type: ignore[attr-defined]
+            if stop is not None and stop.is_set():
                 break
             spec = by_name[name]
             config = point_config(plan.base, point, spec, max_tokens)
             engine = engines.get(config)
             file = f"{i:04d}-{spec.tier}-{name}-{point.knob}-{point.value.replace('/', '_')[-40:]}-r{rnd}.spectui"
-            events = []
-            with RecordingWriter(out / file) as writer:
-                for ev in engine.run(config, stop=stop):  # type: ignore[attr-defined]
-                    writer.write(ev)
-                    events.append(ev)
+            events = list(record_session(engine, config, out / file, stop=stop))
             if events and getattr(events[-1], "reason", "") == "interrupted":
                 break  # a cut run is kept on disk but stays out of the table: it is not a measurement
             run = SweepRun(index=i, round=rnd, tier=spec.tier, prompt=name, knob=point.knob, value=point.value, file=file)
@@ -345,17 +311,6 @@ def load_sweep(folder: str | os.PathLike[str]) -> tuple[SweepResult, dict[int, S
 # -- the table ------------------------------------------------------------------------------------
 
 
-def median_ci(values: Sequence[float], seed: int = 0) -> tuple[float, float]:
-    """95% percentile-bootstrap interval of the median (NaN for fewer than two values)."""
-    v = np.array([x for x in values if x == x], dtype=float)
-    if len(v) < 2:
-        return float("nan"), float("nan")
-    rng = np.random.default_rng(seed)
-    medians = np.median(v[rng.integers(0, len(v), size=(BOOTSTRAP_RESAMPLES, len(v)))], axis=1)
-    lo, hi = np.percentile(medians, [2.5, 97.5])
-    return float(lo), float(hi)
-
-
 def aggregate(runs: Sequence[SweepRun], summaries: dict[int, Summary]) -> tuple[list[SweepRow], list[Knee]]:
     ar_rate = {
         (r.round, r.prompt): summaries[r.index].decode_tok_s for r in runs if r.knob == "ar"
@@ -382,7 +337,7 @@ def aggregate(runs: Sequence[SweepRun], summaries: dict[int, Summary]) -> tuple[
                 runs=len(members),
                 acceptance_p50=nanmedian(s.acceptance_rate for s in ss),
                 tok_s_p50=nanmedian(rates),
-                tok_s_p95=float(np.percentile([x for x in rates if x == x], 95)) if any(x == x for x in rates) else float("nan"),
+                tok_s_p95=nanpercentile(rates, 95),
                 itl_p95_ms=nanmedian(s.itl_p95_ms for s in ss),
                 itl_p99_ms=nanmedian(s.itl_p99_ms for s in ss),
                 ttft_ms=nanmedian(s.ttft_ms for s in ss),

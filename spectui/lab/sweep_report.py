@@ -15,17 +15,14 @@ import io
 import math
 
 import msgspec
-import numpy as np
 
 from spectui.errors import SpectuiError
 from spectui.lab.sweep import SweepResult, SweepRow
-from spectui.metrics.stats import Summary
-from spectui.recording.report import num_or_na
+from spectui.metrics.stats import Summary, nanpercentile
+from spectui.format import num_or_na, text_table
 
 _MIB = 2**20
 SWAP_SLACK = 64 * _MIB
-
-
 
 COLUMNS = [
     ("point", lambda r: r.label),
@@ -43,18 +40,18 @@ COLUMNS = [
 
 
 def format_table(result: SweepResult) -> str:
-    lines = []
+    """One table per tier (a dashed rule under its header), its columns as wide as the widest
+    tier's so the tiers line up, then the tier's knee."""
+    names = [name for name, _ in COLUMNS]
     tiers = list(dict.fromkeys(r.tier for r in result.rows))
+    cells = {tier: [[get(r) for _, get in COLUMNS] for r in result.rows if r.tier == tier] for tier in tiers}
+    widths = [max([len(names[i])] + [len(row[i]) for rows in cells.values() for row in rows]) for i in range(len(COLUMNS))]
+    right = set(range(1, len(COLUMNS)))
+    lines = []
     for tier in tiers:
-        rows = [r for r in result.rows if r.tier == tier]
         prompts = sorted({run.prompt for run in result.runs if run.tier == tier})
         lines.append(f"== tier {tier} ({', '.join(prompts)}) ==")
-        cells = [[name for name, _ in COLUMNS]] + [[get(r) for _, get in COLUMNS] for r in rows]
-        widths = [max(len(c[i]) for c in cells) for i in range(len(COLUMNS))]
-        for j, row in enumerate(cells):
-            lines.append("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))))
-            if j == 0:
-                lines.append("  ".join("-" * w for w in widths))
+        lines.append(text_table(names, cells[tier], right=right, indent=0, rules_before={0}, min_widths=widths))
         knee = next((k for k in result.knees if k.tier == tier), None)
         if knee is not None:
             lines.append(f"knee: {knee.detail}")
@@ -130,10 +127,9 @@ class Floors(msgspec.Struct, kw_only=True):
 
 
 def _p5(values: list[float]) -> float:
-    v = [x for x in values if x == x]
     # "lower": an observed value at or below the 5th percentile (the minimum under 20 runs), so
     # every run a floor was taken from meets it
-    return float(np.percentile(v, 5, method="lower")) if v else float("nan")
+    return nanpercentile(values, 5, method="lower")
 
 
 def floors_from_sweep(result: SweepResult, summaries: dict[int, Summary], host: str = "") -> Floors:
@@ -152,7 +148,7 @@ def floors_from_sweep(result: SweepResult, summaries: dict[int, Summary], host: 
                 tier=tier,
                 point=members[0].point.label,
                 mode="spec",
-                drafter="ngram" if base.draft.is_ngram else base.draft.source,
+                drafter=base.draft.source,  # "ngram" or the draft model, as --drafters names it
                 k=k,
                 acceptance_floor=math.floor(_p5([s.acceptance_rate for s in ss]) * 100) / 100,
                 decode_tok_s_floor=math.floor(_p5([s.decode_tok_s for s in ss]) * 10) / 10,
@@ -164,14 +160,16 @@ def floors_from_sweep(result: SweepResult, summaries: dict[int, Summary], host: 
 
 
 def format_floors(f: Floors) -> str:
-    lines = [f"# spectui floors from {f.source}{f' on {f.host}' if f.host else ''}"]
-    for x in f.floors:
-        lines.append(
-            f"{x.tier:<8} {x.drafter} K={x.k}: acceptance >= {x.acceptance_floor:.2f}, "
-            f"decode >= {x.decode_tok_s_floor:.1f} tok/s, swap growth <= {x.swap_growth_ceiling_mb:.0f} MiB "
-            f"({x.runs} runs)"
-        )
-    return "\n".join(lines)
+    rows = [
+        [
+            x.tier,
+            f"{x.drafter} K={x.k}: acceptance >= {x.acceptance_floor:.2f}, decode >= {x.decode_tok_s_floor:.1f} tok/s, "
+            f"swap growth <= {x.swap_growth_ceiling_mb:.0f} MiB ({x.runs} runs)",
+        ]
+        for x in f.floors
+    ]
+    head = f"# spectui floors from {f.source}{f' on {f.host}' if f.host else ''}"
+    return "\n".join([head, text_table(None, rows, indent=0)] if rows else [head])
 
 
 def read_floors(path: str) -> Floors:

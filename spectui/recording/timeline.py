@@ -29,7 +29,7 @@ def event_time_us(ev: Event) -> int:
 
 def shift_event(ev: Event, d_us: int) -> Event:
     """``ev`` with its times ``d_us`` earlier (an interleaved session's clock, see
-    ``spectui.ui.session``); the header is t=0 and stays."""
+    ``spectui.sessions.runner``); the header is t=0 and stays."""
     kind = type(ev)
     if kind is Step:
         return msgspec.structs.replace(ev, t_us=[t - d_us for t in ev.t_us])

@@ -5,5 +5,11 @@ Headless and standard library only: ``client`` speaks HTTP and server-sent event
 reads what the servers send, ``probe`` asks a server what it is, ``vocabulary`` turns streamed
 text back into token ids with a local copy of the model's vocabulary, and ``session`` offers
 the ``Engine`` surface (``run`` yielding the one event stream) so the CLI, the dashboard, the
-recorder and ``spectui diff`` treat a server session like any other.
+recorder and ``spectui diff`` treat a server session like any other; ``report`` and
+``compare`` hold what ``spectui report`` and ``spectui diff`` say about a server recording.
+
+May import ``spectui.metrics``, ``spectui.models``, ``spectui.recording``, ``spectui.prompts``,
+``spectui.config``, ``spectui.quality``, ``spectui.format`` and ``spectui.errors``; never the
+embedded engine (its sibling). Above it sit ``sessions`` (which picks the engine or a server),
+``lab | compare | telemetry | report``, then only ``cli`` and ``ui``.
 """

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 
+from spectui.recording.output import decode_pieces
 from spectui.recording.reader import Recording
 from spectui.recording.schema import End, Header
 
@@ -85,5 +86,5 @@ def align_outputs(
 
 
 def _characters(out: tuple[list[int], list[bytes]]) -> tuple[list[int], list[bytes]]:
-    text = b"".join(out[1]).decode("utf-8", "replace")
+    text = decode_pieces(out[1])
     return [ord(ch) for ch in text], [ch.encode("utf-8") for ch in text]

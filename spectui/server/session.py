@@ -36,7 +36,7 @@ from typing import Any
 
 from spectui import __version__
 from spectui.config import RunConfig
-from spectui.engine.artifacts import host_info
+from spectui.models.artifacts import host_info
 from spectui.errors import SpectuiError
 from spectui.recording.schema import (
     Artifacts,
@@ -62,13 +62,6 @@ COMPLETIONS_ENDPOINT = "/v1/completions"
 _AR = int(TokenOrigin.AR)
 
 
-class ServerTarget:
-    """What callers read off ``Engine.target``: servers never stream an end-of-generation
-    token, so there is none to filter out of the text."""
-
-    eog_tokens: frozenset[int] = frozenset()
-
-
 class ServerEngine:
     """A reachable, identified server (and the local vocabulary for its model, if any)."""
 
@@ -79,7 +72,6 @@ class ServerEngine:
         self.client = client
         self.info = info
         self.vocab = vocab
-        self.target = ServerTarget()
 
     @classmethod
     def load(cls, config: RunConfig, *, read_timeout_s: float = READ_TIMEOUT_S) -> ServerEngine:
@@ -108,6 +100,16 @@ class ServerEngine:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def fits(self, config: RunConfig) -> bool:
+        """The same server and model name: nothing is loaded here, only the URL and the local
+        vocabulary found for the target."""
+        loaded = self.config
+        return loaded.backend == config.backend and loaded.target == config.target
+
+    def check(self, config: RunConfig) -> None:
+        """Settings only: the server alone knows its context size, and says so per request."""
+        config.validate()
 
     # -- per run ------------------------------------------------------------------------
 

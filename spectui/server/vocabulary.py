@@ -17,12 +17,12 @@ import json
 import os
 
 from spectui.config import RunConfig
-from spectui.engine.artifacts import model_artifacts
-from spectui.engine.gguf import read_gguf
-from spectui.engine.gguf_tokenizer import TextTokenizer
-from spectui.engine.prompt import apply_chat_template
+from spectui.models.artifacts import model_artifacts
+from spectui.models.gguf import read_gguf
+from spectui.models.tokenizer import TextTokenizer
+from spectui.models.chat import apply_chat_template
 from spectui.errors import SpectuiError
-from spectui.models import resolve_model
+from spectui.models.registry import resolve_model
 from spectui.recording.schema import ModelArtifacts
 
 

@@ -132,7 +132,7 @@ def metric_attributes(header: Header) -> dict[str, Any]:
         "spectui.mode": c.mode,
     }
     if c.mode == "spec":
-        attrs["spectui.draft.source"] = "ngram" if c.draft.is_ngram else "model"
+        attrs["spectui.draft.source"] = c.draft.kind
         attrs["spectui.draft.k"] = c.draft.k
     return attrs
 

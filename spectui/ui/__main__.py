@@ -3,7 +3,7 @@ speculative n-gram drafts, the default prompt). The ``spectui`` CLI passes its f
 
 import sys
 
-from spectui.ui.app import default_config, run_dashboard
+from spectui.ui.launch import default_config, run_dashboard
 
 if __name__ == "__main__":
     sys.exit(run_dashboard(default_config()))

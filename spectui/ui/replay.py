@@ -1,15 +1,16 @@
 """Replay control: where a recording's playback is, at what speed, paused or not.
 
-The player only decides *which* events are due; the app posts them as ``SessionEvent``
-messages, so a replay goes through the same handler, ``LiveRun`` and repaint as a live run.
-Wall time comes in as an argument (``tick(now)``), which keeps the player testable without
-a clock.
+The player only decides *which* events are due; the controller hands them to an ``Outbox``
+as the engine thread does, so a replay goes through the same folding, ``LiveRun`` and repaint
+as a live run. Wall time comes in as an argument (``tick(now)``), which keeps the player
+testable without a clock. No Textual here.
 """
 
 from __future__ import annotations
 
 import math
 
+from spectui.metrics.live import LiveRun
 from spectui.recording.timeline import Timeline
 
 SPEEDS = (0.5, 1.0, 2.0, 4.0, math.inf)
@@ -22,10 +23,10 @@ def speed_label(speed: float) -> str:
 
 def parse_speed(text: str) -> float:
     """``1``, ``2x``, ``0.5``, ``max`` -> a speed; ValueError otherwise."""
-    t = text.strip().lower().removesuffix("x")
-    if t in ("max", "inf"):
+    t = text.strip().lower()
+    if t in ("max", "inf"):  # before the "x" suffix comes off: "max" ends in one
         return math.inf
-    value = float(t)
+    value = float(t.removesuffix("x"))
     if not value > 0:
         raise ValueError(text)
     return value
@@ -106,3 +107,22 @@ class ReplayPlayer:
         """Session time now (at max speed: the time of what has been handed out)."""
         t = self.position_us(now)
         return self.timeline.time_at(self.shown) if math.isinf(t) else t
+
+
+def replay_detail(player: ReplayPlayer, live: LiveRun, now: float, *, truncated: bool = False) -> str:
+    """The header's replay line: ``2x · 1.2/2.4 s · step 30/74 · 64 tokens`` (or ``paused``,
+    ``end (length)``, ``truncated recording``)."""
+    tl = player.timeline
+    at = tl.time_at(player.shown) if player.paused or player.finished else min(player.clock(now), tl.duration_us)
+    state = f"paused ({speed_label(player.speed)})" if player.paused else speed_label(player.speed)
+    if player.finished:
+        state = "end" + (f" ({live.end.reason})" if live.end is not None else " (no end record)")
+    parts = [
+        state,
+        f"{at / 1e6:.1f}/{tl.duration_us / 1e6:.1f} s",
+        f"step {tl.blocks_done(player.shown)}/{len(tl.step_ends)}",
+        f"{live.n_tokens} tokens",
+    ]
+    if truncated:
+        parts.append("truncated recording")
+    return " · ".join(parts)

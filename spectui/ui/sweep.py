@@ -23,6 +23,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import msgspec
 from rich.text import Text
@@ -35,18 +36,17 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, ProgressBar, Static
 
 from spectui.config import RunConfig
-from spectui.errors import SpectuiError
+from spectui.format import DASH
 from spectui.lab.sweep import SweepPlan, SweepPoint, SweepProgress, SweepResult, run_sweep
 from spectui.lab.sweep_report import COLUMNS
 from spectui.prompts import PromptSpec
-from spectui.ui.app import _BACKEND_LABEL, _model_label, _run_in_terminal
-from spectui.ui.format import DASH
+from spectui.ui.labels import backend_label, model_label
 from spectui.ui.themes import register_themes
 
 #: Exit codes of the view, as the headless sweep's.
 EXIT_COMPLETE = 0
 EXIT_STOPPED = 130
-#: How long ``run_sweep_view`` waits, after the app closed, for the sweep thread to close the
+#: How long ``launch.run_sweep_view`` waits, after the app closed, for the sweep thread to close the
 #: engines (the run in flight ends at its next step; a step is milliseconds to seconds).
 JOIN_TIMEOUT_S = 60.0
 
@@ -80,11 +80,11 @@ def plan_lines(plan: SweepPlan, folder: str, max_tokens: int | None) -> tuple[st
         f"{plan.total_runs} runs → {folder}"
     )
     base: RunConfig = plan.base
-    drafter = "n-gram" if base.draft.is_ngram else _model_label(base.draft.source)
+    drafter = "n-gram" if base.draft.is_ngram else model_label(base.draft.source)
     sampling = "greedy" if base.sampling.temperature == 0 else f"T={base.sampling.temperature:g}"
     budget = f"max {max_tokens} tokens" if max_tokens else "each prompt's token ceiling"
-    backend = _BACKEND_LABEL.get(base.backend.name, base.backend.name)
-    second = f"{_model_label(base.target)} · {backend} · {drafter} K={base.draft.k} · {sampling} · {budget}"
+    backend = backend_label(base.backend.name)
+    second = f"{model_label(base.target)} · {backend} · {drafter} K={base.draft.k} · {sampling} · {budget}"
     return first, second
 
 
@@ -93,30 +93,46 @@ def _cells(row) -> list[Text]:  # noqa: ANN001 - SweepRow
     return [Text(get(row), justify="left" if i == 0 else "right") for i, (_, get) in enumerate(COLUMNS)]
 
 
+class SweepView(Protocol):
+    """What the sweep screen may read (``SweepApp`` is one)."""
+
+    plan: SweepPlan
+    folder: str
+    max_tokens: int | None
+    state: str
+    progress: SweepProgress | None
+    result: SweepResult | None
+
+    def progress_text(self, since: float = 0.0) -> str: ...
+
+    def status_text(self) -> str: ...
+
+
 class SweepScreen(Screen[None]):
     """Header, progress, a table per tier with its knee line, the status line, the footer.
 
-    ``redraw`` is the one path from the app's state to the screen; a table cell is written
+    ``redraw`` is the one path from the view's state to the screen; a table cell is written
     only when its text changed.
     """
 
     AUTO_FOCUS = "#sweep-tables"  # arrows and page keys scroll the tables
 
-    def __init__(self) -> None:
+    def __init__(self, view: SweepView) -> None:
         super().__init__()
+        self.view = view
         self._sections: dict[str, tuple[DataTable, Static]] = {}
         self._drawn: dict[tuple[str, str], tuple[str, ...]] = {}  # (tier, row key | "knee") -> texts
 
     def compose(self) -> ComposeResult:
-        app: SweepApp = self.app  # type: ignore[assignment]
-        first, second = plan_lines(app.plan, app.folder, app.max_tokens)
+        view = self.view
+        first, second = plan_lines(view.plan, view.folder, view.max_tokens)
         yield Static(first, id="sweep-plan", markup=False)
         yield Static(second, id="sweep-base", markup=False)
         with Horizontal(id="sweep-progress"):
-            yield ProgressBar(total=app.plan.total_runs, show_eta=False, id="sweep-bar")
+            yield ProgressBar(total=view.plan.total_runs, show_eta=False, id="sweep-bar")
             yield Static("", id="sweep-run", markup=False)
         with ScrollableContainer(id="sweep-tables"):  # one scroll, both ways, for every table
-            for tier, names in tier_prompts(app.plan).items():
+            for tier, names in tier_prompts(view.plan).items():
                 with Vertical(classes="sweep-tier"):
                     yield Static(f"tier {tier} ({', '.join(names)})", classes="sweep-tier-title", markup=False)
                     table = DataTable(show_cursor=False, cursor_type="none", classes="sweep-table")
@@ -129,32 +145,32 @@ class SweepScreen(Screen[None]):
         yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
-        app: SweepApp = self.app  # type: ignore[assignment]
-        has_k = any(p.knob == "k" for p in app.plan.points)
+        view = self.view
+        has_k = any(p.knob == "k" for p in view.plan.points)
         for table, knee in self._sections.values():
             for i, (name, _) in enumerate(COLUMNS):
                 table.add_column(Text(name, justify="left" if i == 0 else "right"), key=name)
             # every point's row from the start, empty until its first run: the table fills in
-            for point in dict.fromkeys(app.plan.points):
+            for point in dict.fromkeys(view.plan.points):
                 pending = [Text(point.label)] + [Text(DASH, justify="right") for _ in COLUMNS[1:]]
                 table.add_row(*pending, key=_row_key(point))
             knee.display = has_k  # no K knob, no knee
         self.redraw()
 
     def redraw(self) -> bool:
-        """Draw the app's state; False if the widgets are not there (yet, or any more)."""
-        app: SweepApp = self.app  # type: ignore[assignment]
+        """Draw the view's state; False if the widgets are not there (yet, or any more)."""
+        view = self.view
         try:
             bar = self.query_one("#sweep-bar", ProgressBar)
-            if app.progress is not None:
-                bar.update(total=app.progress.total, progress=app.progress.done)
+            if view.progress is not None:
+                bar.update(total=view.progress.total, progress=view.progress.done)
             # one fixed row each: no layout pass (a relayout measures every table again)
-            self.query_one("#sweep-run", Static).update(app.progress_text(), layout=False)
-            self.query_one("#sweep-status", Static).update(app.status_text(), layout=False)
-            self.set_class(app.state in ("stopping", "stopped"), "-stopped")
-            self.set_class(app.state == "error", "-error")
-            if app.result is not None:
-                self._draw_result(app.result)
+            self.query_one("#sweep-run", Static).update(view.progress_text(), layout=False)
+            self.query_one("#sweep-status", Static).update(view.status_text(), layout=False)
+            self.set_class(view.state in ("stopping", "stopped"), "-stopped")
+            self.set_class(view.state == "error", "-error")
+            if view.result is not None:
+                self._draw_result(view.result)
         except NoMatches:
             return False
         return True
@@ -245,7 +261,7 @@ class SweepApp(App[int]):
         register_themes(self)
 
     def get_default_screen(self) -> SweepScreen:
-        return SweepScreen()
+        return SweepScreen(self)
 
     def on_mount(self) -> None:
         if self.autostart:
@@ -378,48 +394,3 @@ class SweepApp(App[int]):
 
     async def action_quit(self) -> None:  # ctrl+q, the command palette: never leave a run behind
         self.action_stop_and_quit()
-
-
-def make_sweep_app(
-    plan: SweepPlan,
-    prompts: Sequence[PromptSpec],
-    folder: str,
-    *,
-    max_tokens: int | None = None,
-    theme: str | None = None,
-    load_engine: Callable[[RunConfig], object] | None = None,
-    autostart: bool = True,
-) -> SweepApp:
-    """The sweep view (shared by the CLI and the tests); ``load_engine`` replaces
-    ``Engine.load`` (tests), ``autostart=False`` shows the plan without running it."""
-    app = SweepApp(plan, prompts, folder, max_tokens=max_tokens, load_engine=load_engine, autostart=autostart)
-    if theme is not None:
-        if theme not in app.available_themes:
-            raise SpectuiError(f"unknown theme {theme!r} (known: {', '.join(sorted(app.available_themes))})")
-        app.theme = theme
-    return app
-
-
-def run_sweep_view(
-    plan: SweepPlan,
-    prompts: Sequence[PromptSpec],
-    folder: str,
-    *,
-    max_tokens: int | None = None,
-    theme: str | None = None,
-) -> int:
-    """``spectui sweep`` in a terminal: run the plan in the view until the user quits, then
-    print the table (the view's screen is gone by then). 0 when the sweep completed, 130 when
-    the user stopped it; a failed sweep raises its error (a ``SpectuiError`` is one line)."""
-    from spectui.lab.sweep_report import format_table
-
-    app = make_sweep_app(plan, prompts, folder, max_tokens=max_tokens, theme=theme)
-    code = _run_in_terminal(app, theme)  # type: ignore[arg-type] - any App with the themes
-    # the engines close in the sweep thread; let it finish before the interpreter tears down
-    app.stop.set()
-    app.sweep_done.wait(JOIN_TIMEOUT_S)
-    if app.error is not None:
-        raise app.error
-    if app.result is not None:
-        print(format_table(app.result))
-    return code

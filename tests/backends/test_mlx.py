@@ -32,7 +32,7 @@ import numpy as np
 import pytest
 
 from spectui.config import BackendConfig, DraftConfig, RunConfig, SamplingConfig
-from spectui.engine.prompt import apply_chat_template
+from spectui.models.chat import apply_chat_template
 from spectui.errors import SpectuiError
 from spectui.recording.schema import Step
 from tests.prompts import ALL
@@ -273,17 +273,25 @@ def test_greedy_speculative_equals_ar(mlx_engine, ar_tokens, drafter, k):
 # -- llama.cpp vs MLX on the same file ----------------------------------------------------------
 
 
+#: A top-two margin below this (in logits) is a near tie: the backends' logits differ by ~1.
+NEAR_TIE = 0.5
+
+
 def test_greedy_output_agrees_with_llamacpp(mlx_engine, llama, model_path):
     """Every prompt in prompts/, chat template applied, 32 greedy tokens on both backends.
 
-    Measured here: 13 of the 20 agree on all 32 tokens (or on the whole answer, when it ends
-    sooner); the others part at a near tie, e.g. translation-polish at token 19 and
-    long-retrieval at token 10, where llama.cpp's top two are within 0.11 logit (its activations
-    are quantised to 8 bits for the quantised matmuls, MLX computes in float32). How many part
-    depends on the prompt set, so the bound is a majority; the per-divergence margin check
-    below is the real claim. The margins are printed (``-rP``).
+    How many prompts agree on all 32 tokens depends on the CPU's kernels: llama.cpp quantises
+    activations to 8 bits for the quantised matmuls (with instruction-set-specific dot
+    products), MLX computes in float32, and the two sets of logits stay ~1-1.5 apart. Measured:
+    13 of 20 on the machine that wrote this test; 10 of 20 on an AVX-512 VNNI Xeon with
+    llama.cpp 0c1e570 (the same count on the code before the layering rework). Every part seen
+    was at a near tie: both backends' top-two margins under 0.28 logit at the parting token
+    (e.g. short-greeting at token 17: 0.012 / 0.184). So the claim tested is that one: every
+    divergence is a near tie on both sides, and a third of the prompts at least agree outright
+    (a wrong model would part at once, with confident margins). The margins are printed
+    (``-rP``).
     """
-    from spectui.engine.mlx import compare_backends
+    from tests.backends.agreement import compare_backends
     from spectui.prompts import list_prompts
 
     prompts = list_prompts()
@@ -292,12 +300,12 @@ def test_greedy_output_agrees_with_llamacpp(mlx_engine, llama, model_path):
         print(f"{p.name}: {r.describe()}")
     assert all(r.tokenize_equal for r in results)
     agreeing = [r for r in results if r.divergence is None or r.divergence >= 32]
-    assert len(agreeing) * 2 > len(results), "\n".join(r.describe() for r in results)
+    assert len(agreeing) * 3 >= len(results), "\n".join(r.describe() for r in results)
     for r in results:
         if r.divergence is not None and r.llama_margin is not None:
-            # a near-tie broken differently, not a wrong model: both margins are small next to
-            # llama.cpp's own ~1-logit distance from the exact result
-            assert r.llama_margin + r.mlx_margin < 2.0, r.describe()
+            # a near tie broken differently, not a wrong model: each side's margin is small
+            # next to the ~1-logit distance between the two backends' logits
+            assert r.llama_margin < NEAR_TIE and r.mlx_margin < NEAR_TIE, r.describe()
 
 
 def test_cross_backend_diff(model_path, tmp_path):
@@ -390,7 +398,7 @@ def test_export_round_trip_through_mlx_lm(mlx_engine, model_path, tmp_path):
 
 
 def _tiny_vocab_metadata() -> dict:
-    from spectui.engine.gguf_tokenizer import byte_decoder
+    from spectui.models.tokenizer import byte_decoder
 
     chars = sorted(byte_decoder(), key=byte_decoder().get)
     tokens = ["<|endoftext|>", *chars]

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import shutil
 import struct
+import subprocess
+import sys
 
 import pytest
 
-from spectui.engine.gguf import read_gguf
-from tests.conftest import run_cli
+from spectui.models.gguf import read_gguf
+from spectui.recording.output import output_text
+from spectui.recording.reader import read_recording
+from tests.conftest import REPO, run_cli
 
 
 def assert_one_line_error(proc, *fragments: str) -> None:
@@ -23,12 +28,16 @@ def assert_one_line_error(proc, *fragments: str) -> None:
     assert proc.stdout == ""
 
 
-def test_headless_text_on_stdout_summary_on_stderr(model_path):
-    proc = run_cli("run", "--headless", "--mode", "spec", "--max-tokens", "24", "--prompt", "Say hello.")
+def test_headless_text_on_stdout_summary_on_stderr(model_path, tmp_path):
+    path = tmp_path / "run.spectui"
+    proc = run_cli("run", "--headless", "--mode", "spec", "--max-tokens", "24", "--prompt", "Say hello.", "--record", str(path))
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip(), "no text on stdout"
     assert "spectui:" not in proc.stdout
     assert "tok/s" in proc.stderr and "acceptance" in proc.stderr and "TTFT" in proc.stderr
+    assert "n-gram K=" in proc.stderr  # the drafter, as RunConfig labels it
+    # the streamed text is the recording's text (end-of-generation piece held back), plus a newline
+    assert proc.stdout == output_text(read_recording(path).events) + "\n"
 
 
 def test_json_output_has_text_tokens_and_summary(model_path):
@@ -83,9 +92,38 @@ def test_truncated_gguf_file(tmp_path, model_path):
     assert_one_line_error(run_cli("run", "--headless", "--target", str(cut)), "GGUF")
 
 
-def test_prompt_longer_than_context():
+def test_prompt_longer_than_context_is_refused_before_a_recording_exists(tmp_path, monkeypatch):
+    monkeypatch.setenv("SPECTUI_RECORDINGS", str(tmp_path))  # the CLI subprocess inherits it
     proc = run_cli("run", "--headless", "--ctx", "64", "--prompt", "word " * 200)
     assert_one_line_error(proc, "context")
+    assert list(tmp_path.iterdir()) == []  # once, an 8-byte .spectui file was left behind
+
+
+def test_no_subcommand_means_run():
+    # a leading run flag starts `spectui run`; the bad K is refused before any model loads
+    assert_one_line_error(run_cli("--headless", "--k", "0"), "draft length")
+    version = run_cli("--version")
+    assert version.returncode == 0 and version.stdout.startswith("spectui ")
+
+
+def test_every_subcommand_registers_a_function_and_help_stays_light():
+    from spectui.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    assert set(sub.choices) == {
+        "run", "report", "diff", "gate", "export", "replay", "compare", "sweep", "soak", "quality", "models"
+    }  # fmt: skip
+    for name, parser in sub.choices.items():
+        assert callable(parser.get_default("func")), name
+    code = (
+        "import sys\n"
+        "from spectui.cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "heavy = [m for m in sys.modules if m.split('.')[0] in ('llama_cpp', 'numpy', 'textual', 'rich', 'opentelemetry')]\n"
+        "assert not heavy, heavy\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
 
 
 def _patched_vocab_copy(model_path: str, dest) -> tuple[int, str]:

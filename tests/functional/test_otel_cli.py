@@ -73,7 +73,7 @@ def test_export_otel_json_to_stdout():
 @pytest.mark.parametrize(
     "args, message",
     [
-        (("export", "recordings/no-such.spectui", "--otel-json"), "no such recording: recordings/no-such.spectui"),
+        (("export", "recordings/no-such.spectui", "--otel-json"), "recording not found: recordings/no-such.spectui"),
         (("export", AR), "export needs a format"),
         (("export", AR, "--otel-endpoint", "localhost:4318"), "is not an http(s) URL"),
         (("export", AR, "--otel-json", "-o", "/no/such/dir/x.jsonl"), "no such directory"),

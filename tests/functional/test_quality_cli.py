@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from spectui.quality import PassRate, difference_points, grade_recording
+from spectui.quality import PassRate, difference_points
+from spectui.recording.output import grade_recording
 from spectui.recording.reader import read_recording
 from tests.conftest import run_cli
 

@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from spectui.recording.output import output_text
 from spectui.recording.reader import read_recording
 from spectui.recording.schema import End, Header, MemorySample, Prefill, Step
 from tests.conftest import REPO, run_cli
@@ -29,6 +30,7 @@ def test_recording_matches_output_and_reports(tmp_path):
     assert kinds[0] is Header and kinds[-1] is End and Prefill in kinds and MemorySample in kinds
     tokens = [t for e in rec.events if isinstance(e, Step) for t in e.tokens]
     assert tokens == doc["tokens"]
+    assert doc["text"] == output_text(rec.events)  # streamed and read back: one text
     assert doc["recording"] == str(path)
 
     table = run_cli("report", str(path))

@@ -20,7 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from spectui.config import BackendConfig, RunConfig
-from spectui.engine.session import Engine
+from spectui.sessions.open import open_engine
 from spectui.errors import SpectuiError
 from spectui.recording.reader import read_recording
 from spectui.recording.schema import End, Header, Step
@@ -131,7 +131,7 @@ def test_server_killed_mid_stream_keeps_every_received_token(model_path, server_
     server = start_server(llama_cpp_server_args(model_path), "/v1/models", server_logs)
     try:
         config = config_for(server.url, max_tokens=400, prompt="Count from one to two hundred in words, one number per line.")
-        engine = Engine.load(config)
+        engine = open_engine(config)
         assert isinstance(engine, ServerEngine)
         path = tmp_path / "killed.spectui"
         received: list[int] = []

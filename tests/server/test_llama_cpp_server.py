@@ -165,10 +165,10 @@ def without_local_model(h):
 
 
 def test_the_dashboards_engine_thread_runs_a_server_session(ar_server, embedded, tmp_path):
-    """The dashboard runs sessions through ``SessionRunner`` and ``Engine.load``: a server
+    """The dashboard runs sessions through ``SessionRunner`` and ``open_engine``: a server
     config gets a ``ServerEngine`` there too, and its recording holds the same answer."""
-    from spectui.ui.messages import SessionFinished
-    from spectui.ui.session import SessionRequest, SessionRunner
+    from spectui.sessions.notes import SessionFinished
+    from spectui.sessions.runner import SessionRequest, SessionRunner
 
     doc, _ = embedded
     runner = SessionRunner()

@@ -1,15 +1,15 @@
-"""Shared pieces of the dashboard tests: the fixed sessions, bounded waits, a gated engine."""
+"""Shared pieces of the dashboard tests: the fixed sessions, bounded waits, a gated engine.
+
+Textual's Pilot is asyncio: the ``async def`` tests run under pytest-asyncio, each marked
+``@pytest.mark.asyncio`` (strict mode: a sync test beside them stays a plain test)."""
 
 from __future__ import annotations
 
 import asyncio
-import inspect
 import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-
-import pytest
 
 from spectui.config import BackendConfig, RunConfig
 from spectui.recording.schema import Step
@@ -33,19 +33,6 @@ def real_config(**changes) -> RunConfig:  # noqa: ANN003
     second thread spin-waits against other processes and decoding collapses (measured: 0.4
     tok/s with two threads beside a busy process, 40 tok/s with one)."""
     return RunConfig(prompt=PROMPT, backend=BackendConfig(n_threads=1), **changes)
-
-
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_pyfunc_call(pyfuncitem):  # noqa: ANN001, ANN201
-    """Run ``async def`` tests here with ``asyncio.run`` (Textual's Pilot is asyncio), so the
-    suite needs no async plugin."""
-    if inspect.iscoroutinefunction(pyfuncitem.obj):
-        args = {name: pyfuncitem.funcargs[name] for name in pyfuncitem._fixtureinfo.argnames}
-        asyncio.run(pyfuncitem.obj(**args))
-        return True
-    return None
 
 
 async def visible(pilot, selector: str | None = None) -> str:  # noqa: ANN001
@@ -97,9 +84,17 @@ class GatedEngine:
     def config(self):  # noqa: ANN201
         return self.engine.config
 
-    @property
-    def draft_model(self):  # noqa: ANN201
-        return self.engine.draft_model
+    def fits(self, config) -> bool:  # noqa: ANN001
+        return self.engine.fits(config)
+
+    def check(self, config) -> None:  # noqa: ANN001
+        self.engine.check(config)
+
+    def __enter__(self) -> "GatedEngine":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def run(self, config, *, stop: threading.Event | None = None) -> Iterator:  # noqa: ANN001
         self.runs += 1

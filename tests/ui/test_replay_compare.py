@@ -8,12 +8,13 @@ import subprocess
 import sys
 
 import msgspec
+import pytest
 
 from spectui.config import RunConfig
 from spectui.recording.reader import read_recording
 from spectui.recording.schema import Step
 from spectui.recording.writer import RecordingWriter
-from spectui.ui.app import make_app
+from spectui.ui.launch import make_app
 from spectui.ui.screens.compare import CompareScreen
 from spectui.ui.widgets.token_stream import TokenStream
 
@@ -37,6 +38,7 @@ def replay_app():  # noqa: ANN201
     return make_app(RunConfig(prompt="(replay)"), record=False, engine_factory=no_engine)
 
 
+@pytest.mark.asyncio
 async def test_replay_pause_step_speed_and_seek():
     steps = steps_of(FIXED_SPEC)
     app = replay_app()
@@ -44,22 +46,22 @@ async def test_replay_pause_step_speed_and_seek():
         await pilot.pause()
         assert app.open_recording(FIXED_SPEC, play=True, speed=1.0, paused=True)
         await pilot.pause(0.3)
-        assert app.live.n_tokens == 0  # paused at the start: the header only
+        assert app.controller.live.n_tokens == 0  # paused at the start: the header only
         assert "paused" in await visible(pilot, "#header")
 
         await pilot.press("n")  # one block
-        await wait_until(pilot, lambda: app.live.n_tokens == len(steps[0].tokens), "the first block")
+        await wait_until(pilot, lambda: app.controller.live.n_tokens == len(steps[0].tokens), "the first block")
         await pilot.press("n")
-        await wait_until(pilot, lambda: app.live.n_tokens == len(steps[0].tokens) + len(steps[1].tokens), "block 2")
+        await wait_until(pilot, lambda: app.controller.live.n_tokens == len(steps[0].tokens) + len(steps[1].tokens), "block 2")
         await pilot.pause(0.3)
-        assert app.live.n_tokens == len(steps[0].tokens) + len(steps[1].tokens)  # stepping leaves it paused
+        assert app.controller.live.n_tokens == len(steps[0].tokens) + len(steps[1].tokens)  # stepping leaves it paused
 
         await pilot.press("greater_than_sign")
-        assert app.player.speed == 2.0
+        assert app.controller.player.speed == 2.0
         assert "paused (2x)" in await visible(pilot, "#header")
         await pilot.press("space")  # play at 2x
-        assert not app.player.paused or app.player.finished
-        await wait_until(pilot, lambda: app.player.finished, "the replay to reach its end")
+        assert not app.controller.player.paused or app.controller.player.finished
+        await wait_until(pilot, lambda: app.controller.player.finished, "the replay to reach its end")
         await pilot.pause(0.2)
         app.refresh_now()
         assert app.screen.query_one(TokenStream).plain_text == text_of(steps)
@@ -67,14 +69,15 @@ async def test_replay_pause_step_speed_and_seek():
 
         await pilot.press("left")  # 5 s back: the fixed session is shorter, so the start
         await pilot.pause(0.2)
-        assert app.live.n_tokens == 0 and app.player.paused
+        assert app.controller.live.n_tokens == 0 and app.controller.player.paused
         await pilot.press("right")  # and forward again to the end
-        await wait_until(pilot, lambda: app.live.n_tokens == sum(len(s.tokens) for s in steps), "seek to the end")
+        await wait_until(pilot, lambda: app.controller.live.n_tokens == sum(len(s.tokens) for s in steps), "seek to the end")
         await pilot.press("home")
         await pilot.pause(0.2)
-        assert app.live.n_tokens == 0
+        assert app.controller.live.n_tokens == 0
 
 
+@pytest.mark.asyncio
 async def test_replay_keeps_the_original_pace():
     """At 1x a replay takes about the recording's own duration; at max it is at once."""
     timeline_s = steps_of(FIXED_SPEC)[-1].t_us[-1] / 1e6
@@ -83,12 +86,13 @@ async def test_replay_keeps_the_original_pace():
         await pilot.pause()
         app.open_recording(FIXED_SPEC, play=True, speed=1.0)
         await pilot.pause(timeline_s * 0.4)
-        assert 0 < app.live.n_tokens < sum(len(s.tokens) for s in steps_of(FIXED_SPEC))
-        await wait_until(pilot, lambda: app.player.finished, "the 1x replay to finish")
+        assert 0 < app.controller.live.n_tokens < sum(len(s.tokens) for s in steps_of(FIXED_SPEC))
+        await wait_until(pilot, lambda: app.controller.player.finished, "the 1x replay to finish")
         app.open_recording(FIXED_SPEC, play=True, speed=float("inf"))
-        await wait_until(pilot, lambda: app.player.finished, "the max-speed replay", timeout=5)
+        await wait_until(pilot, lambda: app.controller.player.finished, "the max-speed replay", timeout=5)
 
 
+@pytest.mark.asyncio
 async def test_replay_of_a_truncated_recording_says_so(tmp_path):
     cut = tmp_path / "cut.spectui"
     data = FIXED_SPEC.read_bytes()
@@ -99,12 +103,13 @@ async def test_replay_of_a_truncated_recording_says_so(tmp_path):
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         assert app.open_recording(cut, play=True, speed=float("inf"))
-        await wait_until(pilot, lambda: app.player.finished, "the replay")
+        await wait_until(pilot, lambda: app.controller.player.finished, "the replay")
         header = await visible(pilot, "#header")
         assert "truncated" in header and "no end record" in header
-        assert app.live.n_tokens == sum(len(e.tokens) for e in rec.events if type(e) is Step) > 0
+        assert app.controller.live.n_tokens == sum(len(e.tokens) for e in rec.events if type(e) is Step) > 0
 
 
+@pytest.mark.asyncio
 async def test_replay_of_a_recording_from_another_machine(tmp_path):
     """A Mac's recording: other host, models at paths that do not exist here."""
     rec = read_recording(FIXED_SPEC)
@@ -129,7 +134,7 @@ async def test_replay_of_a_recording_from_another_machine(tmp_path):
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         assert app.open_recording(path, play=True, speed=float("inf"))
-        await wait_until(pilot, lambda: app.player.finished, "the replay")
+        await wait_until(pilot, lambda: app.controller.player.finished, "the replay")
         app.refresh_now()
         assert app.screen.query_one(TokenStream).plain_text == text_of(steps_of(FIXED_SPEC))
 
@@ -147,6 +152,7 @@ def test_replay_cli_refuses_bad_input_in_one_line(tmp_path):
         assert out.stderr.startswith("spectui: error:")
 
 
+@pytest.mark.asyncio
 async def test_compare_two_recordings():
     app = make_app(RunConfig(prompt="unused"), record=False)
     async with app.run_test(size=SIZE) as pilot:
@@ -172,14 +178,15 @@ async def test_compare_two_recordings():
         assert not isinstance(app.screen, CompareScreen)
 
 
+@pytest.mark.asyncio
 async def test_compare_live_runs_ar_then_speculative(tmp_path):
     app = make_app(real_config(max_tokens=24), recordings_dir=str(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("v")
         assert isinstance(app.screen, CompareScreen)
-        base, cand = app.compare
+        base, cand = app.controller.compare
         await wait_until(pilot, lambda: base.end is not None and cand.end is not None, "both runs")
-        await wait_until(pilot, lambda: not app.runner.busy, "the engine thread")
+        await wait_until(pilot, lambda: not app.controller.runner.busy, "the engine thread")
         assert base.header.config.mode == "ar" and cand.header.config.mode == "spec"
         # never at once: the speculative run starts after the AR run ended
         assert cand.header.started_at >= base.header.started_at
@@ -207,6 +214,7 @@ def test_compare_screen_snapshot(snap_compare, monkeypatch):
     assert snap_compare(app, terminal_size=(120, 36), run_before=open_pair)
 
 
+@pytest.mark.asyncio
 async def test_compare_live_interleaved(tmp_path):
     """`i` then `r` on the compare screen: AR and speculative alternate block by block on two
     contexts; each recording says its clock leaves out the other's time, and greedy outputs
@@ -217,18 +225,18 @@ async def test_compare_live_interleaved(tmp_path):
 
     app = make_app(real_config(max_tokens=24), recordings_dir=str(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
-        app.compare = (app.live, app.live)  # something on screen: `v` then opens without running
+        app.controller.compare = (app.controller.live, app.controller.live)  # something on screen: `v` then opens without running
         await pilot.press("v")
         await pilot.press("i")
-        assert app.compare_interleave
+        assert app.controller.compare_interleave
         t0 = time.monotonic()
         await pilot.press("r")
-        base, cand = app.compare
+        base, cand = app.controller.compare
         await wait_until(pilot, lambda: base.end is not None and cand.end is not None, "both runs")
-        await wait_until(pilot, lambda: not app.runner.busy, "the engine thread")
+        await wait_until(pilot, lambda: not app.controller.runner.busy, "the engine thread")
         wall_s = time.monotonic() - t0
-        assert app.state == "done", app.detail
-        assert app.runner.loads == 2  # a second engine: the two sessions never share a KV cache
+        assert app.controller.state == "done", app.controller.detail
+        assert app.controller.runner.loads == 2  # a second engine: the two sessions never share a KV cache
         n = min(len(base.tokens), len(cand.tokens))
         assert n > 0 and base.tokens[:n] == cand.tokens[:n]
         recs = [read_recording(p) for p in sorted(tmp_path.glob("*.spectui"))]

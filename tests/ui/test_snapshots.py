@@ -13,7 +13,7 @@ import os
 import pytest
 
 from spectui.config import RunConfig
-from spectui.ui.app import make_app
+from spectui.ui.launch import make_app
 
 from .conftest import FIXED_AR, FIXED_SPEC, REPO
 
@@ -53,6 +53,23 @@ class TestMainScreen:
     def test_block_boundaries(self, snap_compare):
         app, before = fixed_app()
         assert snap_compare(app, press=["b"], terminal_size=(100, 30), run_before=before)
+
+
+class TestNarrowTerminal:
+    """The token stream keeps the width: the stats panel folds away (its speed and acceptance
+    move to the stream's border) or, on a tall enough screen, goes under the stream."""
+
+    def test_40x12(self, snap_compare):
+        app, before = fixed_app()
+        assert snap_compare(app, terminal_size=(40, 12), run_before=before)
+
+    def test_60x20(self, snap_compare):
+        app, before = fixed_app()
+        assert snap_compare(app, terminal_size=(60, 20), run_before=before)
+
+    def test_60x32_stats_below(self, snap_compare):
+        app, before = fixed_app()
+        assert snap_compare(app, terminal_size=(60, 32), run_before=before)
 
 
 class TestThemes:

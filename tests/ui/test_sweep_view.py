@@ -22,8 +22,9 @@ from spectui.metrics.stats import summarize
 from spectui.prompts import list_prompts
 from spectui.recording.reader import read_recording
 from spectui.recording.schema import Step
-from spectui.ui.format import DASH
-from spectui.ui.sweep import SweepScreen, make_sweep_app
+from spectui.format import DASH
+from spectui.ui.launch import make_sweep_app
+from spectui.ui.sweep import SweepScreen
 
 from .conftest import WAIT_S, FIXED_AR, FIXED_SPEC, REPO, GatedEngine, real_config, visible, wait_thread, wait_until
 
@@ -58,6 +59,7 @@ def report_cells(result: SweepResult, tier: str) -> dict[str, list[str]]:
     return {cells[0]: cells for cells in rows}
 
 
+@pytest.mark.asyncio
 async def test_sweep_runs_in_the_view_and_fills_the_table(tmp_path):
     plan, prompts = tiny_plan()
     app = make_sweep_app(plan, prompts, str(tmp_path), max_tokens=16)
@@ -110,6 +112,7 @@ class HoldSecondRun(GatedEngine):
                     self.release.wait(WAIT_S)
 
 
+@pytest.mark.asyncio
 async def test_q_stops_after_the_run_in_flight_and_keeps_the_recordings(tmp_path):
     from spectui.engine.session import Engine
 

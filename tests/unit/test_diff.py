@@ -10,7 +10,8 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from spectui.compare.diff import diff_recordings, format_diff_markdown, format_diff_text, speedup_ci
+from spectui.compare.diff import diff_recordings, format_diff_markdown, format_diff_text
+from spectui.compare.speedup import speedup_ci
 from spectui.errors import SpectuiError
 from spectui.metrics.stats import summarize
 from spectui.recording.reader import Recording, read_recording

@@ -282,7 +282,7 @@ def test_two_sessions_share_a_destination_and_the_counters_add_up(tmp_path):
 
 def test_importing_the_exporter_pulls_in_neither_opentelemetry_nor_the_ui():
     code = (
-        "import sys, spectui.telemetry, spectui.cli_export, spectui.cli\n"
+        "import sys, spectui.telemetry, spectui.cli.recordings, spectui.cli.run, spectui.cli\n"
         "bad = [m for m in sys.modules if m.split('.')[0] in ('opentelemetry', 'textual', 'rich')]\n"
         "assert not bad, bad\n"
     )

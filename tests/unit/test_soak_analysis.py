@@ -14,7 +14,8 @@ import pytest
 import scipy.stats
 
 from spectui.errors import SpectuiError
-from spectui.lab.soak import MIB, SoakThresholds, analyze_folder, analyze_soak, fit_slope, t_quantile_975
+from spectui.lab.soak import MIB, SoakThresholds, analyze_folder, analyze_soak
+from spectui.metrics.stats import fit_slope, t_quantile_975
 from spectui.recording.schema import End, Header, MemorySample, Step
 from spectui.recording.writer import RecordingWriter
 
@@ -220,7 +221,7 @@ def test_soak_modules_stay_headless():
     import sys
 
     code = (
-        "import sys, spectui.lab.soak, spectui.cli_soak\n"
+        "import sys, spectui.lab.soak, spectui.lab.soak_analysis, spectui.lab.soak_report, spectui.cli.lab\n"
         "bad = [m for m in sys.modules if m.split('.')[0] in ('textual', 'rich', 'plotext', 'llama_cpp')]\n"
         "assert not bad, bad\n"
     )

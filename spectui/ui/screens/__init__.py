@@ -1,1 +1,2 @@
-"""Screens of the dashboard: the live view, the plot view and the pickers."""
+"""Screens of the dashboard: live, compare, diff, plot, and the pickers. Each draws from the
+``DashboardView`` it is given (never from the app's insides); keys act through the app."""

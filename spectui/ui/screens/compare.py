@@ -1,10 +1,10 @@
 """AR and speculative side by side: two columns (token stream and signals each) and a delta
 bar (speedup, ITL tails, TTFT, memory, output agreement).
 
-The columns show the app's ``compare`` pair: two recordings, or two live runs that the app
-runs one after the other on its one engine thread (never both at once: on a small machine
-they would share the cores and both numbers would be wrong). The repaint path is the main
-screen's: the app's timer calls ``redraw``.
+The columns show the view's ``compare`` pair: two recordings, or two live runs that the
+controller runs one after the other on its one engine thread (never both at once: on a small
+machine they would share the cores and both numbers would be wrong), or interleaved block by
+block. The repaint path is the main screen's: the app's timer calls ``redraw``.
 """
 
 from __future__ import annotations
@@ -20,27 +20,18 @@ from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from spectui.compare.diff import first_difference
+from spectui.compare.headers import first_difference
+from spectui.format import DASH, num, pct, signed_size
 from spectui.metrics.live import LiveRun
 from spectui.metrics.stats import Summary
-from spectui.ui.format import DASH, num, pct, signed_size
+from spectui.ui.labels import run_label
 from spectui.ui.widgets.signals import SignalGroup
 from spectui.ui.widgets.token_stream import TokenStream
 
 if TYPE_CHECKING:
-    from spectui.ui.app import SpectuiApp
+    from spectui.ui.view import DashboardView
 
 SIDES = ("baseline", "candidate")
-
-
-def run_label(live: LiveRun) -> str:
-    h = live.header
-    if h is None:
-        return "waiting"
-    c = h.config
-    if c.mode == "ar":
-        return "AR"
-    return f"spec {'n-gram' if c.draft.is_ngram else 'draft model'} K={c.draft.k}"
 
 
 def delta_text(base: LiveRun, cand: LiveRun, sb: Summary, sc: Summary, styles: dict[str, object]) -> Text:
@@ -102,6 +93,10 @@ class CompareScreen(Screen[None]):
     COMPONENT_CLASSES = {"compare--muted", "compare--value", "compare--good", "compare--bad"}
     AUTO_FOCUS = None
 
+    def __init__(self, view: DashboardView) -> None:
+        super().__init__()
+        self.view = view
+
     def compose(self) -> ComposeResult:
         yield Static("compare", id="compare-title", markup=False)
         with Horizontal(id="columns"):
@@ -117,10 +112,10 @@ class CompareScreen(Screen[None]):
         self.redraw()
 
     def redraw(self, *, full: bool = True) -> bool:
-        app: SpectuiApp = self.app  # type: ignore[assignment]
-        pair = app.compare
+        view = self.view
+        pair = view.compare
         try:
-            self.query_one("#compare-title", Static).update(app.compare_title())
+            self.query_one("#compare-title", Static).update(view.compare_title())
             if pair is None:
                 return True
             summaries = []
@@ -130,7 +125,8 @@ class CompareScreen(Screen[None]):
                     continue
                 s = live.summary()
                 summaries.append(s)
-                title = f"{side}: {run_label(live)}  {num(s.decode_tok_s, '.1f', ' tok/s')}"
+                label = run_label(live.header.config if live.header is not None else None)
+                title = f"{side}: {label}  {num(s.decode_tok_s, '.1f', ' tok/s')}"
                 if live.end is not None:
                     title += f"  ({live.n_tokens} tokens, {live.end.reason})"
                 elif live.header is not None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.css.query import NoMatches
@@ -9,6 +11,9 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from spectui.ui.widgets.plots import RunPlot
+
+if TYPE_CHECKING:
+    from spectui.ui.view import DashboardView
 
 #: A live run's plots are rebuilt at most this often: plotext takes tens of milliseconds
 #: per build, and a plot is read at a glance, not followed token by token.
@@ -33,9 +38,13 @@ class PlotScreen(Screen[None]):
         Binding("q", "app.quit", "Quit"),
     ]
 
+    def __init__(self, view: DashboardView) -> None:
+        super().__init__()
+        self.view = view
+
     def compose(self) -> ComposeResult:
         yield Static("plots · the whole run · g / Esc back", id="plot-title")
-        yield RunPlot()
+        yield RunPlot(self.view)
         yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
@@ -46,4 +55,4 @@ class PlotScreen(Screen[None]):
             plot = self.query_one(RunPlot)
         except NoMatches:  # not mounted yet, or being torn down
             return
-        plot.update_from(self.app.live)  # type: ignore[attr-defined]
+        plot.update_from(self.view.live)

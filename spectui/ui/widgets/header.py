@@ -3,29 +3,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from rich.text import Text
 from textual.widget import Widget
 
-from spectui.ui.format import ellipsize_left
-
-
-@dataclass(frozen=True)
-class HeaderInfo:
-    backend: str = "llama.cpp"
-    target: str = ""
-    quant: str = ""
-    draft: str = ""  # "AR" or "n-gram K=4" / "draft <name> K=4"
-    sampling: str = "greedy"
-    prompt: str = ""
-    state: str = "idle"  # idle, loading, running, stopping, done, interrupted, error, replay
-    detail: str = ""  # tokens so far, the finish reason, an error line
-    #: "rec" (live, recording to ``path``), "off" (recording turned off), "replay" (showing
-    #: the recording at ``path``), "" (nothing run yet)
-    recording: str = ""
-    path: str = ""
-
+from spectui.format import ellipsize_left
+from spectui.ui.labels import HeaderInfo
 
 _STATE_MARK = {
     "idle": "○",

@@ -1,22 +1,26 @@
 """Whole-run plots drawn with plotext: ITL, acceptance per block and memory over time.
 
 plotext 6 rewrote its internals and textual-plotext 1.0.1 still imports the old ones, so the
-figure is built here and its ANSI text (``figure.build().string()``) goes into a Static
-through ``Text.from_ansi``. Colours are the app theme's (primary, success, accent, secondary,
+figure is built here with plotext's public API (the module-level ``plotext.figure``,
+``plotext.add_theme``, ``plotext.terminal``) and its ANSI text (``figure.build().string()``)
+goes into a Static through ``Text.from_ansi``. Colours are the app theme's (primary, success, accent, secondary,
 foreground) turned into plotext themes, so plots follow the theme like everything else.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import plotext
-from plotext._settings.themes import add_theme
 from rich.text import Text
 from textual.color import Color
 from textual.widgets import Static
 
 from spectui.metrics.live import LiveRun
+
+if TYPE_CHECKING:
+    from spectui.ui.view import DashboardView
 
 #: plotext draws braille: two points per cell across. More points than that per cell only
 #: cost build time, so long runs are thinned to this many points per column.
@@ -55,9 +59,9 @@ def build_plots(live: LiveRun, width: int, height: int, colours: dict[str, str])
     """The three stacked plots as ANSI text, ``width`` x ``height`` cells."""
     fg = _rgb(colours.get("foreground", "#c0c0c0"))
     for key, var in (("itl", "primary"), ("acc", "success")):
-        add_theme(f"spectui-{key}", canvas=None, text=fg, sequence=[_rgb(colours.get(var, "#808080"))])
+        plotext.add_theme(f"spectui-{key}", canvas=None, text=fg, sequence=[_rgb(colours.get(var, "#808080"))])
     mem = [_rgb(colours.get("accent", "#808080")), _rgb(colours.get("secondary", "#808080"))]
-    add_theme("spectui-mem", canvas=None, text=fg, sequence=mem)
+    plotext.add_theme("spectui-mem", canvas=None, text=fg, sequence=mem)
 
     # plotext clips figures to the size of the terminal it sees (80x24 when it cannot tell,
     # as under Textual): the widget, not plotext, decides the size here.
@@ -110,13 +114,14 @@ class RunPlot(Static):
     RunPlot { width: 1fr; height: 1fr; }
     """
 
-    def __init__(self, **kwargs) -> None:  # noqa: ANN003
+    def __init__(self, view: DashboardView, **kwargs) -> None:  # noqa: ANN003
         super().__init__("", markup=False, **kwargs)
+        self.view = view
         self._key: tuple | None = None
 
     def on_resize(self) -> None:
         # Built at the widget's final size (and rebuilt when the terminal changes size).
-        self.update_from(self.app.live)  # type: ignore[attr-defined]
+        self.update_from(self.view.live)
 
     def update_from(self, live: LiveRun, *, force: bool = False) -> None:
         size = self.content_size

@@ -16,7 +16,7 @@ from textual.widgets import Static
 
 from spectui.metrics.live import LiveRun, percentiles
 from spectui.metrics.stats import Summary
-from spectui.ui.format import DASH, num, pct, size
+from spectui.format import DASH, num, pct, size
 from spectui.ui.widgets.spark import SparkBars
 
 
@@ -67,19 +67,23 @@ class SignalPanel(Widget):
         )
         self._shown = (current, p50, p95, data)
         caption_widget = self.query_one(".signal-caption", Static)
-        # Aligned columns where there is room (51 cells); packed tight in a narrow column.
-        wide = caption_widget.size.width >= CAPTION_WIDTH or caption_widget.size.width == 0
-        caption = (current, p50, p95, styles, wide)  # styles are baked in: a theme change redraws
+        # Aligned columns where there is room (51 cells); packed tight in a narrow column, and
+        # in a very narrow one the percentiles go, p95 first, so the current value stays.
+        room = caption_widget.size.width
+        wide = room >= CAPTION_WIDTH or room == 0
+        caption = (current, p50, p95, styles, wide or room)  # styles are baked in: a theme change redraws
         if caption != self._caption:
             self._caption = caption
             w = (9, 11, 9) if wide else (0, 0, 0)
             text = Text(no_wrap=True, overflow="ellipsis")
             text.append(f"{self.signal_name:<{w[0]}}", name_style)
             text.append(f"{current:>{w[1]}}" if wide else f" {current}", value_style)
-            text.append("  p50 " if wide else " p50 ", muted)
-            text.append(f"{p50:>{w[2]}}", muted)
-            text.append("  p95 " if wide else " p95 ", muted)
-            text.append(f"{p95:>{w[2]}}", muted)
+            for label, value in (("p50", p50), ("p95", p95)):
+                lead, shown = (f"  {label} " if wide else f" {label} "), f"{value:>{w[2]}}"
+                if not wide and text.cell_len + len(lead) + len(shown) > room:
+                    break
+                text.append(lead, muted)
+                text.append(shown, muted)
             caption_widget.update(text, layout=False)  # fixed size
         self.query_one(SparkBars).show(data)
 

@@ -9,21 +9,12 @@ break-even acceptance.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from rich.text import Text
 from textual.widgets import Static
 
+from spectui.format import DASH, missing, num, pct, signed_size, size
 from spectui.metrics.live import LiveRun
-from spectui.ui.format import DASH, missing, num, pct, signed_size, size
-
-
-@dataclass(frozen=True)
-class Baseline:
-    """An AR run of the same target, prompt and settings: the measured speedup's yardstick."""
-
-    decode_tok_s: float
-    ar_step_us: float
+from spectui.ui.state import Baseline
 
 
 class StatsPanel(Static):
@@ -48,14 +39,14 @@ class StatsPanel(Static):
         self._key: tuple | None = None
 
     def update_from(self, live: LiveRun, *, mode: str, k: int, baseline: Baseline | None) -> None:
-        height = self.content_size.height
+        width, height = self.content_size
         get = self.get_component_rich_style
         label_style, value_style, good, bad = styles = tuple(
             get(f"stats-panel--{name}") for name in ("label", "value", "good", "bad")
         )
         # The styles are baked into the table, so they are part of what decides a rebuild
         # (a theme change restyles it even when no event arrived).
-        key = (id(live), live.version, mode, k, baseline, height, styles)
+        key = (id(live), live.version, mode, k, baseline, width, height, styles)
         if key == self._key:
             return
         self._key = key
@@ -122,7 +113,7 @@ class StatsPanel(Static):
 
         # Plain Text in two aligned columns: a rich Table re-lays itself out on every repaint,
         # which cost more than everything else in this panel.
-        width = max(20, self.content_size.width)
+        width = max(20, width)
         label_width = max(len(label) for label, _ in rows) + 1
         out = Text(no_wrap=True, overflow="ellipsis", end="")
         for i, (label, value) in enumerate(rows):

@@ -23,19 +23,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from spectui.cli.common import StopOnSignal, add_run_arguments, config_from_args
 from spectui.errors import SpectuiError
 
 if TYPE_CHECKING:
+    import threading
+
     from spectui.config import RunConfig
     from spectui.prompts import PromptSpec
     from spectui.quality import PassRate
+    from spectui.sessions.protocol import Engine
 
 MODES = ("ar", "spec")
 
 
-def add_parsers(sub: argparse._SubParsersAction) -> None:
-    from spectui.cli import add_run_arguments
-
+def register(sub: argparse._SubParsersAction) -> None:
     q = sub.add_parser(
         "quality",
         help="pass rates of the quality mini-set (JSON / tool-call prompts), AR vs speculative",
@@ -48,6 +50,43 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     q.add_argument("--repeats", type=int, default=1, metavar="N", help="sampled runs per prompt and mode, seeds seed..seed+N-1 (default 1)")
     q.add_argument("--out", metavar="DIR", default=None, help="folder for the recordings (default: recordings/quality-<time>/)")
     q.add_argument("--json", action="store_true", help="one JSON object (every run, per-prompt and overall rates)")
+    q.set_defaults(func=cmd_quality)
+
+
+def cmd_quality(args: argparse.Namespace) -> int:
+    import msgspec
+
+    from spectui.recording.writer import check_run_folder, new_run_folder
+
+    if args.prompt is not None or args.prompt_file is not None:
+        raise SpectuiError("quality runs the prompts/ quality set; choose among them with --only NAME ...")
+    if args.server:  # a server decodes in one mode of its own: no AR/spec pair here
+        raise SpectuiError("quality runs AR and speculative on the embedded engine; --server is not supported")
+    if args.repeats < 1:
+        raise SpectuiError(f"--repeats must be >= 1, got {args.repeats}")
+    only = list(args.only or []) + ([args.prompt_name] if args.prompt_name is not None else [])
+    specs = select_prompts(only or None)
+    folder = Path(args.out) if args.out is not None else new_run_folder("quality")
+    check_run_folder(folder, "quality run")
+    spec_config = mode_configs(args, specs[0])["spec"]  # validates every flag before a model loads
+    greedy = spec_config.sampling.greedy
+    if greedy and args.repeats > 1:
+        print(f"spectui: greedy: --repeats {args.repeats} ignored, every repeat would decode the same tokens", file=sys.stderr)
+    runs, stopped = run_quality(args, specs, folder)
+    report = quality_report(runs, specs, greedy)
+    report["folder"] = str(folder)
+    report["speculative"] = spec_config.label()
+    report["stopped"] = stopped
+    if args.json:
+        print(msgspec.json.encode(report).decode())
+    else:
+        s = spec_config.sampling
+        sampling = "greedy" if greedy else f"temperature {s.temperature:g}, seeds {s.seed}..{s.seed + args.repeats - 1}"
+        print(format_quality_report(report, f"spectui quality: {len(specs)} prompts, AR vs {spec_config.label()}, {sampling}"))
+        if stopped:
+            print("stopped early: the table covers the sessions that ran")
+    print(f"spectui: {len(runs)} sessions recorded to {folder}", file=sys.stderr)
+    return 1 if any(r.error for r in runs) else 0
 
 
 # -- what to run ---------------------------------------------------------------------------
@@ -68,13 +107,10 @@ def select_prompts(only: list[str] | None) -> list[PromptSpec]:
     return [by_name[n] for n in dict.fromkeys(only)]
 
 
-
-def _configs(args: argparse.Namespace, spec: PromptSpec) -> dict[str, RunConfig]:
+def mode_configs(args: argparse.Namespace, spec: PromptSpec) -> dict[str, RunConfig]:
     """The AR and speculative configurations for one prompt, through the same path as
     ``spectui run --prompt-name NAME`` so the recordings are what a plain run would make."""
     import msgspec
-
-    from spectui.cli import config_from_args
 
     ns = argparse.Namespace(**{**vars(args), "prompt_name": spec.name, "prompt": None, "prompt_file": None, "mode": "spec"})
     spec_config = config_from_args(ns)
@@ -96,15 +132,51 @@ class QualityRun:
     error: str = ""  # the engine's, when the session ended in an error
 
 
-def _record_and_grade(engine, config: RunConfig, path: Path, stop) -> QualityRun:  # noqa: ANN001
-    from spectui.compare.diff import output_tokens
-    from spectui.quality import grade_recording
-    from spectui.recording.reader import read_recording
-    from spectui.recording.writer import RecordingWriter
+def run_quality(args: argparse.Namespace, specs: list[PromptSpec], folder: Path) -> tuple[list[QualityRun], bool]:
+    """Run, record and grade every prompt x mode x repeat; (runs, stopped by a signal)."""
+    import msgspec
 
-    with RecordingWriter(path) as writer:
-        for ev in engine.run(config, stop=stop):
-            writer.write(ev)
+    from spectui.recording.writer import SUFFIX
+    from spectui.sessions.open import open_engine
+
+    plans = [(spec, mode_configs(args, spec)) for spec in specs]
+    first = plans[0][1]["spec"]
+    repeats = 1 if first.sampling.greedy else args.repeats
+    runs: list[QualityRun] = []
+    with open_engine(first) as engine, StopOnSignal() as stop:
+        for _, configs in plans:
+            for config in configs.values():
+                engine.check(config)  # too long for the context: refuse before running any
+        for spec, configs in plans:
+            for i in range(repeats):
+                for mode in MODES:
+                    if stop.is_set():
+                        return runs, True
+                    config = configs[mode]
+                    if not config.sampling.greedy:
+                        sampling = msgspec.structs.replace(config.sampling, seed=config.sampling.seed + i)
+                        config = msgspec.structs.replace(config, sampling=sampling)
+                    path = folder / f"{spec.name}.{mode}.seed{config.sampling.seed}{SUFFIX}"
+                    run = record_and_grade(engine, config, path, stop)
+                    if stop.is_set():  # cut short: its output would fail for the wrong reason
+                        return runs, True
+                    runs.append(run)
+                    mark = "pass" if run.passed else "FAIL"
+                    print(f"spectui: {spec.name} {mode} seed {run.seed}: {mark} ({run.reason})", file=sys.stderr)
+                    if run.error:
+                        print(f"spectui: error: the engine failed: {run.error}", file=sys.stderr)
+    return runs, stop.is_set()
+
+
+def record_and_grade(engine: Engine, config: RunConfig, path: Path, stop: threading.Event) -> QualityRun:
+    """One session recorded to ``path``, then graded from the file (as the gate will grade it)."""
+    from spectui.recording.output import grade_recording, output_tokens
+    from spectui.recording.reader import read_recording
+    from spectui.recording.schema import End
+    from spectui.sessions.record import record_session
+
+    for _ in record_session(engine, config, path, stop=stop):
+        pass
     rec = read_recording(path)
     result = grade_recording(rec)
     assert result is not None  # every selected prompt carries a check
@@ -116,47 +188,9 @@ def _record_and_grade(engine, config: RunConfig, path: Path, stop) -> QualityRun
         passed=result.passed,
         reason=result.reason,
         recording=str(path),
-        tokens=output_tokens(rec)[0],
-        error=getattr(end, "error", "") if getattr(end, "reason", "") == "error" else "",
+        tokens=output_tokens(rec.events)[0],
+        error=end.error if type(end) is End and end.reason == "error" else "",
     )
-
-
-def run_quality(args: argparse.Namespace, specs: list[PromptSpec], folder: Path) -> tuple[list[QualityRun], bool]:
-    """Run, record and grade every prompt x mode x repeat; (runs, stopped by a signal)."""
-    import msgspec
-
-    from spectui.cli import _StopOnSignal
-    from spectui.engine.session import Engine
-    from spectui.recording.writer import SUFFIX
-
-    plans = [(spec, _configs(args, spec)) for spec in specs]
-    first = plans[0][1]["spec"]
-    repeats = 1 if first.sampling.greedy else args.repeats
-    folder.mkdir(parents=True, exist_ok=True)
-    runs: list[QualityRun] = []
-    with Engine.load(first) as engine, _StopOnSignal() as stop:
-        for _, configs in plans:
-            for config in configs.values():
-                engine.prepare_prompt(config)  # too long for the context: refuse before running any
-        for spec, configs in plans:
-            for i in range(repeats):
-                for mode in MODES:
-                    if stop.is_set():
-                        return runs, True
-                    config = configs[mode]
-                    if not config.sampling.greedy:
-                        sampling = msgspec.structs.replace(config.sampling, seed=config.sampling.seed + i)
-                        config = msgspec.structs.replace(config, sampling=sampling)
-                    path = folder / f"{spec.name}.{mode}.seed{config.sampling.seed}{SUFFIX}"
-                    run = _record_and_grade(engine, config, path, stop)
-                    if stop.is_set():  # cut short: its output would fail for the wrong reason
-                        return runs, True
-                    runs.append(run)
-                    mark = "pass" if run.passed else "FAIL"
-                    print(f"spectui: {spec.name} {mode} seed {run.seed}: {mark} ({run.reason})", file=sys.stderr)
-                    if run.error:
-                        print(f"spectui: error: the engine failed: {run.error}", file=sys.stderr)
-    return runs, stop.is_set()
 
 
 # -- reporting -----------------------------------------------------------------------------
@@ -214,38 +248,37 @@ def quality_report(runs: list[QualityRun], specs: list[PromptSpec], greedy: bool
     }
 
 
-def _cell(d: dict) -> str:
-    if not d["n"]:
-        return "n/a"
-    return f"{d['passed']}/{d['n']} {d['rate']:.0%} [{d['ci_low']:.0%}-{d['ci_high']:.0%}]"
+def _rate_cell(d: dict) -> str:
+    from spectui.quality import PassRate
+
+    return str(PassRate(d["passed"], d["n"]))  # "3/4 75% [30%-95%]", or "n/a" with no runs
 
 
-def _diff_cell(d: dict) -> str:
+def _difference_cell(d: dict) -> str:
+    from spectui.format import NA, missing
+
     pts = d["difference_points"]
-    if pts != pts:
-        return "n/a"
+    if missing(pts):
+        return NA
     low, high = d["difference_ci_points"]
     return f"{pts:+.1f} pt [{low:+.0f}, {high:+.0f}]"
 
 
 def format_quality_report(report: dict, header: str) -> str:
-    rows = [(r["prompt"], r["check"].split(";")[0], _cell(r["ar"]), _cell(r["spec"]), _diff_cell(r)) for r in report["prompts"]]
-    o = report["overall"]
-    rows.append(("overall", "", _cell(o["ar"]), _cell(o["spec"]), _diff_cell(o)))
-    head = ("prompt", "check", "AR pass", "spec pass", "spec - AR")
-    w = [max(len(str(x[i])) for x in rows + [head]) for i in range(5)]
-    lines = [header, "  " + "  ".join(h.ljust(w[i]) for i, h in enumerate(head)).rstrip()]
-    lines += ["  " + "  ".join(str(c).ljust(w[i]) for i, c in enumerate(r)).rstrip() for r in rows]
+    from spectui.format import text_table
+
+    rows = [
+        [r["prompt"], r["check"].split(";")[0], _rate_cell(r["ar"]), _rate_cell(r["spec"]), _difference_cell(r)]
+        for r in [*report["prompts"], report["overall"]]
+    ]
+    lines = [header, text_table(["prompt", "check", "AR pass", "spec pass", "spec - AR"], rows, indent=2)]
     identical, pairs = report["identical_pairs"], report["pairs"]
-    if report["greedy"]:
-        if identical == pairs:
-            lines.append(
-                f"greedy: {identical} of {pairs} AR/spec pairs are token-identical, so the pass rates are identical"
-            )
-        else:
-            lines.append(f"greedy: only {identical} of {pairs} AR/spec pairs are token-identical: speculative output differs (a bug)")
-    else:
+    if not report["greedy"]:
         lines.append(f"sampled: {identical} of {pairs} AR/spec pairs (same prompt and seed) are token-identical")
+    elif identical == pairs:
+        lines.append(f"greedy: {identical} of {pairs} AR/spec pairs are token-identical, so the pass rates are identical")
+    else:
+        lines.append(f"greedy: only {identical} of {pairs} AR/spec pairs are token-identical: speculative output differs (a bug)")
     lines.append("pass rates with 95% Wilson intervals; spec - AR in percentage points with its 95% interval (Newcombe)")
     failures = [
         f"  {r['prompt']} {m}: {n}x {reason}"
@@ -257,45 +290,3 @@ def format_quality_report(report: dict, header: str) -> str:
         lines.append("failures:")
         lines += failures
     return "\n".join(lines)
-
-
-def cmd_quality(args: argparse.Namespace) -> int:
-    import msgspec
-
-    from spectui.compare.diff import mode_label
-
-    if args.prompt is not None or args.prompt_file is not None:
-        raise SpectuiError("quality runs the prompts/ quality set; choose among them with --only NAME ...")
-    if getattr(args, "server", None):  # a server decodes in one mode of its own: no AR/spec pair here
-        raise SpectuiError("quality runs AR and speculative on the embedded engine; --server is not supported")
-    if args.repeats < 1:
-        raise SpectuiError(f"--repeats must be >= 1, got {args.repeats}")
-    only = list(args.only or []) + ([args.prompt_name] if args.prompt_name is not None else [])
-    specs = select_prompts(only or None)
-    from spectui.recording.writer import check_run_folder, new_run_folder
-
-    folder = Path(args.out) if args.out is not None else new_run_folder("quality")
-    check_run_folder(folder, "quality run")
-    spec_config = _configs(args, specs[0])["spec"]  # validates every flag before a model loads
-    greedy = spec_config.sampling.greedy
-    if greedy and args.repeats > 1:
-        print(f"spectui: greedy: --repeats {args.repeats} ignored, every repeat would decode the same tokens", file=sys.stderr)
-    runs, stopped = run_quality(args, specs, folder)
-    report = quality_report(runs, specs, greedy)
-    report["folder"] = str(folder)
-    report["speculative"] = mode_label(spec_config)
-    report["stopped"] = stopped
-    if args.json:
-        print(msgspec.json.encode(report).decode())
-    else:
-        s = spec_config.sampling
-        sampling = "greedy" if greedy else f"temperature {s.temperature:g}, seeds {s.seed}..{s.seed + args.repeats - 1}"
-        header = f"spectui quality: {len(specs)} prompts, AR vs {mode_label(spec_config)}, {sampling}"
-        print(format_quality_report(report, header))
-        if stopped:
-            print("stopped early: the table covers the sessions that ran")
-    print(f"spectui: {len(runs)} sessions recorded to {folder}", file=sys.stderr)
-    return 1 if any(r.error for r in runs) else 0
-
-
-COMMANDS = {"quality": cmd_quality}

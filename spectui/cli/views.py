@@ -1,4 +1,4 @@
-"""The CLI's dashboard views of recordings: ``spectui replay`` and ``spectui compare``.
+"""The dashboard views of recordings: ``spectui replay`` and ``spectui compare``.
 
 Every file is read (and refused in one line) before the dashboard starts, so a bad path
 never leaves a half-drawn terminal behind. The UI is imported only when a view opens: the
@@ -8,17 +8,18 @@ headless commands stay free of Textual.
 from __future__ import annotations
 
 import argparse
-import sys
 
+from spectui.cli.common import add_run_arguments, config_from_args, need_terminal, read_recordings
 from spectui.errors import SpectuiError
 
 
-def add_parsers(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction) -> None:
     replay = sub.add_parser("replay", help="play a recording in the dashboard at its own pace (no models needed)")
     replay.add_argument("file")
     replay.add_argument("--speed", default="1", help="0.5, 1, 2, 4 or max (default 1: the original timing)")
     replay.add_argument("--paused", action="store_true", help="open paused at the start: space plays, n steps a block")
     replay.add_argument("--theme", default=None)
+    replay.set_defaults(func=cmd_replay)
 
     compare = sub.add_parser("compare", help="AR and speculative side by side: two recordings, or both run live")
     compare.add_argument("files", nargs="*", metavar="FILE", help="two recordings (baseline first); none: run both live")
@@ -29,23 +30,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="live: alternate the two runs block by block (two contexts) instead of one after the other",
     )
-    from spectui.cli import add_run_arguments  # the live pair takes every run knob
-
-    add_run_arguments(compare)
-
-
-def _need_terminal(what: str) -> None:
-    if not (sys.stdout.isatty() and sys.stdin.isatty()):
-        raise SpectuiError(f"{what} needs a terminal; for a text summary use: spectui report FILE / spectui diff A B")
-
-
-def _check_recording(path: str) -> None:
-    from spectui.recording.reader import read_recording
-
-    try:
-        read_recording(path)
-    except OSError as exc:
-        raise SpectuiError(f"{path}: {exc.strerror or exc}") from None
+    add_run_arguments(compare)  # the live pair takes every run knob
+    compare.set_defaults(func=cmd_compare)
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
@@ -55,30 +41,22 @@ def cmd_replay(args: argparse.Namespace) -> int:
         speed = parse_speed(args.speed)
     except ValueError:
         raise SpectuiError(f"--speed {args.speed!r}: expected 0.5, 1, 2, 4 or max") from None
-    _check_recording(args.file)
-    _need_terminal("replay")
-    from spectui.ui.app import run_replay
+    read_recordings([args.file])
+    need_terminal("replay")
+    from spectui.ui.launch import run_replay
 
     return run_replay(args.file, speed=speed, paused=args.paused, theme=args.theme)
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from spectui.cli import config_from_args
-
     if len(args.files) not in (0, 2):
         raise SpectuiError("compare takes two recordings (baseline first), or none to run AR and speculative live")
-    for path in args.files:
-        _check_recording(path)
+    read_recordings(args.files)
     config = config_from_args(args) if not args.files else None
     if config is not None and config.backend.name == "server" and args.interleave:
         # a server keeps generating while its turn waits: its clock cannot be taken out
         raise SpectuiError("--interleave needs embedded engines; a server run cannot be paused between blocks")
-    _need_terminal("compare")
-    from spectui.ui.app import run_compare
+    need_terminal("compare")
+    from spectui.ui.launch import run_compare
 
-    return run_compare(
-        args.files, config=config, record=not args.no_record, theme=args.theme, interleave=args.interleave
-    )
-
-
-COMMANDS = {"replay": cmd_replay, "compare": cmd_compare}
+    return run_compare(args.files, config=config, record=not args.no_record, theme=args.theme, interleave=args.interleave)

@@ -6,30 +6,16 @@ from typing import Any
 
 import msgspec
 
+from spectui.format import mib, num_or_na, section_title, text_table
 from spectui.metrics.stats import Summary, summarize
 from spectui.recording.reader import Recording
 from spectui.recording.schema import PolicyChange
 
 
-def _mib(n: int) -> str:
-    return "n/a" if n < 0 else f"{n / 2**20:,.1f} MiB"
-
-
-def num_or_na(v: float, spec: str = ".1f") -> str:
-    """``v`` formatted, or "n/a" for NaN (a number the run did not have)."""
-    return "n/a" if v != v else format(v, spec)
-
-
 def report_rows(rec: Recording, s: Summary) -> list[tuple[str, list[tuple[str, str]]]]:
     h = rec.header
     c, a = h.config, h.artifacts
-    if c.mode == "ar":
-        mode = "AR"
-    elif c.backend.name == "server":  # K and drafter are the server's settings, not the config's
-        mode = "speculative (drafting configured on the server)"
-    else:
-        drafter = "n-gram" if c.draft.is_ngram else "draft model"
-        mode = f"speculative, {drafter}, K={c.draft.k}{f' adaptive {c.draft.k_min}-{c.draft.k_max}' if c.draft.adaptive else ''}"
+    mode = c.describe(draft_path=False)  # the draft's file is under artifacts
     sampling = "greedy" if c.sampling.greedy else (
         f"temperature {c.sampling.temperature}, top-k {c.sampling.top_k}, top-p {c.sampling.top_p}, seed {c.sampling.seed}"
     )
@@ -74,9 +60,9 @@ def report_rows(rec: Recording, s: Summary) -> list[tuple[str, list[tuple[str, s
             accept.append(("fallback policy", f"on, {len(changes)} transition{'s' if len(changes) != 1 else ''}"))
             accept += [(f"  at {e.t_us / 1e6:.2f} s", f"{e.before} -> {e.after}: {e.reason}") for e in changes]
     memory = [
-        ("peak RSS", _mib(s.peak_rss_bytes) if s.peak_rss_bytes else "n/a"),
-        ("minimum headroom", _mib(s.min_headroom_bytes)),
-        ("swap delta", _mib(s.swap_delta_bytes)),
+        ("peak RSS", mib(s.peak_rss_bytes) if s.peak_rss_bytes else "n/a"),
+        ("minimum headroom", mib(s.min_headroom_bytes)),
+        ("swap delta", mib(s.swap_delta_bytes)),
     ]
     t, d = a.target, a.draft
     artifacts = [
@@ -89,7 +75,7 @@ def report_rows(rec: Recording, s: Summary) -> list[tuple[str, list[tuple[str, s
     artifacts += [(k, v) for k, v in a.runtime.items() if k != "system_info"]
     artifacts += [(k, v) for k, v in a.offload.items()]
     artifacts += [
-        ("host", f"{a.host.os} {a.host.machine}, {a.host.cpu} x{a.host.cpu_count}, {_mib(a.host.total_memory_bytes)}"),
+        ("host", f"{a.host.os} {a.host.machine}, {a.host.cpu} x{a.host.cpu_count}, {mib(a.host.total_memory_bytes)}"),
         ("spectui / schema", f"{h.spectui_version} / {h.schema_version}"),
     ]
     sections = [("run", run), ("speed", speed)]
@@ -108,12 +94,15 @@ def policy_changes(rec: Recording) -> list[PolicyChange]:
 
 
 def format_report(rec: Recording) -> str:
+    """The sections as key / value tables under ``-- title ---`` lines, the values of every
+    section in one column."""
     sections = report_rows(rec, summarize(rec.events))
     width = max(len(k) for _, rows in sections for k, _ in rows)
     lines = []
     for title, rows in sections:
-        lines.append(f"-- {title} " + "-" * max(0, width + 20 - len(title)))
-        lines.extend(f"  {k:<{width}}  {v}" for k, v in rows)
+        lines.append(section_title(title, width + 24))
+        if rows:
+            lines.append(text_table(None, [[k, v] for k, v in rows], min_widths=[width]))
     return "\n".join(lines)
 
 

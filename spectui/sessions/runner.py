@@ -1,4 +1,4 @@
-"""The engine side of the dashboard: one long-lived engine thread that runs every session.
+"""The engine thread behind the dashboard: one long-lived thread that runs every session.
 
 ``SessionRunner`` owns the app's ``Engine``. Only one thread ever calls into it: the app
 starts ``serve`` once, in a Textual thread worker, and it runs the sessions it is handed one
@@ -13,9 +13,10 @@ them at the end). Two reasons for one thread rather than a worker per session:
   between parallel regions, and decoding fell to about a third of its speed here (70 -> 23
   tok/s, 2 cores). One engine thread keeps one team.
 
-A session reports through ``post`` (``App.post_message``: thread-safe, never blocks the engine)
-and never calls into the UI otherwise. Every event is written to the recording here, on the
-engine thread, before it is posted, so the file is complete even if the UI falls behind.
+A session reports through its ``post`` function with the plain notes of ``spectui.sessions.notes``
+(the dashboard passes a wrapper around ``App.post_message``: thread-safe, never blocks the engine)
+and calls nothing else. Every event is written to the recording here (``record_session``), on the
+engine thread, before it is posted, so the file is complete even if the reader falls behind.
 Stopping a session is its ``stop`` event: the engine ends after its current step. A session
 stopped before its turn comes is skipped, so a burst of restarts runs only the last one.
 """
@@ -24,47 +25,22 @@ from __future__ import annotations
 
 import queue
 import threading
-import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import msgspec
 
 from spectui.config import RunConfig
 from spectui.errors import SpectuiError
-from spectui.recording.schema import INTERLEAVED_CLOCK, Step
-from spectui.recording.timeline import shift_event
-from spectui.recording.writer import RecordingWriter
-from spectui.ui.messages import Outbox, SessionEvents, SessionFinished, SessionStatus
-
-EngineFactory = Callable[[RunConfig], Any]  # returns an Engine (or a stand-in with .run/.close)
+from spectui.recording.schema import Event, Step
+from spectui.sessions.notes import Note, Outbox, SessionEvents, SessionFinished, SessionStatus
+from spectui.sessions.open import EngineCache, EngineFactory
+from spectui.sessions.protocol import Engine
+from spectui.sessions.record import record_session
 
 #: How long closing waits for a session to end its current step (or a model load to finish).
 CLOSE_TIMEOUT_S = 120.0
-#: How often an idle engine thread checks whether it should exit (its app went away).
+#: How often an idle engine thread checks whether it should exit (its reader went away).
 _POLL_S = 0.25
-
-
-def _default_factory(config: RunConfig) -> Any:
-    from spectui.engine.session import Engine  # llama.cpp loads on first use, not at import
-
-    return Engine.load(config)
-
-
-def engine_fits(engine: Any, config: RunConfig) -> bool:
-    """Whether a loaded engine can run ``config`` without loading models again.
-
-    An engine holds a target (and maybe a draft model); it runs AR and n-gram configs of the
-    same target, and model-drafted configs only with the draft model it loaded.
-    """
-    loaded: RunConfig = engine.config
-    if loaded.target != config.target or loaded.backend != config.backend:
-        return False
-    if config.mode == "spec" and not config.draft.is_ngram:
-        return getattr(engine, "draft_model", None) is not None and loaded.draft.source == config.draft.source
-    return True
 
 
 @dataclass
@@ -72,7 +48,7 @@ class SessionRequest:
     run_id: int
     config: RunConfig
     stop: threading.Event
-    post: Callable[[Any], object]
+    post: Callable[[Note], object]
     #: names the recording file; called on the engine thread right before the file is made,
     #: so runs started within the same second never pick the same free name
     record_to: Callable[[RunConfig], Path] | None = None
@@ -83,7 +59,7 @@ class PairRequest:
     """Two sessions interleaved block by block: each runs one decode step in turn, on its own
     engine (the second one is a second load of the same models). Both then see the same
     machine at the same moments, which cancels drift in its load. Each session's clock leaves
-    out the time the other one ran: see ``_Stream``."""
+    out the time the other one ran (``record_session(interleaved=True)``)."""
 
     requests: tuple[SessionRequest, SessionRequest]
 
@@ -93,58 +69,30 @@ class PairRequest:
 
 
 class _Stream:
-    """One session's events on the engine thread: written to its recording first, then put in
-    its outbox for the UI. ``pump`` runs the session up to its next decode step.
+    """One session on the engine thread: ``record_session`` writes each event, then it goes
+    into the session's outbox for the reader. ``pump`` runs the session to its next step."""
 
-    Interleaved, a session's generator sits suspended while the other session decodes; that
-    time is taken off every timestamp it yields afterwards (``shift_event``), so its numbers
-    are its own work, as if it had run alone, and its header says so (``clock``).
-    """
-
-    def __init__(self, request: SessionRequest, engine: Any, *, interleaved: bool = False) -> None:
+    def __init__(self, request: SessionRequest, engine: Engine, *, interleaved: bool = False) -> None:
         self.request = request
-        self.events = engine.run(request.config, stop=request.stop)
-        self.interleaved = interleaved
-        self.writer: RecordingWriter | None = None
-        self.path: Path | None = None
+        self.events: Iterator[Event] = record_session(
+            engine, request.config, request.record_to, stop=request.stop, interleaved=interleaved, on_start=self._started
+        )
         self.outbox = Outbox()
+        self.path: Path | None = None
         self.error = ""
-        self.started = False
-        self._away_ns = 0  # time spent suspended while the other session ran
-        self._yielded_at: int | None = None
 
-    def _emit(self, ev: Any) -> None:
-        if self._away_ns:
-            ev = shift_event(ev, self._away_ns // 1000)
-        if self.writer is not None:
-            self.writer.write(ev)
-        if self.outbox.put(ev):
-            self.request.post(SessionEvents(self.request.run_id, self.outbox))
-
-    def _start(self, header: Any) -> None:
-        # Bad input raises at the first event: no recording file is made for it.
-        request = self.request
-        if self.interleaved:
-            header = msgspec.structs.replace(header, clock=INTERLEAVED_CLOCK)
-        if request.record_to is not None:
-            self.path = request.record_to(request.config)
-            self.writer = RecordingWriter(self.path)
-        request.post(SessionStatus(request.run_id, "running", str(self.path or "")))
-        self.started = True
-        self._emit(header)
+    def _started(self, path: Path | None) -> None:
+        self.path = path
+        self.request.post(SessionStatus(self.request.run_id, "running", str(path or "")))
 
     def pump(self) -> bool:
         """Run to the next decode step (or the end); False once the session is over."""
-        if self._yielded_at is not None:
-            self._away_ns += time.perf_counter_ns() - self._yielded_at
+        request = self.request
         try:
             for ev in self.events:
-                if not self.started:
-                    self._start(ev)
-                    continue
-                self._emit(ev)
+                if self.outbox.put(ev):
+                    request.post(SessionEvents(request.run_id, self.outbox))
                 if type(ev) is Step:
-                    self._yielded_at = time.perf_counter_ns()
                     return True
         except SpectuiError as exc:  # bad input or disk trouble
             self.error = str(exc)
@@ -153,27 +101,24 @@ class _Stream:
         return False
 
     def finish(self) -> None:
-        self.events.close()  # ends the engine's own threads (memory sampler) at once
-        if self.writer is not None:
-            try:
-                self.writer.close()
-            except SpectuiError as exc:
-                self.error = self.error or str(exc)
-        path = self.path if self.writer is not None else None
-        self.request.post(SessionFinished(self.request.run_id, path=path, error=self.error))
+        try:
+            self.events.close()  # closes the engine's run and the recording
+        except SpectuiError as exc:
+            self.error = self.error or str(exc)
+        self.request.post(SessionFinished(self.request.run_id, path=self.path, error=self.error))
 
 
 class SessionRunner:
     def __init__(self, engine_factory: EngineFactory | None = None) -> None:
-        self._factory = engine_factory or _default_factory
+        self.engines = EngineCache(engine_factory)
+        #: the second engine of interleaved pairs: its own contexts (two sessions never share
+        #: a KV cache), kept while pairs of the same setup follow
+        self.peer_engines = EngineCache(engine_factory)
         self._requests: queue.Queue[SessionRequest | None] = queue.Queue()
         self._lock = threading.Lock()
         self._outstanding = 0  # submitted sessions not finished yet
         self._started = False
         self._done = threading.Event()  # serve() has returned and closed the engine
-        self.engine: Any = None
-        self.peer_engine: Any = None  # the second engine of interleaved pairs
-        self.loads = 0  # engines loaded so far: reuse shows as a count that stays put
         self.closed = False
         self.thread: threading.Thread | None = None  # the engine thread, once serving
 
@@ -229,8 +174,8 @@ class SessionRunner:
         finally:
             with self._lock:
                 self.closed = True
-            self._close_engine()
-            self._close_peer_engine()
+            self.engines.close()
+            self.peer_engines.close()
             # Sessions still queued never run; their senders hear so.
             while True:
                 try:
@@ -244,39 +189,27 @@ class SessionRunner:
                         r.post(SessionFinished(r.run_id))
             self._done.set()
 
-    def _close_engine(self) -> None:
-        if self.engine is not None:
-            engine, self.engine = self.engine, None
-            engine.close()
+    @property
+    def engine(self) -> Engine | None:
+        return self.engines.engine
 
-    def _engine_for(self, request: SessionRequest) -> Any:
+    @property
+    def loads(self) -> int:
+        """Engines loaded so far: reuse shows as a count that stays put."""
+        return self.engines.loads + self.peer_engines.loads
+
+    def _engine_for(self, request: SessionRequest) -> Engine:
         config = request.config
-        if self.engine is not None and engine_fits(self.engine, config):
-            return self.engine
-        # Closed before the new load, so two models never sit in memory at once.
-        self._close_engine()
-        request.post(SessionStatus(request.run_id, "loading", config.target or "embedded default model"))
-        self.engine = self._factory(config)
-        self.loads += 1
-        return self.engine
+        what = config.target or "embedded default model"
+        return self.engines.get(config, before_load=lambda: request.post(SessionStatus(request.run_id, "loading", what)))
 
-    def _peer_engine_for(self, request: SessionRequest) -> Any:
-        """A second engine for the other half of an interleaved pair: its own contexts (two
-        sessions never share a KV cache), kept while pairs of the same setup follow."""
-        if self.peer_engine is not None and engine_fits(self.peer_engine, request.config):
-            return self.peer_engine
-        self._close_peer_engine()
-        request.post(SessionStatus(request.run_id, "loading", "a second context for interleaving"))
-        self.peer_engine = self._factory(request.config)
-        self.loads += 1
-        return self.peer_engine
+    def _peer_engine_for(self, request: SessionRequest) -> Engine:
+        what = "a second context for interleaving"
+        return self.peer_engines.get(
+            request.config, before_load=lambda: request.post(SessionStatus(request.run_id, "loading", what))
+        )
 
-    def _close_peer_engine(self) -> None:
-        if self.peer_engine is not None:
-            engine, self.peer_engine = self.peer_engine, None
-            engine.close()
-
-    def _load(self, request: SessionRequest, load: Callable[[SessionRequest], Any]) -> Any:
+    def _load(self, request: SessionRequest, load: Callable[[SessionRequest], Engine]) -> Engine | None:
         """The engine for ``request``, or None after posting why there is none."""
         if request.stop.is_set():  # stopped or superseded before its turn
             request.post(SessionFinished(request.run_id))
@@ -338,6 +271,6 @@ class SessionRunner:
             if not started:  # never served: nothing runs, close here
                 self.closed = True
         if not started:
-            self._close_engine()
+            self.engines.close()
             return True
         return self._done.wait(timeout)

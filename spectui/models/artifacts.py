@@ -18,7 +18,7 @@ from pathlib import Path
 
 import psutil
 
-from spectui.engine.gguf import GGUFInfo
+from spectui.models.gguf import GGUFInfo
 from spectui.recording.schema import HostInfo, ModelArtifacts
 
 

@@ -16,16 +16,15 @@ approximately. A directory's ``tokenizer.json`` is used as it is, whatever its k
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import struct
 import threading
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from typing import Any
 
 from spectui.errors import SpectuiError
+from spectui.models.gguf import vocab_digest
 
 # llama.cpp's token types (``tokenizer.ggml.token_type``)
 NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6
@@ -79,18 +78,6 @@ def byte_decoder() -> dict[str, int]:
             chars.append(256 + n)
             n += 1
     return {chr(c): b for b, c in zip(printable, chars)}
-
-
-def _hash_vocab(tokens: Iterable[str], types: Iterable[int]) -> str:
-    """The same digest as ``GGUFInfo.vocab_sha256``, so a GGUF and its export compare equal."""
-    h = hashlib.sha256()
-    for tok in tokens:
-        h.update(tok.encode("utf-8", "surrogatepass"))
-        h.update(b"\0")
-    pack = struct.Struct("<I").pack
-    for kind in types:
-        h.update(pack(kind & 0xFFFFFFFF))
-    return h.hexdigest()
 
 
 class TextTokenizer:
@@ -180,7 +167,7 @@ class TextTokenizer:
         return self.tokens[token] if token is not None and 0 <= token < self.n_vocab else ""
 
     def vocab_sha256(self) -> str:
-        return _hash_vocab(self.tokens, self._hash_types)
+        return vocab_digest(self.tokens, self._hash_types)
 
     # -- constructors --------------------------------------------------------------------
 

@@ -1,0 +1,59 @@
+"""The command line: argument parsing, signal handling, and what a command prints.
+
+Owns ``spectui`` (the console script and ``python -m spectui``): ``build_parser`` and ``main``
+here, the shared flags, configuration, signal handler and recording reader in ``common``, and
+one module per command family, each with ``register(sub)`` adding its subcommands with
+``set_defaults(func=...)``. ``spectui`` with no subcommand means ``spectui run``.
+
+The top layer: it may import everything below it (``spectui.ui`` lazily, inside the commands
+that open a dashboard; ``lab``, ``compare``, ``telemetry``, ``report``, ``sessions``, ``engine``,
+``recording``, ``config`` ...), and nothing imports it. No module of this package imports the
+package itself back, only ``common`` and its siblings.
+
+Every user mistake ends as one line on stderr and exit code 2 (``SpectuiError``). ``spectui
+--help`` imports every family, so their top levels stay light: llama.cpp, numpy and Textual
+load inside the command functions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from spectui import __version__
+from spectui.cli import lab, models, quality, recordings, run, views
+from spectui.cli.common import Parser
+from spectui.errors import SpectuiError
+
+#: The command families, in the order ``spectui --help`` lists their subcommands.
+FAMILIES = (run, recordings, views, lab, quality, models)
+
+#: Flags of ``spectui`` itself; any other leading flag starts ``spectui run``.
+_OWN_FLAGS = ("-h", "--help", "--version")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(prog="spectui", description="Does speculative decoding help on this machine, and is it exact?")
+    parser.add_argument("--version", action="version", version=f"spectui {__version__}")
+    sub = parser.add_subparsers(dest="command", parser_class=Parser)
+    for family in FAMILIES:
+        family.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_in = list(sys.argv[1:] if argv is None else argv)
+    if not args_in or (args_in[0].startswith("-") and args_in[0] not in _OWN_FLAGS):
+        args_in.insert(0, "run")  # `spectui` alone, or `spectui --headless ...`, is a run
+    try:
+        args = build_parser().parse_args(args_in)
+        return args.func(args)
+    except SpectuiError as exc:
+        print(f"spectui: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:  # Ctrl-C while a model loads, or a second one while a run stops
+        print("spectui: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # `spectui ... | head`: the reader has all it wanted
+        return 0

@@ -1,0 +1,228 @@
+"""What every command family shares: the parser class, the run flags and the configuration
+they describe, the signal handler, reading recordings, and argparse types for output paths.
+
+Light on purpose: ``spectui --help`` imports this through every family, so only the standard
+library, ``msgspec`` (via ``spectui.config``) and ``spectui.errors`` load at the top.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+from spectui.config import BackendConfig, DraftConfig, PolicyConfig, RunConfig, SamplingConfig
+from spectui.errors import SpectuiError
+
+if TYPE_CHECKING:
+    from spectui.recording.reader import Recording
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (``SpectuiError``, exit 2), like every other error."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise SpectuiError(message)
+
+
+# -- the run flags ------------------------------------------------------------------------
+
+
+def add_run_arguments(p: argparse.ArgumentParser) -> None:
+    """Every knob of one session: run, compare (live), sweep, soak and quality take them all."""
+    d_run, d_draft, d_samp, d_back, d_pol = RunConfig(), DraftConfig(), SamplingConfig(), BackendConfig(), PolicyConfig()
+    p.add_argument("--backend", choices=["llamacpp", "mlx"], default=d_back.name)
+    p.add_argument("--target", default="", help="target GGUF path (default: the embedded SmolLM2-135M)")
+    # default None: "spec" for the embedded engine, "ar" with --server (whose drafting, if
+    # any, is the server's own configuration: --mode spec only labels the run)
+    p.add_argument("--mode", choices=["ar", "spec"], default=None, help=f"default: {d_run.mode}; ar with --server")
+    p.add_argument("--draft", default=d_draft.source, help="'ngram' (prompt lookup) or a draft GGUF path")
+    p.add_argument("--k", type=int, default=d_draft.k, help="draft length K")
+    p.add_argument("--adaptive-k", action="store_true",
+                   help="choose K each step from the measured verify cost and recent acceptance (0 = no draft when none pays)")
+    p.add_argument("--k-min", type=int, default=d_draft.k_min)
+    p.add_argument("--k-max", type=int, default=d_draft.k_max)
+    p.add_argument("--ngram-min", type=int, default=d_draft.ngram_min)
+    p.add_argument("--ngram-max", type=int, default=d_draft.ngram_max)
+    p.add_argument("--draft-temperature", type=float, default=None, help="draft model's own temperature")
+    p.add_argument(
+        "--fallback",
+        choices=["on", "off"],
+        default=None,
+        help="runtime fallback policy: shrink K, lighter drafter, AR, probe back (default: on in the dashboard, off headless)",
+    )
+    p.add_argument("--fallback-floor", type=float, default=d_pol.acceptance_floor, help="acceptance floor of the fallback policy")
+    p.add_argument("--fallback-window", type=int, default=d_pol.window_blocks, help="drafted blocks per acceptance window")
+    p.add_argument("--temperature", type=float, default=d_samp.temperature, help="0 = greedy")
+    p.add_argument("--top-k", type=int, default=d_samp.top_k)
+    p.add_argument("--top-p", type=float, default=d_samp.top_p)
+    p.add_argument("--seed", type=int, default=d_samp.seed)
+    p.add_argument("--max-tokens", type=int, default=None, help=f"token budget (default: the prompt's ceiling, else {d_run.max_tokens})")
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--prompt", default=None, help="prompt text")
+    src.add_argument("--prompt-file", default=None, help="read the prompt from a file ('-' for stdin)")
+    src.add_argument("--prompt-name", default=None, help="a prompt from prompts/ by name (its tier and token ceiling come along)")
+    p.add_argument("--raw", action="store_true", help="send the prompt as is, without the chat template")
+    p.add_argument("--ctx", type=int, default=d_back.n_ctx, help="context size in tokens")
+    p.add_argument("--batch", type=int, default=d_back.n_batch, help="prompt evaluation batch size")
+    p.add_argument("--threads", type=int, default=d_back.n_threads, help="CPU threads (0 = all cores)")
+    p.add_argument("--gpu-layers", type=int, default=d_back.n_gpu_layers, help="layers to offload (-1 = all)")
+    p.add_argument(
+        "--server",
+        metavar="URL",
+        default=None,
+        help="measure a running OpenAI-compatible server (llama-server, llama_cpp.server, mlx_lm.server), not the embedded engine",
+    )
+    p.add_argument("--api-key-env", metavar="VAR", default="", help="environment variable holding the server's API key (never recorded)")
+
+
+def gave_prompt(args: argparse.Namespace) -> bool:
+    """Whether the user chose a prompt (text, file or name) rather than a command's own set."""
+    return args.prompt is not None or args.prompt_file is not None or args.prompt_name is not None
+
+
+def config_from_args(args: argparse.Namespace, *, fallback_default: bool = False) -> RunConfig:
+    """The run configuration the flags describe, validated; ``fallback_default`` is whether
+    the fallback policy is on when ``--fallback`` is not given (the dashboard: yes;
+    measurements: no)."""
+    from spectui.prompts import DEFAULT_PROMPT, find_prompt, parse_prompt
+
+    tier = name = check = ""
+    ceiling = RunConfig().max_tokens
+    if args.prompt_name is not None:
+        spec = find_prompt(args.prompt_name)
+        prompt, tier, ceiling, name, check = spec.text, spec.tier, spec.max_tokens, spec.name, spec.check
+    elif args.prompt_file is not None:
+        prompt = _read_prompt_file(args.prompt_file)
+        if prompt.startswith("#"):  # a prompts/-style file with a metadata header
+            spec = parse_prompt(prompt, os.path.basename(args.prompt_file).rsplit(".", 1)[0], args.prompt_file)
+            prompt, tier, ceiling, check = spec.text, spec.tier, spec.max_tokens, spec.check
+    else:
+        prompt = DEFAULT_PROMPT if args.prompt is None else args.prompt
+    config = RunConfig(
+        target=args.target,
+        mode=args.mode or ("ar" if args.server else RunConfig().mode),
+        prompt=prompt,
+        prompt_tier=tier,
+        prompt_name=name,
+        prompt_check=check,  # canonical (spectui.quality): recordings grade without the prompt file
+        chat=not args.raw,
+        max_tokens=ceiling if args.max_tokens is None else args.max_tokens,
+        sampling=SamplingConfig(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed),
+        draft=DraftConfig(
+            source=args.draft,
+            k=args.k,
+            adaptive=args.adaptive_k,
+            k_min=args.k_min,
+            k_max=args.k_max,
+            ngram_min=args.ngram_min,
+            ngram_max=args.ngram_max,
+            temperature=args.draft_temperature,
+        ),
+        backend=BackendConfig(
+            name="server" if args.server else args.backend,
+            n_ctx=args.ctx,
+            n_batch=args.batch,
+            n_threads=args.threads,
+            n_gpu_layers=args.gpu_layers,
+            server_url=args.server or "",
+            api_key_env=args.api_key_env,
+        ),
+        policy=PolicyConfig(
+            enabled=fallback_default if args.fallback is None else args.fallback == "on",
+            acceptance_floor=args.fallback_floor,
+            window_blocks=args.fallback_window,
+        ),
+    )
+    config.validate()
+    return config
+
+
+def _read_prompt_file(path: str) -> str:
+    try:
+        if path == "-":
+            return sys.stdin.read()
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpectuiError(f"cannot read prompt file {path}: {exc}") from None
+
+
+# -- signals --------------------------------------------------------------------------------
+
+
+class StopOnSignal:
+    """SIGINT / SIGHUP / SIGTERM end the run after the current step (a clean ``End``), so a
+    recording cut short by Ctrl-C, a closed terminal or ``kill`` is still complete.
+
+    A second SIGINT falls back to Python's default (KeyboardInterrupt) for a stuck run.
+    """
+
+    SIGNALS = tuple(s for s in (signal.SIGINT, getattr(signal, "SIGHUP", None), signal.SIGTERM) if s is not None)
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self._old: dict[int, object] = {}
+
+    def _handle(self, signum: int, _frame: object) -> None:
+        if self.event.is_set() and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        self.event.set()
+
+    def __enter__(self) -> threading.Event:
+        for s in self.SIGNALS:
+            self._old[s] = signal.signal(s, self._handle)
+        return self.event
+
+    def __exit__(self, *exc: object) -> None:
+        for s, old in self._old.items():
+            signal.signal(s, old)
+
+
+# -- recordings -----------------------------------------------------------------------------
+
+
+def read_recordings(paths: Sequence[str]) -> list[Recording]:
+    """Every file read (or refused in one line) before a command prints or writes anything."""
+    from spectui.recording.reader import read_recording
+
+    recs = []
+    for path in paths:
+        if not os.path.isfile(path):
+            raise SpectuiError(f"recording not found: {path}")
+        recs.append(read_recording(path))
+    return recs
+
+
+def need_terminal(what: str) -> None:
+    """Refuse a dashboard view without a terminal: piped, it would only print escape codes."""
+    if not (sys.stdout.isatty() and sys.stdin.isatty()):
+        raise SpectuiError(f"{what} needs a terminal; for a text summary use: spectui report FILE / spectui diff A B")
+
+
+# -- argparse types for telemetry destinations (``run`` and ``export``) ---------------------
+
+
+def otlp_endpoint(value: str) -> str:
+    """argparse type: an http(s) base URL (as in OTEL_EXPORTER_OTLP_ENDPOINT)."""
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise argparse.ArgumentTypeError(f"{value!r} is not an http(s) URL (e.g. http://127.0.0.1:4318)")
+    return value
+
+
+def output_path(value: str) -> str:
+    """argparse type: a file we can create. Checked before a run, not after it."""
+    folder = os.path.dirname(os.path.abspath(value))
+    if os.path.isdir(value):
+        raise argparse.ArgumentTypeError(f"{value} is a directory")
+    if not os.path.isdir(folder):
+        raise argparse.ArgumentTypeError(f"no such directory: {folder}")
+    if not os.access(folder, os.W_OK):
+        raise argparse.ArgumentTypeError(f"cannot write in {folder}")
+    return value

@@ -1,0 +1,238 @@
+"""Many runs into one folder: ``spectui sweep`` and ``spectui soak``.
+
+The sweep: the plan from the flags, a progress line (or the dashboard's sweep view), then the
+table per tier, the knee and charts; ``--json`` / ``--csv`` for machines. The soak: decode back
+to back for a while and judge the memory trend; exit 0 when it passes, 1 when memory grew (see
+``spectui.lab.soak``). Both take ``--analyze DIR`` to re-read an earlier folder without any
+model, and both run through ``spectui.lab``, which records every session with
+``record_session``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from spectui.cli.common import StopOnSignal, add_run_arguments, config_from_args, gave_prompt
+from spectui.errors import SpectuiError
+
+if TYPE_CHECKING:
+    from spectui.lab.sweep import SweepPlan, SweepProgress, SweepResult
+    from spectui.prompts import PromptSpec
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    _register_sweep(sub)
+    _register_soak(sub)
+
+
+# -- sweep ----------------------------------------------------------------------------------
+
+
+def _register_sweep(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("sweep", help="AR, then one knob at a time (K, temperature, top-k, drafter), repeated, per prompt tier")
+    add_run_arguments(p)
+    p.add_argument("--tiers", default="", help="comma-separated prompt tiers (default: every tier but quality)")
+    p.add_argument("--prompts", default="", help="comma-separated prompt names (default: every prompt of the tiers)")
+    p.add_argument("--k-values", default="2,3,4,6,8", help="draft lengths to sweep ('' for none; default 2,3,4,6,8)")
+    p.add_argument("--temperatures", default="", help="temperatures to sweep, e.g. 0.5,1.0")
+    p.add_argument("--top-k-values", default="", help="top-k values to sweep, e.g. 10,40")
+    p.add_argument("--drafters", default="", help="drafters to sweep: 'ngram' and/or draft GGUF paths")
+    p.add_argument("--repeats", type=int, default=3, help="runs of every point per prompt (default 3)")
+    p.add_argument("--out", default=None, help="folder for the recordings and sweep.json (default recordings/sweep-<time>)")
+    p.add_argument("--headless", action="store_true", help="no sweep view: a progress line, then the table")
+    fmt = p.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="one JSON object: plan, runs, rows, knees")
+    fmt.add_argument("--csv", action="store_true", help="the rows as CSV")
+    p.add_argument("--no-charts", action="store_true", help="leave out the plotext charts")
+    p.add_argument("--analyze", metavar="DIR", default=None, help="rebuild the table of an earlier sweep from its recordings")
+    p.add_argument("--theme", default=None)
+    p.set_defaults(func=cmd_sweep)
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    """Exit 0 when every run of the plan ran, 130 when a signal cut the sweep short."""
+    if args.analyze is not None:
+        from spectui.lab.sweep import load_sweep
+
+        result, _ = load_sweep(args.analyze)
+        print_sweep(result, args)
+        return 0
+    plan, prompts = sweep_plan(args)
+    from spectui.recording.writer import check_run_folder, new_run_folder
+
+    folder = Path(args.out) if args.out else new_run_folder("sweep")
+    check_run_folder(folder, "sweep")
+    if not args.headless and not args.json and not args.csv and sys.stdout.isatty() and sys.stdin.isatty():
+        from spectui.ui.launch import run_sweep_view  # Textual loads only when the view opens
+
+        return run_sweep_view(plan, prompts, folder, max_tokens=args.max_tokens, theme=args.theme)
+
+    from spectui.lab.sweep import run_sweep
+
+    tty = sys.stderr.isatty()
+
+    def on_run(progress: SweepProgress, _result: SweepResult) -> None:
+        line = format_progress(progress)
+        sys.stderr.write(("\r\x1b[2K" + line) if tty else line + "\n")
+        sys.stderr.flush()
+
+    with StopOnSignal() as stop:
+        result = run_sweep(plan, prompts, folder, max_tokens=args.max_tokens, stop=stop, on_run=on_run)
+    if tty:
+        sys.stderr.write("\n")
+    print_sweep(result, args)
+    return 0 if result.complete else 130
+
+
+def sweep_plan(args: argparse.Namespace) -> tuple[SweepPlan, list[PromptSpec]]:
+    """The plan the flags describe and its prompts; ``--max-tokens`` (None: each prompt's own
+    ceiling) is applied per run by ``run_sweep``."""
+    import msgspec
+
+    from spectui.lab.sweep import SweepPlan, make_points, select_prompts
+    from spectui.prompts import list_prompts
+
+    if args.repeats < 1:
+        raise SpectuiError(f"--repeats must be >= 1, got {args.repeats}")
+    if gave_prompt(args):
+        raise SpectuiError("a sweep runs prompts from prompts/: choose them with --tiers or --prompts")
+    args.prompt = "sweep"  # the base configuration's prompt is replaced per run
+    base = msgspec.structs.replace(config_from_args(args), mode="spec", prompt_tier="", prompt_name="")
+    prompts = select_prompts(list_prompts(), args.tiers, args.prompts)
+    points = make_points(
+        k_values=args.k_values, temperatures=args.temperatures, top_k_values=args.top_k_values, drafters=args.drafters
+    )
+    plan = SweepPlan(
+        base=base,
+        prompts=[p.name for p in prompts],
+        tiers={p.name: p.tier for p in prompts},
+        points=points,
+        repeats=args.repeats,
+    )
+    return plan, prompts
+
+
+def format_progress(p: SweepProgress) -> str:
+    eta = "" if p.eta_s != p.eta_s else f" ETA {int(p.eta_s) // 60}m{int(p.eta_s) % 60:02d}s"  # NaN: no estimate yet
+    return f"[{p.done}/{p.total}] {p.done / max(1, p.total):4.0%}{eta}  {p.current}"
+
+
+def print_sweep(result: SweepResult, args: argparse.Namespace) -> None:
+    import msgspec
+
+    from spectui.lab.sweep_report import format_charts, format_csv, format_table
+
+    if args.json:
+        print(msgspec.json.encode(result).decode())
+    elif args.csv:
+        print(format_csv(result), end="")
+    else:
+        print(format_table(result))
+        charts = "" if args.no_charts else format_charts(result)
+        if charts:
+            print(charts)
+
+
+# -- soak -----------------------------------------------------------------------------------
+
+
+def _register_soak(sub: argparse._SubParsersAction) -> None:
+    from spectui.lab.soak import SoakThresholds  # msgspec and the recording modules: --help stays cheap
+
+    t = SoakThresholds()
+    soak = sub.add_parser(
+        "soak",
+        help="decode back to back for a duration; fail if memory grows (RSS slope) or swap keeps rising",
+        description="Without --prompt/--prompt-file/--prompt-name, cycles through every prompt in prompts/ "
+        "but quality-*, each with its own token ceiling (--max-tokens overrides them all).",
+    )
+    add_run_arguments(soak)
+    soak.add_argument("--duration", type=float, default=600.0, metavar="S", help="seconds of decoding (default 600)")
+    soak.add_argument("--window", type=float, default=t.window_s, metavar="S", help=f"report window in seconds (default {t.window_s:g})")
+    soak.add_argument("--out", metavar="DIR", default=None, help="folder for the recordings (default: recordings/soak-<time>/)")
+    soak.add_argument(
+        "--max-slope-mb-min",
+        type=float,
+        default=t.max_slope_mib_min,
+        metavar="X",
+        help=f"fail above this RSS slope, MiB per minute (default {t.max_slope_mib_min:g})",
+    )
+    soak.add_argument(
+        "--min-growth-mb",
+        type=float,
+        default=t.min_growth_mib,
+        metavar="X",
+        help=f"...and only when the trend also added more than this many MiB (default {t.min_growth_mib:g})",
+    )
+    soak.add_argument("--analyze", metavar="DIR", default=None, help="no decoding: analyse an earlier soak's folder")
+    soak.add_argument("--json", action="store_true", help="one JSON object (the folder and the report)")
+    soak.set_defaults(func=cmd_soak)
+
+
+def cmd_soak(args: argparse.Namespace) -> int:
+    """Exit 0 when the soak passes, 1 when memory grew, 2 on bad input."""
+    import msgspec
+
+    from spectui.lab.soak import SoakThresholds, analyze_folder, format_soak_report
+    from spectui.recording.writer import new_run_folder
+
+    thresholds = SoakThresholds(window_s=args.window, max_slope_mib_min=args.max_slope_mb_min, min_growth_mib=args.min_growth_mb)
+    thresholds.validate()
+    if args.analyze is not None:
+        if args.out is not None:
+            raise SpectuiError("--analyze reads an earlier soak's folder; --out names a new one: give one of them")
+        folder = Path(args.analyze)
+    else:
+        folder = Path(args.out) if args.out is not None else new_run_folder("soak")
+        soak(args, folder)
+    report = analyze_folder(folder, thresholds)
+    if args.json:
+        print(msgspec.json.encode({"folder": str(folder), **msgspec.to_builtins(report)}).decode())
+    else:
+        print(format_soak_report(report, folder))
+    return 0 if report.passed else 1
+
+
+def soak(args: argparse.Namespace, folder: Path) -> None:
+    """Decode into ``folder`` until the duration ends or a signal stops it."""
+    from spectui.lab.soak import run_soak, session_configs, soak_prompts
+    from spectui.recording.writer import check_run_folder
+    from spectui.sessions.open import open_engine
+
+    if not args.duration > 0:
+        raise SpectuiError(f"--duration must be > 0 seconds, got {args.duration:g}")
+    config = config_from_args(args)
+    configs = [config] if gave_prompt(args) else session_configs(config, soak_prompts(), args.max_tokens)
+    check_run_folder(folder, "soak")  # before loading a model: a taken folder is the cheaper error
+    show = _progress_printer(args.duration)
+    # run_soak checks every configuration against the engine, then records each session
+    with open_engine(config) as engine, StopOnSignal() as stop:
+        run = run_soak(engine, configs, duration_s=args.duration, folder=folder, stop=stop, progress=show)
+    if sys.stderr.isatty():
+        sys.stderr.write("\n")
+    if run.stopped:
+        print(f"spectui: soak stopped after {run.elapsed_s:.1f} of {args.duration:g} s; the report covers what ran", file=sys.stderr)
+    print(f"spectui: {len(run.paths)} sessions recorded to {folder}", file=sys.stderr)
+
+
+def _progress_printer(duration_s: float):  # noqa: ANN202 - a callback for run_soak
+    import psutil
+
+    process = psutil.Process()
+    tty = sys.stderr.isatty()
+    last = [-1e9]
+
+    def show(elapsed_s: float, sessions: int, tokens: int) -> None:
+        # a terminal gets one line redrawn in place; a log gets a line every 10 s
+        if not tty and elapsed_s - last[0] < 10:
+            return
+        last[0] = elapsed_s
+        rss = process.memory_info().rss / 2**20
+        line = f"spectui: soak {elapsed_s:5.0f}/{duration_s:g} s | {sessions} sessions | {tokens} tokens | RSS {rss:.1f} MiB"
+        sys.stderr.write(f"\r{line}\x1b[K" if tty else line + "\n")
+        sys.stderr.flush()
+
+    return show

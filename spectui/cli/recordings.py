@@ -1,0 +1,204 @@
+"""Commands on recordings, no model needed: ``report``, ``diff``, ``gate`` and ``export``.
+
+The work lives below (``spectui.report``, ``spectui.compare``, ``spectui.telemetry``); this
+module parses flags, reads files (every one before anything is printed or written) and picks
+the output format. OpenTelemetry is imported only when something is exported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import TYPE_CHECKING
+
+from spectui.cli.common import otlp_endpoint, output_path, read_recordings
+from spectui.errors import SpectuiError
+
+if TYPE_CHECKING:
+    from spectui.lab.sweep_report import Floors
+    from spectui.recording.reader import Recording
+
+#: ``spectui gate`` flags: each is the ``GateThresholds`` field of the same name.
+GATE_KNOBS = [
+    ("min_speedup", float, "median decode tok/s, candidate / baseline"),
+    ("min_acceptance", float, "median acceptance rate of speculative candidates"),
+    ("expected_k", int, "the K the acceptance threshold is meant for"),
+    ("max_ttft_growth", float, "TTFT growth allowed on short prompts (0.08 = +8%%)"),
+    ("max_p95_itl_ratio", float, "candidate / baseline p95 inter-token latency"),
+    ("p95_itl_tolerance", float, "noise allowance on that ratio"),
+    ("max_quality_drop_points", float, "sampled runs: quality pass-rate drop allowed, in percentage points"),
+]
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from spectui.compare.thresholds import GateThresholds  # msgspec only: --help stays cheap
+
+    report = sub.add_parser("report", help="summarise a recording: speed, latency, acceptance, memory, artifacts")
+    report.add_argument("file")
+    report.add_argument("--json", action="store_true", help="one JSON object with the header and the summary")
+    report.add_argument(
+        "--floors",
+        action="store_true",
+        help="FILE is a sweep folder: print the acceptance floor, tok/s floor and swap ceiling per tier (--json: a floors file for diff)",
+    )
+    report.set_defaults(func=cmd_report)
+
+    diff = sub.add_parser("diff", help="baseline vs candidate recording: artifacts, outputs, speedup, acceptance, memory")
+    diff.add_argument("baseline", metavar="BASELINE")
+    diff.add_argument("candidate", metavar="CANDIDATE")
+    fmt = diff.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="one JSON object (the whole diff)")
+    fmt.add_argument("--markdown", action="store_true", help="GitHub markdown tables")
+    diff.add_argument("--force", action="store_true", help="compare even with different prompt tokens or target weights")
+    diff.add_argument(
+        "--floors", metavar="FILE", default=None, help="also check the candidate against a floors file (exit 1 if one is broken)"
+    )
+    diff.set_defaults(func=cmd_diff)
+
+    defaults = GateThresholds()
+    gate = sub.add_parser("gate", help="pass/fail for production: speedup, p95 ITL, acceptance, TTFT, identical outputs")
+    gate.add_argument("--baseline", nargs="+", required=True, metavar="FILE", help="baseline recordings (usually AR)")
+    gate.add_argument("--candidate", nargs="+", required=True, metavar="FILE", help="candidate recordings (usually speculative)")
+    for field, kind, text in GATE_KNOBS:
+        default = getattr(defaults, field)
+        gate.add_argument(
+            "--" + field.replace("_", "-"),
+            type=kind,
+            default=default,
+            metavar="K" if kind is int else "X",
+            help=f"{text} (default {default})",
+        )
+    gate.add_argument(
+        "--allow-unverified-quality", action="store_true", help="sampled runs: do not fail on the unmeasured quality check"
+    )
+    gate.add_argument("--json", action="store_true", help="one JSON object (the verdict)")
+    gate.set_defaults(func=cmd_gate)
+
+    export = sub.add_parser("export", help="recordings as OpenTelemetry spans and metrics: JSON lines or an OTLP/HTTP endpoint")
+    export.add_argument("files", nargs="+", metavar="FILE", help="recordings (each becomes one trace)")
+    export.add_argument("--otel-json", action="store_true", help="JSON lines: one object per span and per metrics export")
+    export.add_argument("-o", "--output", metavar="OUT.jsonl", type=output_path, default=None,
+                        help="where the JSON lines go (default: stdout; implies --otel-json)")
+    export.add_argument("--otel-endpoint", metavar="URL", type=otlp_endpoint, default=None,
+                        help="OTLP/HTTP collector base URL (e.g. http://127.0.0.1:4318)")
+    export.set_defaults(func=cmd_export)
+
+
+# -- report ---------------------------------------------------------------------------------
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    import msgspec
+
+    from spectui.report import format_report, report_json
+
+    if args.floors:
+        return report_floors(args)
+    (rec,) = read_recordings([args.file])
+    print(msgspec.json.encode(report_json(rec)).decode() if args.json else format_report(rec))
+    return 0
+
+
+def report_floors(args: argparse.Namespace) -> int:
+    import msgspec
+
+    from spectui.lab.sweep import load_sweep
+    from spectui.lab.sweep_report import floors_from_sweep, format_floors
+    from spectui.models.artifacts import host_info
+
+    if not os.path.isdir(args.file):
+        raise SpectuiError(f"--floors reads a sweep folder (spectui sweep --out DIR); {args.file} is not a folder")
+    result, summaries = load_sweep(args.file)
+    h = host_info()
+    floors = floors_from_sweep(result, summaries, host=f"{h.cpu} x{h.cpu_count}")
+    if not floors.floors:
+        raise SpectuiError(f"{args.file}: the sweep has no K points to take floors from")
+    print(msgspec.json.encode(floors).decode() if args.json else format_floors(floors))
+    return 0
+
+
+# -- diff and gate --------------------------------------------------------------------------
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    """Exit 0 whenever the two runs were compared, outputs identical or not; 1 when the
+    candidate broke a floor of ``--floors``."""
+    import msgspec
+
+    from spectui.compare.diff import diff_recordings, format_diff_markdown, format_diff_text
+
+    floors = None
+    if args.floors is not None:
+        from spectui.lab.sweep_report import read_floors
+
+        floors = read_floors(args.floors)
+    baseline, candidate = read_recordings([args.baseline, args.candidate])
+    d = diff_recordings(baseline, candidate, force=args.force)
+    floor_lines, broken = check_against_floors(floors, candidate) if floors is not None else ([], False)
+    if args.json:
+        doc = msgspec.to_builtins(d)
+        if floors is not None:
+            doc["floors"] = floor_lines
+        print(msgspec.json.encode(doc).decode())
+    elif args.markdown:
+        print(format_diff_markdown(d), end="")
+        if floor_lines:
+            print("\n### Floors\n\n" + "\n".join(f"- {line}" for line in floor_lines))
+    else:
+        print(format_diff_text(d))
+        if floor_lines:
+            print("-- floors " + "-" * 40 + "\n" + "\n".join(f"  {line}" for line in floor_lines))
+    return 1 if broken else 0
+
+
+def check_against_floors(floors: Floors, rec: Recording) -> tuple[list[str], bool]:
+    """The candidate against the floor of its tier: one line per check, and whether one broke."""
+    from spectui.lab.sweep_report import check_floors
+    from spectui.metrics.stats import summarize
+
+    c = rec.header.config
+    # a floor names its drafter as the sweep's --drafters did: "ngram" or the draft GGUF path
+    floor, checks = check_floors(floors, c.prompt_tier, c.draft.source, c.draft.k, summarize(rec.events))
+    if floor is None:
+        return [f"no floor for tier {c.prompt_tier or '(none)'} in {floors.source}"], False
+    lines = [f"floor of tier {floor.tier}, {floor.drafter} K={floor.k} ({floor.runs} runs of {floors.source})"]
+    lines += [f"{'pass' if ch.passed else 'FAIL'}  {ch.text}" for ch in checks]
+    return lines, not all(ch.passed for ch in checks)
+
+
+def cmd_gate(args: argparse.Namespace) -> int:
+    """Exit 0 pass, 1 fail (2, unusable input, comes from SpectuiError)."""
+    import msgspec
+
+    from spectui.compare.gate import GateThresholds, format_verdict_text, gate
+
+    t = GateThresholds(
+        **{field: getattr(args, field) for field, _, _ in GATE_KNOBS},
+        allow_unverified_quality=args.allow_unverified_quality,
+    )
+    t.validate()  # before reading files: a typo in a threshold is the cheaper error to report
+    verdict = gate(read_recordings(args.baseline), read_recordings(args.candidate), t)
+    print(msgspec.json.encode(verdict).decode() if args.json else format_verdict_text(verdict))
+    return 0 if verdict.passed else 1
+
+
+# -- export ---------------------------------------------------------------------------------
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from spectui.telemetry.otel import OtelDestination, require_otel, trace_id_hex
+
+    json_lines = args.otel_json or args.output is not None  # -o alone can only mean JSON lines
+    if not (json_lines or args.otel_endpoint):
+        raise SpectuiError("export needs a format: --otel-json [-o OUT.jsonl] and/or --otel-endpoint URL")
+    require_otel()
+    recordings = read_recordings(args.files)  # a bad path leaves no half-written output
+    jsonl = (args.output or sys.stdout) if json_lines else None
+    done = []
+    with OtelDestination(jsonl=jsonl, endpoint=args.otel_endpoint) as dest:
+        for rec in recordings:
+            note = f" (truncated at byte {rec.truncated_at}: exported what it holds)" if rec.truncated else ""
+            done.append(f"spectui: {rec.path} -> trace {trace_id_hex(dest.emit(rec.events))}{note}")
+    print("\n".join(done), file=sys.stderr)  # only once the export went through
+    return 0

@@ -1,0 +1,142 @@
+"""``spectui run``: one AR or speculative session, headless or in the dashboard.
+
+Headless, the generated text alone goes to stdout (so ``> out.txt`` captures it) and a short
+summary to stderr, or one JSON object to stdout with ``--json``. Piped or scripted runs take
+the headless path on their own: the dashboard needs a terminal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from spectui.cli.common import StopOnSignal, add_run_arguments, config_from_args, otlp_endpoint, output_path
+from spectui.errors import SpectuiError
+
+if TYPE_CHECKING:
+    from spectui.config import RunConfig
+    from spectui.metrics.stats import Summary
+    from spectui.recording.schema import Event
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    run = sub.add_parser("run", help="run one AR or speculative session")
+    run.add_argument("--headless", action="store_true", help="no dashboard: text on stdout, summary on stderr")
+    run.add_argument("--theme", default=None, help="dashboard theme: spectui-dark, spectui-light, spectui-256, ...")
+    add_run_arguments(run)
+    run.add_argument("--json", action="store_true", help="print one JSON object (text, token ids, summary) on stdout")
+    rec = run.add_mutually_exclusive_group()
+    rec.add_argument("--record", metavar="FILE", default=None, help="recording path (default: a readable name under recordings/)")
+    rec.add_argument("--no-record", action="store_true", help="do not record this session")
+    run.add_argument("--otel-file", metavar="PATH", type=output_path, default=None,
+                     help="write the session's OpenTelemetry spans and metrics as JSON lines")
+    run.add_argument("--otel-endpoint", metavar="URL", type=otlp_endpoint, default=None,
+                     help="send them to an OTLP/HTTP collector (base URL, e.g. http://127.0.0.1:4318)")
+    run.set_defaults(func=cmd_run)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    if args.headless or args.json or not (sys.stdout.isatty() and sys.stdin.isatty()):
+        return headless(args)
+    return dashboard(args)
+
+
+def headless(args: argparse.Namespace) -> int:
+    """Exit 0 when the session ran (to its end or a signal), 1 when the engine failed."""
+    import msgspec
+
+    from spectui.metrics.stats import summarize
+    from spectui.recording.output import OutputText
+    from spectui.recording.schema import End, Step
+    from spectui.recording.writer import default_recording_path
+    from spectui.sessions.open import open_engine
+    from spectui.sessions.record import record_session
+
+    config = config_from_args(args)
+    record_to = None if args.no_record else (args.record or default_recording_path)
+    recorded: list[Path | None] = []  # filled by record_session once the engine accepted the run
+    events: list[Event] = []
+    tokens: list[int] = []
+    text = OutputText()
+    parts: list[str] = []
+    out = sys.stdout
+    with open_engine(config) as engine, StopOnSignal() as stop:
+        for ev in record_session(engine, config, record_to, stop=stop, on_start=recorded.append):
+            events.append(ev)
+            if type(ev) is Step:
+                tokens.extend(ev.tokens)
+            chunk = text.feed(ev)
+            if chunk:
+                parts.append(chunk)
+                if not args.json:
+                    out.write(chunk)
+                    out.flush()
+    path = recorded[0] if recorded else None
+    summary = summarize(events)
+    if args.json:
+        doc = {
+            "text": "".join(parts),
+            "tokens": tokens,
+            "summary": msgspec.to_builtins(summary),
+            "recording": str(path) if path is not None else None,
+        }
+        out.write(msgspec.json.encode(doc).decode() + "\n")
+    else:
+        out.write("\n")
+    out.flush()
+    print(format_summary(config, summary), file=sys.stderr)
+    if path is not None:
+        print(f"spectui: recorded to {path}", file=sys.stderr)
+    if args.otel_file or args.otel_endpoint:  # after the summary: an export failure must not hide it
+        export_run(events, file=args.otel_file, endpoint=args.otel_endpoint)
+    end = events[-1]
+    if isinstance(end, End) and end.reason == "error":
+        print(f"spectui: error: the engine failed: {end.error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def dashboard(args: argparse.Namespace) -> int:
+    if args.otel_file or args.otel_endpoint:
+        raise SpectuiError("--otel-file/--otel-endpoint are for headless runs (add --headless), or convert a recording: spectui export FILE")
+    if args.record is not None:
+        raise SpectuiError("--record FILE is for headless runs; the dashboard names each session's recording itself")
+    config = config_from_args(args, fallback_default=True)
+    from spectui.ui.launch import run_dashboard as launch  # Textual loads only when a dashboard opens
+
+    return launch(config, record=not args.no_record, theme=args.theme)
+
+
+def format_summary(config: RunConfig, s: Summary) -> str:
+    """The headless run's stderr lines: speed and latency, then drafting when speculative."""
+    from spectui.format import num_or_na as f
+
+    steady = f" (steady {f(s.steady_tok_s)})" if s.warmup_dropped else ""
+    lines = [
+        f"spectui: {s.n_tokens} tokens ({s.finish_reason}) | decode {f(s.decode_tok_s)} tok/s{steady}"
+        f" | TTFT {f(s.ttft_ms)} ms | prefill {f(s.prefill_ms)} ms ({s.n_prompt_tokens} tokens)"
+        f" | ITL p50/p95/p99 {f(s.itl_p50_ms, '.2f')}/{f(s.itl_p95_ms, '.2f')}/{f(s.itl_p99_ms, '.2f')} ms"
+    ]
+    if config.mode == "spec" and config.backend.name == "server":  # no per-block counts from a server
+        lines.append("spectui: drafting on the server: the acceptance it reported (if any) is in `spectui report`")
+    elif config.mode == "spec":
+        lines.append(
+            f"spectui: {config.draft.label()}"
+            f" | acceptance {f(s.acceptance_rate, '.3f')} ({s.accepted}/{s.drafted})"
+            f" | mean accepted length {f(s.mean_accepted_length, '.2f')}"
+            f" | rollbacks {s.rollbacks} | draft forwards {s.draft_forwards}"
+        )
+    return "\n".join(lines)
+
+
+def export_run(events: Sequence[Event], *, file: str | None, endpoint: str | None) -> None:
+    """The end of a live run: its events, as collected, to the telemetry destinations asked for
+    (the same exporter ``spectui export`` uses on a recording)."""
+    from spectui.telemetry.otel import export_events, trace_id_hex
+
+    trace_id = export_events(events, jsonl=file, endpoint=endpoint)
+    where = " and ".join(w for w in (file, endpoint) if w)
+    print(f"spectui: OpenTelemetry trace {trace_id_hex(trace_id)} exported to {where}", file=sys.stderr)

@@ -1,0 +1,13 @@
+"""Sessions: the one place that picks an engine and runs it into a recording.
+
+``protocol.Engine`` is what every engine offers (the embedded llama.cpp / MLX engine of
+``spectui.engine`` and the server client of ``spectui.server`` both implement it, without
+importing each other); ``open.open_engine`` chooses between them from the configuration and
+``open.EngineCache`` keeps one loaded while it fits; ``record.record_session`` runs an engine
+into a recording for every caller (the CLI, quality, sweep, soak, the dashboard);
+``runner.SessionRunner`` is the long-lived engine thread behind the dashboard, posting the
+plain notes of ``notes``.
+
+Above ``spectui.engine`` and ``spectui.server``, below every multi-run package and the UI; no
+UI toolkit is imported here.
+"""

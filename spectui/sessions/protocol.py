@@ -1,0 +1,50 @@
+"""The ``Engine`` protocol: what the layers above ask of any engine.
+
+Two implementations, neither importing the other: ``spectui.engine.session.Engine`` (models
+loaded into this process, llama.cpp or MLX) and ``spectui.server.session.ServerEngine`` (a
+running OpenAI-compatible server). ``spectui.sessions.open.open_engine`` picks one.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Protocol, runtime_checkable
+
+from spectui.config import RunConfig
+from spectui.recording.schema import Event
+
+
+@runtime_checkable
+class Engine(Protocol):
+    """A loaded engine: runs configurations into the one event stream."""
+
+    #: The configuration it was loaded for (its target, backend and draft model).
+    config: RunConfig
+
+    def run(self, config: RunConfig | None = None, *, stop: threading.Event | None = None) -> Iterator[Event]:
+        """Yield ``Header``, ``Prefill``, ``Step``..., ``End`` (memory samples between them).
+
+        Bad input (a prompt too long for the context, say) raises ``SpectuiError`` before the
+        first event; a failure once running becomes ``End(reason="error")``, so a recording
+        always ends with a record saying how. ``stop`` ends the run after the current step
+        (``End(reason="interrupted")``)."""
+        ...
+
+    def check(self, config: RunConfig) -> None:
+        """Raise ``SpectuiError`` (one line) if ``config`` cannot run on this engine; nothing
+        runs. Lets a many-run command refuse bad input before its first run, not an hour in."""
+        ...
+
+    def fits(self, config: RunConfig) -> bool:
+        """Whether ``config`` runs on this engine as loaded (same target and backend, and the
+        draft model it asks for), so a caller may reuse it instead of loading again."""
+        ...
+
+    def close(self) -> None:
+        """Free the models (or connections); the engine is unusable afterwards."""
+        ...
+
+    def __enter__(self) -> Engine: ...
+
+    def __exit__(self, *exc: object) -> None: ...

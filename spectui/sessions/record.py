@@ -1,0 +1,79 @@
+"""``record_session``: run an engine into a recording, for every caller.
+
+The CLI's ``run``, ``quality``, ``sweep`` and ``soak`` and the dashboard's engine thread all
+go through here, so every recording is made the same way: the file is opened only once the
+engine accepted the configuration (bad input leaves no file behind), every event is written
+before anyone else sees it (a crash loses nothing that was shown), and the file is closed
+however the run ends.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import msgspec
+
+from spectui.config import RunConfig
+from spectui.recording.schema import INTERLEAVED_CLOCK, Event, Step
+from spectui.recording.timeline import shift_event
+from spectui.recording.writer import RecordingWriter
+from spectui.sessions.protocol import Engine
+
+#: Where a session is recorded: a path, a function naming the file from the configuration
+#: (called right before the file is made, so runs started within one second never pick the
+#: same free name), or None for no recording.
+RecordTo = Path | str | Callable[[RunConfig], Path] | None
+
+
+def record_session(
+    engine: Engine,
+    config: RunConfig,
+    record_to: RecordTo = None,
+    *,
+    stop: threading.Event | None = None,
+    interleaved: bool = False,
+    on_start: Callable[[Path | None], object] | None = None,
+) -> Iterator[Event]:
+    """Yield the session's events, each already written to its recording.
+
+    ``on_start(path)`` is called once the engine accepted the configuration and the file
+    exists (``None`` when not recording), right before the header is yielded. Bad input
+    raises ``SpectuiError`` from the first ``next()``, before any file is made.
+
+    ``interleaved``: the session shares the thread with another one, one decode step each in
+    turn (``spectui compare --interleave``). The time this generator sits suspended after a
+    step, while the other session runs, is taken off every later timestamp, so the numbers
+    are this session's own work as if it ran alone, and the header's ``clock`` says so.
+    """
+    events = engine.run(config, stop=stop)
+    writer: RecordingWriter | None = None
+    try:
+        header = next(events)  # validation happens here: raising now leaves no file
+        if interleaved:
+            header = msgspec.structs.replace(header, clock=INTERLEAVED_CLOCK)
+        path = record_to(config) if callable(record_to) else (Path(record_to) if record_to is not None else None)
+        writer = RecordingWriter(path) if path is not None else None
+        if on_start is not None:
+            on_start(path)
+        if writer is not None:
+            writer.write(header)
+        yield header
+        away_us = 0
+        for ev in events:
+            if away_us:
+                ev = shift_event(ev, away_us)
+            if writer is not None:
+                writer.write(ev)
+            if interleaved and type(ev) is Step:
+                suspended = time.perf_counter_ns()
+                yield ev
+                away_us += (time.perf_counter_ns() - suspended) // 1000
+            else:
+                yield ev
+    finally:
+        events.close()  # ends the engine's own threads (memory sampler) at once
+        if writer is not None:
+            writer.close()

@@ -1,0 +1,474 @@
+"""The dashboard's state and everything that changes it, without Textual.
+
+``DashboardController`` owns the runs: it submits sessions to the engine thread
+(``spectui.sessions.runner.SessionRunner``), routes the notes that come back to the run they
+belong to (the live run, the two runs of a live comparison, or the two interleaved sessions of
+a pair) by ``run_id``, folds each run's events into a ``LiveRun``, queues the second run of a
+comparison behind the first, keeps finished AR runs as baselines, and plays recordings back.
+Its ``state`` is a ``RunState``.
+
+Data flow, per token: the engine thread appends each event to its session's ``Outbox`` and
+posts a ``SessionEvents`` wake-up only when none is pending. ``drain`` folds what the outboxes
+hold (cheap, no drawing); the app calls it on the wake-up and on every repaint tick, so a
+200 tok/s run costs about 12 wake-ups a second, not 200. A replay hands its due events to an
+``Outbox`` in the same way from the UI thread, so one folding path serves both: the screen
+cannot tell a replay from a live run except by the badge.
+
+Whoever shows the controller (the Textual app; a test) is its ``ControllerHost``: it carries
+the notes to the UI thread and shows notifications. Screens read it through a
+``spectui.ui.view.DashboardView``, never change it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Protocol
+
+import msgspec
+
+from spectui.config import MAX_DRAFT_LENGTH, RunConfig
+from spectui.errors import SpectuiError
+from spectui.metrics.live import LiveRun
+from spectui.prompts import DEFAULT_PROMPT, PromptSpec
+from spectui.recording.schema import End, Event
+from spectui.sessions.notes import Note, Outbox, SessionEvents, SessionFinished, SessionStatus
+from spectui.sessions.open import EngineFactory
+from spectui.sessions.runner import PairRequest, SessionRequest, SessionRunner
+from spectui.ui.labels import artifact_label
+from spectui.ui.replay import ReplayPlayer
+from spectui.ui.state import Baselines, RunState
+
+TEMPERATURE_STEP = 0.1
+MAX_TEMPERATURE = 2.0
+
+
+class ControllerHost(Protocol):
+    """What the controller needs from whoever shows it."""
+
+    def post_note(self, note: Note) -> None:
+        """Hand ``note`` to the UI thread, which passes it to ``DashboardController.on_note``.
+        Called on the engine thread: must be thread-safe and must never block."""
+
+    def notify(self, message: str, *, title: str = "", severity: Any = "information", timeout: float | None = None) -> None:
+        """Tell the user something that does not fit the header (a failed run, a bad file)."""
+
+    def replay_mode_changed(self) -> None:
+        """A replay started or ended: the replay keys come or go."""
+
+
+class DashboardController:
+    """The runs of one dashboard (see the module docstring). Methods are called on the UI
+    thread only; the engine thread reaches it through ``host.post_note``."""
+
+    def __init__(
+        self,
+        config: RunConfig,
+        host: ControllerHost,
+        *,
+        record: bool = True,
+        recordings_dir: str | Path | None = None,
+        engine_factory: EngineFactory | None = None,
+        runner: SessionRunner | None = None,
+    ) -> None:
+        self.config = config if config.prompt else msgspec.structs.replace(config, prompt=DEFAULT_PROMPT)
+        self.host = host
+        self.record = record
+        self._recordings_dir = Path(recordings_dir) if recordings_dir is not None else None
+        self.runner = runner if runner is not None else SessionRunner(engine_factory)
+
+        self.live = LiveRun()
+        self.run_id = 0
+        self.state = RunState.IDLE
+        self.detail = "press r to run"
+        #: something the header or the details show changed: the next repaint draws everything
+        self.changed = True
+        #: a settings change stopped the run; the app's debounce timer starts the next one
+        self.restart_pending = False
+        self.recording_path: Path | None = None
+        self.replay_path: str | None = None
+        self.replay_truncated = False
+        self.player: ReplayPlayer | None = None
+        self.compare: tuple[LiveRun, LiveRun] | None = None  # (baseline, candidate)
+        self.compare_files: tuple[str, str] | None = None
+        self.compare_interleave = False
+        self._compare_queue: list[tuple[RunConfig, LiveRun]] = []
+        self._pair: dict[int, LiveRun] = {}  # run id -> run, for an interleaved pair in flight
+        self._outboxes: dict[int, Outbox] = {}  # run id -> its events in flight to the UI
+        self._replay_outbox = Outbox()
+        self._recorded: dict[int, Path | None] = {}  # id(LiveRun) -> its recording
+        self._stop: threading.Event | None = None
+        self.baselines = Baselines()
+        #: target spec -> (name, quant) once loaded: the header names a model before its next run
+        self.models: dict[str, tuple[str, str]] = {}
+
+    @property
+    def running(self) -> bool:
+        return self.state.busy
+
+    @property
+    def pair_in_flight(self) -> bool:
+        """An interleaved pair is running (its two sessions share one state)."""
+        return bool(self._pair)
+
+    @property
+    def recordings_dir(self) -> Path:
+        if self._recordings_dir is None:
+            from spectui.recording.writer import recordings_dir
+
+            self._recordings_dir = recordings_dir()
+        return self._recordings_dir
+
+    def _touch(self) -> None:
+        self.changed = True
+
+    def _set_state(self, state: RunState, detail: str = "") -> None:
+        self.state, self.detail = state, detail
+        self.changed = True
+
+    # -- settings of the next run ---------------------------------------------------------
+
+    def set_config(self, **changes: Any) -> bool:
+        """Change the next run's settings. A run in progress stops and ``restart_pending`` is
+        set: True when the caller should start it again (after its debounce)."""
+        self.config = msgspec.structs.replace(self.config, **changes)
+        self._touch()
+        if self.running and self.replay_path is None:
+            self.stop_run()
+            self.restart_pending = True
+            return True
+        return False
+
+    def toggle_mode(self) -> bool:
+        return self.set_config(mode="ar" if self.config.mode == "spec" else "spec")
+
+    def toggle_backend(self) -> bool | None:
+        """llama.cpp <-> MLX; None for a server, whose backend is the server's own."""
+        b = self.config.backend
+        if b.name == "server":
+            return None
+        return self.set_config(backend=msgspec.structs.replace(b, name="mlx" if b.name == "llamacpp" else "llamacpp"))
+
+    def step_k(self, delta: int) -> bool:
+        d = self.config.draft
+        lo, hi = (d.k_min, d.k_max) if d.adaptive else (1, MAX_DRAFT_LENGTH)
+        k = min(hi, max(lo, d.k + delta))
+        return k != d.k and self.set_config(draft=msgspec.structs.replace(d, k=k))
+
+    def step_temperature(self, delta: float) -> bool:
+        s = self.config.sampling
+        t = round(min(MAX_TEMPERATURE, max(0.0, s.temperature + delta)), 2)
+        return t != s.temperature and self.set_config(sampling=msgspec.structs.replace(s, temperature=t))
+
+    def use_prompt(self, spec: PromptSpec) -> bool:
+        return self.set_config(
+            prompt=spec.text,
+            prompt_tier=spec.tier,
+            prompt_name=spec.name,
+            prompt_check=spec.check,
+            max_tokens=spec.max_tokens,
+        )
+
+    # -- sessions -------------------------------------------------------------------------
+
+    def _record_path_factory(self) -> Callable[[RunConfig], Path] | None:
+        if not self.record:
+            return None
+        from spectui.recording.writer import default_recording_path
+
+        directory = self.recordings_dir
+        return lambda cfg: default_recording_path(cfg, directory)
+
+    def _request(self, run_id: int, config: RunConfig, stop: threading.Event, record_to) -> SessionRequest:  # noqa: ANN001
+        return SessionRequest(run_id=run_id, config=config, stop=stop, post=self.host.post_note, record_to=record_to)
+
+    def start_run(self, config: RunConfig | None = None, live: LiveRun | None = None) -> None:
+        """Start a session with ``config`` (default: the current one), stopping the one in
+        progress; its events fold into ``live`` (default: a new ``LiveRun``)."""
+        if live is None:
+            self._compare_queue.clear()  # a plain run ends a live comparison
+        stop = self._begin_run(live)
+        self.runner.submit(self._request(self.run_id, config or self.config, stop, self._record_path_factory()))
+
+    def _begin_run(self, live: LiveRun | None) -> threading.Event:
+        """Stop what runs, take a new run id, show ``live``: the common start of every run."""
+        self.restart_pending = False
+        if self._stop is not None:
+            self._stop.set()
+        self.run_id += 1
+        self._stop = stop = threading.Event()
+        self._outboxes.clear()
+        self._pair = {}
+        self.live = live if live is not None else LiveRun()
+        if self.player is not None:
+            self.player = None
+            self.host.replay_mode_changed()
+        self.replay_path = None
+        self.recording_path = None
+        self._set_state(RunState.STARTING)
+        return stop
+
+    def stop_run(self) -> None:
+        self.restart_pending = False
+        if self._stop is not None and self.running:
+            self._stop.set()
+            self.state = RunState.STOPPING
+            self._touch()
+
+    def shutdown(self) -> None:
+        """Stop the run; the engine thread ends the step in flight, closes the engine, exits."""
+        if self._stop is not None:
+            self._stop.set()
+        self.runner.shutdown()
+
+    # -- notes from the engine thread -----------------------------------------------------
+
+    def on_note(self, note: Note) -> None:
+        kind = type(note)
+        if kind is SessionEvents:
+            self.on_events(note)
+        elif kind is SessionStatus:
+            self.on_status(note)
+        else:
+            self.on_finished(note)
+
+    def _run_for(self, run_id: int) -> LiveRun | None:
+        """The run a session's notes fold into; None for a superseded session."""
+        if self._pair:
+            return self._pair.get(run_id)
+        return self.live if run_id == self.run_id else None
+
+    def on_events(self, note: SessionEvents) -> None:
+        if self._run_for(note.run_id) is not None:
+            self._outboxes[note.run_id] = note.outbox
+            self.drain(clear_wake=False)  # the next tick clears it: one wake per tick
+
+    def drain(self, *, clear_wake: bool) -> None:
+        """Fold every event the outboxes hold into its run. ``clear_wake``: let their producers
+        post a wake-up again (once per repaint tick)."""
+        for run_id, outbox in self._outboxes.items():
+            live = self._run_for(run_id)
+            while outbox and live is not None:
+                self._fold(outbox.popleft(), live)
+            if clear_wake:
+                outbox.wake_pending = False
+
+    def _fold(self, ev: Event, live: LiveRun) -> None:
+        live.feed(ev)
+        # one run's end is the app's (an interleaved pair ends with its last session)
+        if type(ev) is End and self.player is None and not self._pair:
+            self.state = RunState.after(ev.reason)
+            self.detail = ev.error
+            h = self.live.header
+            if h is not None:
+                self.models[h.config.target] = artifact_label(h.artifacts.target, h.config.target)
+
+    def on_status(self, note: SessionStatus) -> None:
+        live = self._run_for(note.run_id)
+        if live is None:
+            return
+        if note.state == "running":
+            path = Path(note.detail) if note.detail else None
+            self._recorded[id(live)] = path
+            if live is self.live:
+                self.recording_path = path
+            self._set_state(RunState.RUNNING)
+        else:
+            self._set_state(RunState(note.state), note.detail)
+
+    def _failed(self, error: str, title: str = "run failed") -> None:
+        self._set_state(RunState.ERROR, error)
+        self.host.notify(error, title=title, severity="error", timeout=8)
+
+    def on_finished(self, note: SessionFinished) -> None:
+        if note.run_id in self._pair:
+            self._pair_finished(note)
+            return
+        if note.run_id != self.run_id:
+            return
+        self.drain(clear_wake=True)  # the run's last events, its End among them
+        self._outboxes.pop(note.run_id, None)
+        if note.error:
+            self._failed(note.error)
+        elif self.live.end is None:  # stopped before it began
+            self._set_state(RunState.IDLE)
+        self.baselines.note(self.live)
+        if self._compare_queue and self.state in (RunState.DONE, RunState.INTERRUPTED) and self.live.end is not None:
+            if self.state is RunState.DONE:
+                self._start_next_compare()
+            else:
+                self._compare_queue.clear()  # stopped: the pair stays half-done
+        self._touch()
+
+    def engine_failed(self, error: BaseException | None) -> None:
+        """The engine thread died (``SessionRunner`` catches every session's errors: this is
+        the net under it)."""
+        self._set_state(RunState.ERROR, f"the engine thread failed: {error}")
+        self.host.notify(self.detail, severity="error", timeout=8)
+
+    # -- side by side ---------------------------------------------------------------------
+
+    def run_compare(self) -> None:
+        """AR then speculative, same prompt and settings, one after the other (never at once:
+        they would share the cores and neither number would be true), or interleaved."""
+        base = msgspec.structs.replace(self.config, mode="ar")
+        cand = msgspec.structs.replace(self.config, mode="spec")
+        self.compare = (LiveRun(), LiveRun())
+        self.compare_files = None
+        if self.compare_interleave:
+            self._start_interleaved(base, cand)
+            return
+        self._compare_queue[:] = [(base, self.compare[0]), (cand, self.compare[1])]
+        self._start_next_compare()
+
+    def _start_next_compare(self) -> None:
+        config, live = self._compare_queue.pop(0)
+        self.start_run(config, live)
+
+    def toggle_interleave(self) -> None:
+        self.compare_interleave = not self.compare_interleave
+        self._touch()
+
+    def _start_interleaved(self, base: RunConfig, cand: RunConfig) -> None:
+        """Both runs at once, one block each in turn on two engines (``PairRequest``): the
+        machine's load drifts alike for both, and each clock leaves out the other's time."""
+        assert self.compare is not None
+        self._compare_queue.clear()
+        stop = self._begin_run(self.compare[0])
+        first = self.run_id
+        self.run_id += 1
+        record_to = self._record_path_factory()
+        self._pair = {first: self.compare[0], self.run_id: self.compare[1]}
+        self.runner.submit(
+            PairRequest(
+                requests=(self._request(first, base, stop, record_to), self._request(self.run_id, cand, stop, record_to))
+            )
+        )
+
+    def _pair_finished(self, note: SessionFinished) -> None:
+        live = self._pair[note.run_id]
+        self.drain(clear_wake=True)
+        if note.error:
+            self._failed(note.error)
+        self._outboxes.pop(note.run_id, None)
+        del self._pair[note.run_id]
+        self.baselines.note(live)
+        if not self._pair and self.state is not RunState.ERROR:
+            ends = [run.end for run in self.compare or () if run.end is not None]
+            stopped = any(e.reason == "interrupted" for e in ends) or len(ends) < 2
+            self._set_state(RunState.INTERRUPTED if stopped else RunState.DONE)
+        self._touch()
+
+    def open_compare(self, baseline: str | Path, candidate: str | Path) -> bool:
+        """Two recordings side by side (baseline first)."""
+        from spectui.recording.reader import read_recording
+
+        runs = []
+        for path in (baseline, candidate):
+            try:
+                runs.append(LiveRun.from_events(read_recording(path).events))
+            except (SpectuiError, OSError) as exc:
+                self.host.notify(f"{path}: {exc}", title="cannot open recording", severity="error", timeout=8)
+                return False
+        self.stop_run()
+        self._compare_queue.clear()
+        self.compare = (runs[0], runs[1])
+        self.compare_files = (str(baseline), str(candidate))
+        self._touch()
+        return True
+
+    def compare_paths(self) -> tuple[str, str] | None:
+        """The recordings behind the compared pair (files, or the live pair's recordings)."""
+        if self.compare_files is not None:
+            return self.compare_files
+        if self.compare is None:
+            return None
+        paths = tuple(self._recorded.get(id(live)) for live in self.compare)
+        return (str(paths[0]), str(paths[1])) if all(paths) and all(l.end for l in self.compare) else None
+
+    # -- recordings -----------------------------------------------------------------------
+
+    def open_recording(
+        self, path: str | Path, *, play: bool = False, speed: float = 1.0, paused: bool = False, now: float | None = None
+    ) -> bool:
+        """Show a recording through the same outbox, ``LiveRun`` and repaint as a live run:
+        its final state at once, or (``play``) replayed at ``speed`` times its own pace."""
+        from spectui.recording.reader import read_recording
+        from spectui.recording.timeline import Timeline
+
+        try:
+            rec = read_recording(path)
+        except SpectuiError as exc:
+            self.host.notify(str(exc), title="cannot open recording", severity="error", timeout=8)
+            return False
+        except OSError as exc:
+            self.host.notify(f"{path}: {exc.strerror or exc}", title="cannot open recording", severity="error", timeout=8)
+            return False
+        self.stop_run()
+        self.replay_path = str(path)
+        self.replay_truncated = rec.truncated or not rec.complete
+        now = time.monotonic() if now is None else now
+        self.player = ReplayPlayer(Timeline(rec.events), speed=speed, paused=paused, at_end=not play, now=now)
+        self._set_state(RunState.REPLAY)
+        self._rebuild_replay()
+        if rec.truncated:
+            self.host.notify(
+                f"cut off at byte {rec.truncated_at}: every complete record is shown",
+                title="truncated recording",
+                severity="warning",
+                timeout=6,
+            )
+        if not play:
+            self.baselines.note(self.live)
+        self.host.replay_mode_changed()
+        return True
+
+    def _rebuild_replay(self) -> None:
+        """Show the player's first ``shown`` events at once (open, seek, restart). A new run id
+        and a new outbox drop what was handed out for the old position."""
+        player = self.player
+        assert player is not None
+        self.run_id += 1
+        self.live = LiveRun()
+        self._replay_outbox = outbox = Outbox()
+        self._outboxes.clear()
+        self._outboxes[self.run_id] = outbox
+        outbox.extend(player.timeline.events[: player.shown])
+        self.drain(clear_wake=False)
+        self._touch()
+
+    def _replay_events(self, indices: range) -> None:
+        """Hand the player's due events over as the engine thread does: into the run's outbox,
+        with a ``SessionEvents`` wake-up when none is pending."""
+        assert self.player is not None
+        outbox, events, run_id = self._replay_outbox, self.player.timeline.events, self.run_id
+        for i in indices:
+            if outbox.put(events[i]):
+                self.host.post_note(SessionEvents(run_id, outbox))
+        if indices:
+            self._touch()
+
+    def replay_tick(self, now: float) -> bool:
+        """Hand out what is due by ``now``; False while nothing plays (the app's replay timer
+        then sleeps until a replay key wakes it)."""
+        player = self.player
+        if player is None or player.paused:
+            return False
+        self._replay_events(player.tick(now))
+        return True
+
+    def replay_control(self, control: Callable[[ReplayPlayer, float], object], now: float) -> bool:
+        """Apply a replay key to the player and catch the screen up with it; True if it plays."""
+        player = self.player
+        if player is None:
+            return False
+        before = player.shown
+        control(player, now)
+        if player.shown < before:
+            self._rebuild_replay()  # backwards (or play again from the start): redraw from zero
+        else:
+            self._replay_events(range(before, player.shown))
+        self._touch()
+        return not player.paused

@@ -1,0 +1,160 @@
+"""The UI's public entry points: app factories (shared by the CLI, the tests and the
+benchmarks) and the ``run_*`` functions that own a terminal until the user quits.
+
+``spectui.cli`` imports these lazily, so a headless command never loads Textual.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from textual.app import App
+
+from spectui.config import RunConfig
+from spectui.errors import SpectuiError
+from spectui.prompts import DEFAULT_PROMPT
+from spectui.sessions.open import EngineFactory
+from spectui.ui.app import SpectuiApp
+
+if TYPE_CHECKING:
+    from spectui.lab.sweep import SweepPlan
+    from spectui.prompts import PromptSpec
+    from spectui.ui.sweep import SweepApp
+
+#: Used when the terminal has no truecolor (TERM=xterm-256color, no COLORTERM): its colours
+#: are exact palette entries, where the default theme's would be rounded to neighbours.
+THEME_256 = "spectui-256"
+
+
+def default_config() -> RunConfig:
+    """The embedded default model, speculative with n-gram drafts, on the CLI's default prompt."""
+    return RunConfig(prompt=DEFAULT_PROMPT)
+
+
+def _apply_theme(app: App, theme: str | None) -> None:
+    if theme is None:
+        return
+    if theme not in app.available_themes:
+        raise SpectuiError(f"unknown theme {theme!r} (known: {', '.join(sorted(app.available_themes))})")
+    app.theme = theme
+
+
+def _run_in_terminal(app: App, theme: str | None) -> int:
+    """Run ``app`` here until it exits, keyboard only: the mouse is not captured, so the
+    terminal's own text selection keeps working (copying a recording path over SSH, for one)."""
+    if theme is None and app.console.color_system != "truecolor" and THEME_256 in app.available_themes:
+        app.theme = THEME_256
+    result = app.run(mouse=False)
+    if app.return_code not in (None, 0):
+        return app.return_code
+    return result if isinstance(result, int) else 0
+
+
+# -- the dashboard --------------------------------------------------------------------------
+
+
+def make_app(
+    config: RunConfig,
+    *,
+    record: bool = True,
+    recordings_dir: str | None = None,
+    autostart: bool = False,
+    engine_factory: EngineFactory | None = None,
+    theme: str | None = None,
+) -> SpectuiApp:
+    """The dashboard for ``config``.
+
+    ``record`` writes every live session to ``recordings_dir`` (default: $SPECTUI_RECORDINGS,
+    ./recordings, or the user data folder); ``autostart`` starts a run at once;
+    ``engine_factory(config) -> Engine`` replaces ``open_engine`` (tests, benchmarks);
+    ``theme`` names a theme (themes/*.toml or a Textual built-in; default spectui-dark).
+    """
+    app = SpectuiApp(
+        config, record=record, recordings_dir=recordings_dir, autostart=autostart, engine_factory=engine_factory
+    )
+    _apply_theme(app, theme)
+    return app
+
+
+def run_dashboard(
+    config: RunConfig, *, record: bool = True, recordings_dir: str | None = None, theme: str | None = None
+) -> int:
+    """``spectui`` (``run`` without ``--headless``): the dashboard until the user quits; the exit code."""
+    app = make_app(config, record=record, recordings_dir=recordings_dir, theme=theme)
+    return _run_in_terminal(app, theme)
+
+
+def run_replay(path: str, *, speed: float = 1.0, paused: bool = False, theme: str | None = None) -> int:
+    """``spectui replay``: play ``path`` from the start in the dashboard (no engine, no models)."""
+    app = make_app(RunConfig(prompt="(replay)"), record=False, theme=theme)
+    app.on_mount_open = functools.partial(app.open_recording, path, play=True, speed=speed, paused=paused)
+    return _run_in_terminal(app, theme)
+
+
+def run_compare(
+    files: list[str],
+    *,
+    config: RunConfig | None = None,
+    record: bool = True,
+    theme: str | None = None,
+    interleave: bool = False,
+) -> int:
+    """``spectui compare``: two recordings side by side, or (no files) AR and speculative live."""
+    app = make_app(config or RunConfig(prompt="(compare)"), record=record and not files, theme=theme)
+    app.controller.compare_interleave = interleave
+    if files:
+        app.on_mount_open = functools.partial(app.open_compare, files[0], files[1])
+    else:
+        app.on_mount_open = app.action_compare
+    return _run_in_terminal(app, theme)
+
+
+# -- the sweep view -------------------------------------------------------------------------
+# (imported on use: the sweep brings spectui.lab along, which the dashboard does not need)
+
+
+def make_sweep_app(
+    plan: SweepPlan,
+    prompts: Sequence[PromptSpec],
+    folder: str,
+    *,
+    max_tokens: int | None = None,
+    theme: str | None = None,
+    load_engine: Callable[[RunConfig], object] | None = None,
+    autostart: bool = True,
+) -> SweepApp:
+    """The sweep view of ``plan``; ``load_engine`` replaces ``open_engine`` (tests),
+    ``autostart=False`` shows the plan without running it."""
+    from spectui.ui.sweep import SweepApp
+
+    app = SweepApp(plan, prompts, folder, max_tokens=max_tokens, load_engine=load_engine, autostart=autostart)
+    _apply_theme(app, theme)
+    return app
+
+
+def run_sweep_view(
+    plan: SweepPlan,
+    prompts: Sequence[PromptSpec],
+    folder: str,
+    *,
+    max_tokens: int | None = None,
+    theme: str | None = None,
+) -> int:
+    """``spectui sweep`` in a terminal: run the plan in the view until the user quits, then
+    print the table (the view's screen is gone by then). 0 when the sweep completed, 130 when
+    the user stopped it; a failed sweep raises its error (a ``SpectuiError`` is one line)."""
+    from spectui.lab.sweep_report import format_table
+    from spectui.ui.sweep import JOIN_TIMEOUT_S
+
+    app = make_sweep_app(plan, prompts, folder, max_tokens=max_tokens, theme=theme)
+    code = _run_in_terminal(app, theme)
+    # the engines close in the sweep thread; let it finish before the interpreter tears down
+    app.stop.set()
+    app.sweep_done.wait(JOIN_TIMEOUT_S)
+    if app.error is not None:
+        raise app.error
+    if app.result is not None:
+        print(format_table(app.result))
+    return code

@@ -1,0 +1,108 @@
+"""``DashboardView``: what the screens may read of the controller, and the words for it.
+
+A screen holds a view, not the app: it reads the run to draw, the compared pair, the header's
+text and the baseline of a run, and can change nothing. No Textual here, so the header's text
+is tested without a terminal.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from spectui.config import RunConfig
+from spectui.metrics.live import LiveRun
+from spectui.ui.labels import (
+    HeaderInfo,
+    artifact_label,
+    backend_label,
+    draft_label,
+    model_label,
+    prompt_label,
+    run_label,
+    sampling_label,
+)
+from spectui.ui.replay import replay_detail
+from spectui.ui.state import Baseline, RunState
+
+if TYPE_CHECKING:
+    from spectui.ui.controller import DashboardController
+
+
+class DashboardView:
+    def __init__(self, controller: DashboardController) -> None:
+        self._ctl = controller
+
+    @property
+    def live(self) -> LiveRun:
+        """The run on the main screen (live or replayed)."""
+        return self._ctl.live
+
+    @property
+    def compare(self) -> tuple[LiveRun, LiveRun] | None:
+        """The compared pair (baseline, candidate), once there is one."""
+        return self._ctl.compare
+
+    def shown_config(self) -> RunConfig:
+        """The config of the recording on screen, else the one the next run uses."""
+        ctl = self._ctl
+        if ctl.replay_path is not None and ctl.live.header is not None:
+            return ctl.live.header.config
+        return ctl.config
+
+    def baseline_for(self, live: LiveRun) -> Baseline | None:
+        """The AR baseline of ``live``'s setup, if this session ran or opened one."""
+        return self._ctl.baselines.for_run(live)
+
+    def header_info(self, now: float | None = None) -> HeaderInfo:
+        ctl = self._ctl
+        cfg = self.shown_config()
+        live, state = ctl.live, ctl.state
+        h = live.header if live.header is not None and live.header.config.target == cfg.target else None
+        if h is not None:
+            target, quant = artifact_label(h.artifacts.target, cfg.target)
+        else:
+            target, quant = ctl.models.get(cfg.target, (model_label(cfg.target), ""))
+        detail = ctl.detail
+        if state in (RunState.RUNNING, RunState.STOPPING):
+            detail = f"{live.n_tokens}/{cfg.max_tokens} tokens"
+        elif state is RunState.REPLAY and ctl.player is not None:
+            now = time.monotonic() if now is None else now
+            detail = replay_detail(ctl.player, live, now, truncated=ctl.replay_truncated)
+        elif state in (RunState.DONE, RunState.INTERRUPTED) and live.end is not None:
+            detail = f"{live.n_tokens} tokens ({live.end.reason})"
+        if ctl.replay_path is not None:
+            recording, path = "replay", ctl.replay_path
+        elif not ctl.record:
+            recording, path = "off", ""
+        else:
+            recording = "rec"
+            path = str(ctl.recording_path) if ctl.recording_path is not None else f"{ctl.recordings_dir}/ (on run)"
+        return HeaderInfo(
+            backend=backend_label(cfg.backend.name),
+            target=target,
+            quant=quant,
+            draft=draft_label(cfg),
+            sampling=sampling_label(cfg.sampling),
+            prompt=prompt_label(cfg),
+            state=state.value,
+            detail=detail,
+            recording=recording,
+            path=path,
+        )
+
+    def compare_title(self) -> str:
+        ctl = self._ctl
+        if ctl.compare_files is not None:
+            return f"compare · files {ctl.compare_files[0]}  vs  {ctl.compare_files[1]}"
+        if ctl.compare is None:
+            return "compare · press r to run AR, then speculative"
+        base, cand = ctl.compare
+        if ctl.pair_in_flight or ctl.compare_interleave:
+            how = "live, interleaved block by block (each clock without the other's time)"
+            state = str(ctl.state)
+        else:
+            how = "live, one after the other"
+            which = "AR" if ctl.live is base else run_label(cand.header.config if cand.header else None)
+            state = f"{ctl.state}: {which}" if ctl.running else str(ctl.state)
+        return f"compare · {how} · {state}"

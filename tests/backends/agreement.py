@@ -1,0 +1,110 @@
+"""A test helper: greedy AR on llama.cpp and on MLX from one GGUF, and where the two part."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from spectui.config import BackendConfig
+
+
+@dataclass
+class Agreement:
+    """Greedy AR on two backends from one prompt: how far they agree, and why they part."""
+
+    prompt: str
+    llama_tokens: list[int]
+    mlx_tokens: list[int]
+    #: first index where the greedy tokens differ; None when all ``n_tokens`` agree
+    divergence: int | None
+    #: at the divergence: each backend's logit of its own choice minus the other's choice
+    llama_margin: float | None = None
+    mlx_margin: float | None = None
+    #: largest |logit difference| between the backends over the agreed positions
+    max_abs_logit_diff: float = 0.0
+    tokenize_equal: bool = True
+
+    def describe(self) -> str:
+        head = f"{self.prompt[:40]!r}: "
+        if self.divergence is None:
+            return head + f"agree on all {len(self.mlx_tokens)} tokens (max |dlogit| {self.max_abs_logit_diff:.3f})"
+        i = self.divergence
+        if self.llama_margin is None or self.mlx_margin is None:  # one side stopped (end of generation)
+            return head + f"one backend stopped at token {i} (llama.cpp {len(self.llama_tokens)}, mlx {len(self.mlx_tokens)} tokens)"
+        return head + (
+            f"diverge at token {i}: llama.cpp {self.llama_tokens[i]} vs mlx {self.mlx_tokens[i]}; "
+            f"margin llama.cpp {self.llama_margin:.4f}, mlx {self.mlx_margin:.4f} "
+            f"(max |dlogit| before {self.max_abs_logit_diff:.3f})"
+        )
+
+
+def compare_backends(
+    gguf: str,
+    prompts: Iterable[str],
+    n_tokens: int,
+    *,
+    chat: bool = True,
+    llama: Any = None,
+    mlx: Any = None,
+    n_ctx: int = 1024,
+) -> list[Agreement]:
+    """Greedy AR on llama.cpp and on MLX from the same GGUF; report where they agree.
+
+    Both backends are fed the same (llama.cpp) prompt tokens and run one token at a time.
+    Up to the first divergence both see the same context, so at that position the two
+    margins (own choice minus the other backend's choice, in each backend's logits) say how
+    close the call was: two small positive numbers mean a near-tie broken differently by
+    the numerics (quantised activations in llama.cpp, float32 in MLX), not a mapping bug.
+    """
+    from spectui.engine.llamacpp import LlamaCppBackend
+    from spectui.engine.mlx import MLXBackend
+    from spectui.models.chat import apply_chat_template
+
+    own_llama = llama is None
+    own_mlx = mlx is None
+    # one llama.cpp thread: this compares numbers, not speed, and spinning workers on a busy
+    # machine can slow llama.cpp down 50-fold
+    llama = llama or LlamaCppBackend.open(gguf, BackendConfig(n_ctx=n_ctx, n_threads=1))
+    mlx = mlx or MLXBackend.open(gguf, BackendConfig(n_ctx=n_ctx))
+    results = []
+    try:
+        for prompt in prompts:
+            text = prompt
+            if chat and llama.chat_template:
+                text = apply_chat_template(llama.chat_template, prompt, bos_token=llama.bos_token, eos_token=llama.eos_token)
+            tokens = llama.tokenize(text, special=True)
+            tokenize_equal = mlx.tokenize(text, special=True) == tokens
+            runs = []
+            for backend in (llama, mlx):
+                backend.truncate(0)
+                row = np.array(backend.eval(tokens, all_logits=False)[-1])
+                out, rows = [], []
+                for _ in range(n_tokens):
+                    tok = int(row.argmax())
+                    out.append(tok)
+                    rows.append(row)
+                    if tok in backend.eog_tokens or len(out) == n_tokens:
+                        break
+                    row = np.array(backend.eval((tok,), all_logits=False)[-1])
+                runs.append((out, rows))
+            (lt, lrows), (mt, mrows) = runs
+            divergence = next((i for i, (a, b) in enumerate(zip(lt, mt)) if a != b), None)
+            if divergence is None and len(lt) != len(mt):
+                divergence = min(len(lt), len(mt))
+            agreed = divergence if divergence is not None else min(len(lrows), len(mrows))
+            diff = max((float(np.abs(lrows[i] - mrows[i]).max()) for i in range(agreed)), default=0.0)
+            result = Agreement(prompt, lt, mt, divergence, max_abs_logit_diff=diff, tokenize_equal=tokenize_equal)
+            if divergence is not None and divergence < min(len(lt), len(mt)):
+                a, b = lt[divergence], mt[divergence]
+                result.llama_margin = float(lrows[divergence][a] - lrows[divergence][b])
+                result.mlx_margin = float(mrows[divergence][b] - mrows[divergence][a])
+            results.append(result)
+    finally:
+        if own_llama:
+            llama.close()
+        if own_mlx:
+            mlx.close()
+    return results
