@@ -28,7 +28,6 @@ from pathlib import Path
 import msgspec
 
 from spectui.errors import SpectuiError
-from spectui.metrics.stats import fit_slope
 from spectui.recording.reader import Recording, iter_events, read_recording
 from spectui.recording.schema import End, Event, Header, MemorySample, Step
 from spectui.recording.writer import SUFFIX
@@ -311,6 +310,8 @@ def analyze_soak(
 
 def fit_memory(report: SoakReport, fit: list[tuple[float, int, int]]) -> None:
     """The RSS trend over the samples after the warm-up, in MiB per minute."""
+    from spectui.metrics.stats import fit_slope  # numpy: not for ``spectui soak --help``
+
     report.fit_samples = len(fit)
     if not fit:
         return

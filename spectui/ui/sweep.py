@@ -5,11 +5,11 @@ in as runs finish (the columns are ``sweep_report.COLUMNS``, so the view and the
 show the same cells), the knee of each tier's K curve, and at the end where the recordings are.
 
 Threads: the sweep (``lab.sweep.run_sweep``) runs in one Textual *thread* worker. Its
-``on_run`` hook, called in that thread after every whole run, stores the latest progress and
-a snapshot of the table in one slot and posts a wake-up with ``post_message`` (thread-safe,
-never blocks) only when none is pending; the UI redraws from whatever the slot holds then. So
-a slow UI skips stale updates instead of queueing them, and the engine never waits for the UI
-(``call_from_thread`` would make it wait: never used here). The view hears about whole runs
+``on_run`` hook, called in that thread after every whole run, posts the progress and a
+snapshot of the table with ``post_message`` (thread-safe, never blocks). The message's
+``can_replace`` lets Textual fold a burst of them into the newest, so a slow UI skips stale
+updates instead of queueing them, and the engine never waits for the UI (``call_from_thread``
+would make it wait: never used here). The view hears about whole runs
 only, never tokens; between runs a 1 Hz timer moves the elapsed time and the ETA.
 
 ``q`` (or ctrl+c) sets the sweep's stop event: the run in flight ends at its next step, the
@@ -222,7 +222,13 @@ class SweepApp(App[int]):
 
     @dataclass
     class Update(Message):
-        """Wake-up from the sweep thread: the app's latest-update slot has news."""
+        """From the sweep thread after each run: the progress and the table so far."""
+
+        progress: SweepProgress
+        result: SweepResult
+
+        def can_replace(self, message: Message) -> bool:
+            return isinstance(message, SweepApp.Update)  # only the newest table matters
 
     @dataclass
     class Finished(Message):
@@ -255,8 +261,6 @@ class SweepApp(App[int]):
         self.result: SweepResult | None = None
         self.error: BaseException | None = None
         self.quit_when_done = False
-        self._latest: tuple[SweepProgress, SweepResult] | None = None
-        self._wake_pending = False
         self._received_at = time.monotonic()  # when ``progress`` arrived: the ETA counts down from it
         register_themes(self)
 
@@ -296,21 +300,15 @@ class SweepApp(App[int]):
             self.sweep_done.set()
 
     def _on_run(self, progress: SweepProgress, result: SweepResult) -> None:
-        """In the sweep thread, once per run: keep only the latest, wake the UI if it sleeps."""
+        """In the sweep thread, once per run."""
         # run_sweep replaces rows and knees wholesale and appends to runs: a copy of the runs
         # list is a consistent snapshot
-        self._latest = (progress, msgspec.structs.replace(result, runs=list(result.runs)))
-        if not self._wake_pending:
-            self._wake_pending = True
-            self.post_message(self.Update())
+        self.post_message(self.Update(progress, msgspec.structs.replace(result, runs=list(result.runs))))
 
     # -- the UI thread --------------------------------------------------------------------------
 
-    def on_sweep_app_update(self, _msg: Update) -> None:
-        self._wake_pending = False  # before reading the slot: a newer update then wakes us again
-        latest = self._latest
-        if latest is not None:
-            self.show(*latest)
+    def on_sweep_app_update(self, msg: Update) -> None:
+        self.show(msg.progress, msg.result)
 
     def show(self, progress: SweepProgress, result: SweepResult) -> None:
         """Take a progress report and the table so far, and redraw (also the snapshot's way in)."""
