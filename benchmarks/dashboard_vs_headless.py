@@ -43,7 +43,8 @@ from spectui.config import BackendConfig, DraftConfig, RunConfig  # noqa: E402
 from spectui.engine.session import Engine  # noqa: E402
 from spectui.metrics.stats import summarize  # noqa: E402
 from spectui.prompts import find_prompt  # noqa: E402
-from spectui.recording.writer import RecordingWriter, default_recording_path  # noqa: E402
+from spectui.recording.writer import default_recording_path  # noqa: E402
+from spectui.sessions.record import record_session  # noqa: E402
 from spectui.ui.launch import make_app  # noqa: E402
 
 SIZE = (160, 48)  # a large screen: more to draw than the 80x24 minimum
@@ -91,15 +92,9 @@ def on_fresh_thread(fn):  # noqa: ANN001, ANN201
 
 
 def headless(engine: Engine, config: RunConfig, record_dir: str | None) -> tuple[float, int]:
-    events = []
-    writer = RecordingWriter(default_recording_path(config, record_dir)) if record_dir else None
-    for ev in engine.run(config):
-        if writer is not None:
-            writer.write(ev)
-        events.append(ev)
-    if writer is not None:
-        writer.close()
-    s = summarize(events)
+    """What ``spectui run --headless`` does: the session through ``record_session``."""
+    record_to = (lambda c: default_recording_path(c, record_dir)) if record_dir else None
+    s = summarize(list(record_session(engine, config, record_to)))
     return s.decode_tok_s, s.n_tokens
 
 

@@ -1,7 +1,10 @@
 """Run configuration: msgspec Structs with defaults and validation.
 
 The configuration is recorded verbatim in every recording header, so every field has a
-default (old recordings keep loading when fields are added) and is plain data.
+default (old recordings keep loading when fields are added) and is plain data. The labels
+every report and screen shows for a run (``label``, ``describe``) live here too.
+
+Near the bottom of the layers: imports only ``spectui.errors``.
 """
 
 from __future__ import annotations

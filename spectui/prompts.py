@@ -8,7 +8,10 @@ is tier ``copy``); without ``max_tokens`` the ceiling is 256.
 Quality prompts also say what passes: ``check: json`` with ``keys: city:str, population:int``,
 or ``check: tool-call`` with ``tools: get_weather(city:str), get_time(timezone:str)`` and
 optionally ``call: get_weather`` (see ``spectui.quality``). ``PromptSpec.check`` holds the
-canonical one-line form, which runs record in their header.
+canonical one-line form, which runs record in their header. ``DEFAULT_PROMPT`` is the prompt
+of a run that names none, here so the CLI and the dashboard share it.
+
+Imports only ``spectui.quality`` and ``spectui.errors``.
 """
 
 from __future__ import annotations

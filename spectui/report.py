@@ -1,4 +1,8 @@
-"""``spectui report``: everything a recording says about its run, as a table or as JSON."""
+"""``spectui report``: everything a recording says about its run, as a table or as JSON.
+
+Above what it reports on (recordings, metrics, the server's counters); beside ``lab``,
+``compare`` and ``telemetry``, which it does not import.
+"""
 
 from __future__ import annotations
 
