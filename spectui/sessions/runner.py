@@ -63,10 +63,6 @@ class PairRequest:
 
     requests: tuple[SessionRequest, SessionRequest]
 
-    @property
-    def run_id(self) -> int:
-        return self.requests[0].run_id
-
 
 class _Stream:
     """One session on the engine thread: ``record_session`` writes each event, then it goes

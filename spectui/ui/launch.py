@@ -7,7 +7,7 @@ benchmarks) and the ``run_*`` functions that own a terminal until the user quits
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from textual.app import App
@@ -122,7 +122,7 @@ def make_sweep_app(
     *,
     max_tokens: int | None = None,
     theme: str | None = None,
-    load_engine: Callable[[RunConfig], object] | None = None,
+    load_engine: EngineFactory | None = None,
     autostart: bool = True,
 ) -> SweepApp:
     """The sweep view of ``plan``; ``load_engine`` replaces ``open_engine`` (tests),

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -40,6 +40,7 @@ from spectui.format import DASH
 from spectui.lab.sweep import SweepPlan, SweepPoint, SweepProgress, SweepResult, run_sweep
 from spectui.lab.sweep_report import COLUMNS
 from spectui.prompts import PromptSpec
+from spectui.sessions.open import EngineFactory
 from spectui.ui.labels import backend_label, model_label
 from spectui.ui.themes import register_themes
 
@@ -244,7 +245,7 @@ class SweepApp(App[int]):
         folder: str,
         *,
         max_tokens: int | None = None,
-        load_engine: Callable[[RunConfig], object] | None = None,
+        load_engine: EngineFactory | None = None,
         autostart: bool = True,
     ) -> None:
         super().__init__()
