@@ -1,22 +1,31 @@
 """spectui against its peers, side by side in one run: one table of medians and ratios.
 
     python benchmarks/peers.py [--reps 5] [--sections ar,ngram,draft,curve,mlx] [--json FILE]
+                               [--target GGUF] [--also-quant Q4_0,Q8_0,F16]
 
-Sections (each on the embedded model and prompts from ``prompts/``, greedy, same threads):
+Sections (each on the target, the embedded model unless ``--target`` names a GGUF, and
+prompts from ``prompts/``, greedy, same threads):
 
 * ``ar``: spectui's decode loop vs ``llama_cpp.Llama.generate`` vs ``llama-completion`` and
   ``llama-bench`` (text generation at the prompt's depth);
-* ``ngram``: prompt-lookup speculation on the copy tier: spectui (fixed K, and the cost-aware
-  adaptive K) vs llama-cpp-python's ``LlamaPromptLookupDecoding`` vs ``llama-lookup``, same K,
-  each against spectui AR on the same prompt;
+* ``ngram``: prompt-lookup speculation on the copy tier: spectui (fixed K, and its default, the
+  cost-aware K that ``spectui run --mode spec`` uses) vs llama-cpp-python's
+  ``LlamaPromptLookupDecoding`` vs ``llama-lookup``, same K, each against spectui AR on the
+  same prompt;
 * ``draft``: a draft model, spectui vs ``llama-speculative-simple``, same pair and K;
 * ``curve``: the verify-cost curve (evaluating n tokens at once, relative to one) and, for
   every speculative spectui row, the ideal speedup it implies for the blocks that run really
   drafted: measured / ideal says how much the Python loop leaves on the table;
-* ``mlx``: spectui's MLX backend vs ``mlx_lm`` (AR and speculative, same pair and K);
+* ``mlx``: spectui's MLX backend vs ``mlx_lm`` (AR and speculative, same pair and K); skipped,
+  with a note, for a GGUF type or architecture MLX cannot load;
 * ``profile``: where spectui's own time goes: the share of each session spent inside
   ``llama_decode`` (the engine) against everything Python does around it, and with
   pyinstrument installed (``pip install -e '.[bench]'``) its call tree of one n-gram session.
+
+``--also-quant Q4_0`` requantizes the target with llama.cpp's quantize API (``quant.py``, cached)
+and runs the ``ar``, ``ngram`` and ``curve`` sections on each copy too: the weight format
+decides what verifying a block costs on a CPU. Ratios stay within one format (each format's
+rows against its own spectui AR), and a closing summary puts the formats side by side.
 
 llama.cpp's tools are built once from the installed llama-cpp-python source package into a
 cache folder (``native_tools.py``); ``--llama-bin DIR`` uses an existing build instead.
@@ -29,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import functools
 import json
 import math
 import os
@@ -39,23 +49,38 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 import msgspec
 import native_tools as nt
 import numpy as np
+import quant
+from quant import Weights
 
 from spectui.config import BackendConfig, DraftConfig, RunConfig
 from spectui.engine.llamacpp import default_threads
 from spectui.engine.session import Engine
+from spectui.errors import SpectuiError
 from spectui.metrics.stats import summarize
-from spectui.models.registry import embedded_model_path
 from spectui.prompts import find_prompt
 from spectui.recording.schema import Step
 
 SECTIONS = ("ar", "ngram", "draft", "curve", "mlx", "profile")
+#: the sections that run again on every ``--also-quant`` copy
+PER_WEIGHTS = ("ar", "ngram", "curve")
 AR_PROMPTS = ("medium-reasoning", "load-code-continuation")
 COPY_PROMPTS = ("load-typo-fix", "load-translation-polish", "copy-quote-paragraph", "copy-refactor-rename")
 N_CTX = 4096
+#: the n-gram row that is what ``spectui run --mode spec`` does with no ``--k``
+DEFAULT_NGRAM = "spectui n-gram default (cost-aware K)"
+#: the verify-cost curve's sizes the closing summary shows
+SUMMARY_SIZES = (2, 4, 8, 16)
+
+
+def default_ngram(k: int) -> DraftConfig:
+    """spectui's default n-gram drafting: cost-aware K, seeded by the target's cached curve
+    (the engine adds the seed). ``k`` is only where a fixed K would start; the cost model picks."""
+    return DraftConfig(source="ngram", k=k, adaptive=True, k_max=16)
 
 
 @dataclass
@@ -63,6 +88,8 @@ class Row:
     section: str
     prompt: str
     peer: str
+    #: the weight format the row ran on (the target's quant): ratios stay within one
+    weights: str = ""
     rates: list[float] = field(default_factory=list)
     acceptance: list[float] = field(default_factory=list)
     n_tokens: int = 0
@@ -124,9 +151,9 @@ def ideal_speedup(blocks: list[tuple[int, int]], curve: dict[int, float]) -> flo
     return sum(n for _, n in blocks) / cost if cost else float("nan")
 
 
-def verify_cost_curve(engine: Engine, prompt: list[int], sizes: range, reps: int) -> dict[int, float]:
+def verify_cost_curve(engine: Engine, prompt: list[int], sizes: range, reps: int) -> tuple[float, dict[int, float]]:
     """Median time to evaluate n tokens at once (all rows' logits, as verification needs),
-    relative to one token, at the prompt's depth."""
+    relative to one token, at the prompt's depth; and one token's time in ms."""
     target = engine.target
     target.truncate(0)
     target.eval(prompt, all_logits=False)
@@ -141,27 +168,61 @@ def verify_cost_curve(engine: Engine, prompt: list[int], sizes: range, reps: int
             times[n].append(time.perf_counter_ns() - t)
             target.truncate(depth)
     base = statistics.median(times[1])
-    return {n: statistics.median(v) / base for n, v in times.items()}
+    return base / 1e6, {n: statistics.median(v) / base for n, v in times.items()}
 
 
 # -- sections -----------------------------------------------------------------------------
 
 
+@functools.cache
+def native_bin(llama_bin: str | None) -> Path | None:
+    """llama.cpp's tools, built once per process (every weight format shares them)."""
+    try:
+        return nt.ensure_tools(llama_bin, log=lambda m: print(m, file=sys.stderr))
+    except nt.ToolError as exc:
+        print(f"llama.cpp tools unavailable: {exc}", file=sys.stderr)
+        return None
+
+
 class Bench:
-    def __init__(self, args: argparse.Namespace) -> None:
+    """The sections on one weight format of the target."""
+
+    def __init__(self, args: argparse.Namespace, weights: Weights) -> None:
         self.args = args
-        self.model = embedded_model_path()
+        self.weights = weights
+        self.model = weights.path
         self.threads = args.threads or default_threads()
         self.backend = BackendConfig(n_ctx=N_CTX, n_threads=self.threads)
         # one engine for every spectui row: the target, and the same file as its own draft
         # model (shared weights, a second KV cache)
         self.engine = Engine.load(self.config("load-typo-fix", "spec", DraftConfig(source=self.model)))
+        self.artifacts = self.engine.target.artifacts()
         self.tmp = tempfile.mkdtemp(prefix="spectui-peers-")
         self.rows: list[Row] = []
         self.curve: dict[int, float] = {}
+        self.one_token_ms = float("nan")
         self.profile: list[str] = []
-        self.bin: object = None
+        #: one line each, for the output: a section skipped and why
+        self.notes: list[str] = []
         self._llama = None
+
+    def add(self, *rows: Row) -> None:
+        for row in rows:
+            row.weights = self.weights.quant
+        self.rows += rows
+
+    def run(self, sections: list[str]) -> None:
+        # the curve first: the speculative rows need it for their ideal
+        for name in sorted(sections, key=lambda s: s != "curve"):
+            t = time.perf_counter()
+            getattr(self, f"section_{name}")()
+            print(f"[{self.weights.quant} {name} done in {time.perf_counter() - t:.0f} s]", file=sys.stderr)
+
+    def close(self) -> None:
+        if self._llama is not None:
+            self._llama.close()
+            self._llama = None
+        self.engine.close()
 
     def config(self, prompt: str, mode: str, draft: DraftConfig | None = None) -> RunConfig:
         spec = find_prompt(prompt)
@@ -184,14 +245,8 @@ class Bench:
         generated = printed[cut + len(prompt):] if cut >= 0 else printed
         return generated.startswith(ours.rstrip())
 
-    def native(self):
-        if self.bin is None:
-            try:
-                self.bin = nt.ensure_tools(self.args.llama_bin, log=lambda m: print(m, file=sys.stderr))
-            except nt.ToolError as exc:
-                print(f"llama.cpp tools unavailable: {exc}", file=sys.stderr)
-                self.bin = False
-        return self.bin or None
+    def native(self) -> Path | None:
+        return native_bin(self.args.llama_bin)
 
     def llama(self, draft=None):
         import llama_cpp
@@ -288,7 +343,7 @@ class Bench:
                 bench.rates = nt.run_bench(bin_dir, self.model, n=ours.n_tokens, depth=len(ptokens),
                                            threads=self.threads, reps=self.args.reps)
                 bench.note = f"tg{ours.n_tokens} at depth {len(ptokens)}"
-            self.rows += [ours, gen, comp, bench]
+            self.add(ours, gen, comp, bench)
 
     # -- n-gram speculation --------------------------------------------------------------
 
@@ -297,21 +352,20 @@ class Bench:
 
         k = self.args.k
         fixed = DraftConfig(source="ngram", k=k)
-        adaptive = DraftConfig(source="ngram", k=k, adaptive=True, k_max=16)
+        adaptive = default_ngram(k)
         for name in COPY_PROMPTS:
             ar_cfg = self.config(name, "ar")
             pfile, ptext, ptokens = self.prompt_file(ar_cfg)
             ar = Row("ngram", name, "spectui AR")
             rows = {
                 "fixed": Row("ngram", name, f"spectui n-gram K={k}"),
-                "adaptive": Row("ngram", name, "spectui n-gram adaptive K"),
+                "adaptive": Row("ngram", name, DEFAULT_NGRAM),
             }
             pld = Row("ngram", name, f"LlamaPromptLookupDecoding K={k}", versus=f"spectui n-gram K={k}")
             lookup = Row("ngram", name, f"llama-lookup K={k}", versus=f"spectui n-gram K={k}")
             ref: list[int] = []
             llm = self.llama(LlamaPromptLookupDecoding(num_pred_tokens=k))
             bin_dir = self.native()
-
 
             self.repeat({
                 "ar": self.reference(ar, ar_cfg, ref),
@@ -321,7 +375,7 @@ class Bench:
                 "lookup": self.tool(lookup, lambda n, bin_dir=bin_dir, pfile=pfile: nt.run_lookup(
                     bin_dir, self.model, pfile, n=n, k=k, threads=self.threads, n_ctx=N_CTX), ref, ptext),
             })
-            self.rows += [ar, *rows.values(), pld, lookup]
+            self.add(ar, *rows.values(), pld, lookup)
 
     # -- draft model --------------------------------------------------------------------
 
@@ -333,7 +387,7 @@ class Bench:
         pfile, ptext, _ = self.prompt_file(ar_cfg)
         ar = Row("draft", name, "spectui AR")
         ours = Row("draft", name, f"spectui draft model K={k}",
-                   note="the embedded model drafting for itself (same pair on both sides)")
+                   note="the target drafting for itself (same pair on both sides)")
         simple = Row("draft", name, f"llama-speculative-simple K={k}", versus=f"spectui draft model K={k}")
         ref: list[int] = []
         bin_dir = self.native()
@@ -344,26 +398,36 @@ class Bench:
             "simple": self.tool(simple, lambda n: nt.run_speculative_simple(
                 bin_dir, self.model, self.model, pfile, n=n, k=k, threads=self.threads, n_ctx=N_CTX), ref, ptext),
         })
-        self.rows += [ar, ours, simple]
+        self.add(ar, ours, simple)
 
     # -- verify-cost curve ----------------------------------------------------------------
 
     def section_curve(self) -> None:
         _, ptokens = self.engine.prepare_prompt(self.config("load-typo-fix", "ar"))
-        self.curve = verify_cost_curve(self.engine, ptokens, range(1, 18), reps=max(5, 2 * self.args.reps))
+        self.one_token_ms, self.curve = verify_cost_curve(self.engine, ptokens, range(1, 18),
+                                                          reps=max(5, 2 * self.args.reps))
 
     # -- MLX ------------------------------------------------------------------------------
 
+    def skip(self, section: str, reason: str) -> None:
+        self.notes.append(f"{section} section skipped: {reason}")
+        print(self.notes[-1], file=sys.stderr)
+
     def section_mlx(self) -> None:
+        reason = quant.mlx_skip_reason(self.weights)
+        if reason:
+            return self.skip("mlx", reason)
         try:
             import mlx.core as mx
             import mlx_vs_mlx_lm as mb
             from mlx_lm import load as mlx_lm_load
         except ImportError as exc:
-            print(f"mlx section skipped: {exc}", file=sys.stderr)
-            return
+            return self.skip("mlx", str(exc))
         k, n = self.args.k, self.args.mlx_tokens
-        model_dir = mb.export_mlx_model(self.model, os.path.join(self.tmp, "mlx-model"))
+        try:
+            model_dir = mb.export_mlx_model(self.model, os.path.join(self.tmp, "mlx-model"))
+        except (SpectuiError, ValueError, RuntimeError) as exc:  # a tensor type mx.load cannot read
+            return self.skip("mlx", f"{self.weights.file_name} did not export: {str(exc).splitlines()[0]}")
         backend = BackendConfig(name="mlx", n_ctx=1024)
         ar_cfg = RunConfig(target=model_dir, mode="ar", prompt=mb.PROMPT, chat=False, max_tokens=n, backend=backend)
         spec_cfg = RunConfig(target=model_dir, mode="spec", prompt=mb.PROMPT, chat=False, max_tokens=n,
@@ -404,8 +468,7 @@ class Bench:
         for row in rows.values():
             row.note = f"end-to-end tok/s, {n} tokens, raw prompt, {mx.default_device()}"
         engine.close()
-        self.rows += list(rows.values())
-
+        self.add(*rows.values())
 
     # -- profile ----------------------------------------------------------------------------
 
@@ -422,11 +485,9 @@ class Bench:
             finally:
                 inside[0] += time.perf_counter_ns() - t
 
-        runs = {
-            "AR, medium-reasoning": self.config("medium-reasoning", "ar"),
-            "n-gram adaptive K, load-typo-fix": self.config(
-                "load-typo-fix", "spec", DraftConfig(source="ngram", k=self.args.k, adaptive=True, k_max=16)),
-        }
+        ngram = self.config("load-typo-fix", "spec", default_ngram(self.args.k))
+        runs = {"AR, medium-reasoning": self.config("medium-reasoning", "ar"),
+                "n-gram default (cost-aware K), load-typo-fix": ngram}
         llama_cpp.llama_decode = timed_decode  # spectui's backend calls it through the module
         try:
             for label, cfg in runs.items():
@@ -447,7 +508,7 @@ class Bench:
             return
         profiler = Profiler(interval=0.0005)
         with profiler:
-            run_spectui(self.engine, runs["n-gram adaptive K, load-typo-fix"])
+            run_spectui(self.engine, ngram)
         self.profile.append(profiler.output_text(unicode=False, color=False, show_all=False))
 
 
@@ -468,29 +529,72 @@ def generate_rate(llm, prompt_tokens: list[int], n: int) -> tuple[float, list[in
 # -- output -------------------------------------------------------------------------------
 
 
-def table(rows: list[Row]) -> str:
-    def find(section: str, prompt: str, peer: str) -> Row | None:
-        return next((r for r in rows if (r.section, r.prompt, r.peer) == (section, prompt, peer)), None)
+def find_row(rows: list[Row], weights: str, section: str, prompt: str, peer: str) -> Row | None:
+    return next((r for r in rows if (r.weights, r.section, r.prompt, r.peer) == (weights, section, prompt, peer)), None)
 
-    head = ("section", "prompt", "runner", "tok/s", "min-max", "accept", "x AR", "spectui/peer", "ideal", "of ideal",
-            "same")
-    out = [head]
-    for r in rows:
-        ar = find(r.section, r.prompt, "spectui MLX AR" if r.section == "mlx" else "spectui AR")
-        versus = find(r.section, r.prompt, r.versus) if r.versus else None
-        ideal = statistics.median(r.ideal) if r.ideal else float("nan")
-        x_ar = r.median / ar.median if ar is not None and ar is not r and r.rates and ar.rates else float("nan")
-        out.append((
-            r.section, r.prompt, r.peer, f"{r.median:.1f}" if r.rates else "-", r.spread(),
-            f"{statistics.median(r.acceptance):.2f}" if r.acceptance else "",
-            _num(x_ar), _num(versus.median / r.median if versus is not None and r.rates else float("nan")),
-            _num(ideal), _num(x_ar / ideal, pct=True),
-            {True: "yes", None: ""}.get(r.identical, f"from {r.diverges_at}" if r.diverges_at is not None else "NO"),
-        ))
-    widths = [max(len(str(row[i])) for row in out) for i in range(len(head))]
-    lines = ["  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip() for row in out]
+
+def x_ar(rows: list[Row], r: Row) -> float:
+    """``r`` against spectui AR on the same prompt and weight format (nan for AR itself)."""
+    ar = find_row(rows, r.weights, r.section, r.prompt, "spectui MLX AR" if r.section == "mlx" else "spectui AR")
+    return r.median / ar.median if ar is not None and ar is not r and r.rates and ar.rates else float("nan")
+
+
+def side_by_side(rows: list[Row]) -> list[Row]:
+    """Rows grouped by section, then prompt, in the order they first ran, with a prompt's
+    weight formats one after the other (each format's rows keep their own order)."""
+
+    def first_seen(key) -> dict:
+        return {k: i for i, k in enumerate(dict.fromkeys(map(key, rows)))}
+
+    section, prompt, weights = (first_seen(lambda r: r.section), first_seen(lambda r: (r.section, r.prompt)),
+                                first_seen(lambda r: r.weights))
+    return sorted(rows, key=lambda r: (section[r.section], prompt[(r.section, r.prompt)], weights[r.weights]))
+
+
+def text_table(head: tuple[str, ...], body: list[tuple[str, ...]]) -> str:
+    """Columns padded to their widest cell, a rule under the header."""
+    out = [head, *body]
+    widths = [max(len(row[i]) for row in out) for i in range(len(head))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in out]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+def table(rows: list[Row]) -> str:
+    head = ("section", "prompt", "weights", "runner", "tok/s", "min-max", "accept", "x AR", "spectui/peer", "ideal",
+            "of ideal", "same")
+    body = []
+    for r in side_by_side(rows):
+        versus = find_row(rows, r.weights, r.section, r.prompt, r.versus) if r.versus else None
+        ideal = statistics.median(r.ideal) if r.ideal else float("nan")
+        ratio = x_ar(rows, r)
+        body.append((
+            r.section, r.prompt, r.weights, r.peer, f"{r.median:.1f}" if r.rates else "-", r.spread(),
+            f"{statistics.median(r.acceptance):.2f}" if r.acceptance else "",
+            _num(ratio), _num(versus.median / r.median if versus is not None and r.rates else float("nan")),
+            _num(ideal), _num(ratio / ideal, pct=True),
+            {True: "yes", None: ""}.get(r.identical, f"from {r.diverges_at}" if r.diverges_at is not None else "NO"),
+        ))
+    return text_table(head, body)
+
+
+def weights_summary(benches: list[Bench]) -> str:
+    """Per weight format: spectui AR, what the default n-gram drafting gains on the copy
+    prompts, and what verifying a block costs there (the curve explains the gain)."""
+    head = ("weights", "file", "spectui AR tok/s", "n-gram default x AR", "min-max", "1 token",
+            *(f"n={n}" for n in SUMMARY_SIZES))
+    body = []
+    for b in benches:
+        ar = [r.median for r in b.rows if r.peer == "spectui AR" and r.section in PER_WEIGHTS and r.rates]
+        gains = [g for r in b.rows if r.peer == DEFAULT_NGRAM and not math.isnan(g := x_ar(b.rows, r))]
+        body.append((
+            b.weights.quant, b.weights.file_name, f"{statistics.median(ar):.1f}" if ar else "-",
+            _num(statistics.median(gains)) if gains else "-", f"{min(gains):.2f}-{max(gains):.2f}" if gains else "",
+            f"{b.one_token_ms:.1f} ms" if b.curve else "-", *(f"{b.curve[n]:.2f}" if n in b.curve else "-" for n in SUMMARY_SIZES),
+        ))
+    return ("by weight format: spectui AR (median over the ar and ngram prompts), the default n-gram speedup "
+            "(median over the copy prompts) and the verify cost (n tokens at once / one token)\n"
+            + text_table(head, body))
 
 
 def _num(x: float, pct: bool = False) -> str:
@@ -499,24 +603,63 @@ def _num(x: float, pct: bool = False) -> str:
     return f"{x:.0%}" if pct else f"{x:.2f}x"
 
 
-def meta(bench: Bench) -> dict:
+def weights_meta(bench: Bench) -> dict:
+    art = bench.artifacts
+    return {
+        "file": bench.weights.file_name, "path": bench.weights.path, "origin": bench.weights.origin,
+        "model": art.name, "quant": art.quant, "sha256": art.sha256,
+        "one_token_ms": bench.one_token_ms if bench.curve else None, "curve": bench.curve, "notes": bench.notes,
+    }
+
+
+def meta(args: argparse.Namespace, benches: list[Bench]) -> dict:
     import llama_cpp
 
     from spectui import __version__
     from spectui.models.artifacts import host_info, package_version
 
-    art = bench.engine.target.artifacts()
+    target = weights_meta(benches[0])
     return {
         "when": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "host": msgspec.to_builtins(host_info()),
-        "threads": bench.threads,
-        "model": art.name, "quant": art.quant, "sha256": art.sha256,
+        "threads": benches[0].threads,
+        "model": target["model"], "quant": target["quant"], "sha256": target["sha256"], "file": target["file"],
+        "weights": [target, *map(weights_meta, benches[1:])],
         "versions": {
             "spectui": __version__, "python": platform.python_version(), "llama-cpp-python": llama_cpp.__version__,
             "mlx": package_version("mlx"), "mlx-lm": package_version("mlx-lm"), "numpy": np.__version__,
         },
-        "reps": bench.args.reps, "k": bench.args.k, "max_tokens": bench.args.tokens,
+        "reps": args.reps, "k": args.k, "max_tokens": args.tokens,
     }
+
+
+def report(args: argparse.Namespace, benches: list[Bench], info: dict) -> None:
+    target, copies = benches[0].weights, [b.weights for b in benches[1:]]
+    also = "".join(f"; also as {w.quant} ({w.file_name}, {w.origin})" for w in copies)
+    print(f"spectui peers: {target.file_name} ({target.quant}, {target.origin}){also}; {info['host']['cpu']}, "
+          f"{info['threads']} threads, {args.reps} reps, K={args.k}, llama-cpp-python "
+          f"{info['versions']['llama-cpp-python']}, mlx-lm {info['versions']['mlx-lm']}")
+    rows = [r for b in benches for r in b.rows]
+    print(table(rows))
+    for b in benches:
+        if b.curve:
+            print(f"verify cost, {b.weights.quant} (n tokens at once / one token; one is {b.one_token_ms:.1f} ms): "
+                  + "  ".join(f"{n}:{c:.2f}" for n, c in b.curve.items()))
+    for r in rows:
+        if r.split:
+            v, d, o = (statistics.median(x) for x in zip(*r.split))
+            print(f"time split, {r.weights} {r.prompt} / {r.peer}: verification {v:.1%}, drafting {d:.1%}, "
+                  f"rest of the loop {o:.1%}")
+    for line in benches[0].profile:
+        print(f"profile: {line}")
+    for b in benches:
+        for line in b.notes:
+            print(f"note, {b.weights.quant}: {line}")
+    for r in rows:
+        if r.note:
+            print(f"note, {r.weights} {r.peer}: {r.note}")
+    if any(b.curve or any(r.section in PER_WEIGHTS for r in b.rows) for b in benches):
+        print(weights_summary(benches))
 
 
 def main() -> int:
@@ -528,6 +671,10 @@ def main() -> int:
     ap.add_argument("--mlx-reps", type=int, default=2, help="MLX on a CPU is slow: fewer repetitions there")
     ap.add_argument("--threads", type=int, default=0, help="0 = one per available core")
     ap.add_argument("--sections", default=",".join(SECTIONS), help=f"comma-separated, of {', '.join(SECTIONS)}")
+    ap.add_argument("--target", default=None, metavar="GGUF", help="the model to measure (default: the embedded one)")
+    ap.add_argument("--also-quant", default="", metavar="TYPES",
+                    help=f"comma-separated weight types (Q4_0,Q8_0,F16): requantize the target to each (cached) and "
+                         f"run {', '.join(PER_WEIGHTS)} on it too")
     ap.add_argument("--llama-bin", default=None, help="a folder with llama.cpp's tools (default: build them once)")
     ap.add_argument("--json", default=None, help="write the results here too")
     args = ap.parse_args()
@@ -536,35 +683,27 @@ def main() -> int:
     if unknown:
         print(f"peers: unknown section {', '.join(unknown)} (have {', '.join(SECTIONS)})", file=sys.stderr)
         return 2
-    bench = Bench(args)
-    # the curve first: the speculative rows need it for their ideal
-    for name in sorted(sections, key=lambda s: s != "curve"):
-        t = time.perf_counter()
-        getattr(bench, f"section_{name}")()
-        print(f"[{name} done in {time.perf_counter() - t:.0f} s]", file=sys.stderr)
-    info = meta(bench)
-    print(f"spectui peers: {info['model']} {info['quant']}, {info['host']['cpu']}, {info['threads']} threads, "
-          f"{args.reps} reps, K={args.k}, llama-cpp-python {info['versions']['llama-cpp-python']}, "
-          f"mlx-lm {info['versions']['mlx-lm']}")
-    print(table(bench.rows))
-    if bench.curve:
-        print("verify cost (n tokens at once / one token): "
-              + "  ".join(f"{n}:{c:.2f}" for n, c in bench.curve.items()))
-    for r in bench.rows:
-        if r.split:
-            v, d, o = (statistics.median(x) for x in zip(*r.split))
-            print(f"time split, {r.prompt} / {r.peer}: verification {v:.1%}, drafting {d:.1%}, rest of the loop {o:.1%}")
-    for line in bench.profile:
-        print(f"profile: {line}")
-    for r in bench.rows:
-        if r.note:
-            print(f"note, {r.peer}: {r.note}")
+    try:
+        formats = quant.weight_formats(args.target, args.also_quant, log=lambda m: print(f"peers: {m}", file=sys.stderr))
+    except SpectuiError as exc:
+        print(f"peers: {exc}", file=sys.stderr)
+        return 2
+    benches = []
+    for weights in formats:
+        bench = Bench(args, weights)
+        # the requantized copies run the sections whose rows the weight format moves
+        bench.run(sections if weights is formats[0] else [s for s in sections if s in PER_WEIGHTS])
+        bench.close()
+        benches.append(bench)
+    info = meta(args, benches)
+    report(args, benches, info)
     if args.json:
+        rows = [r for b in benches for r in b.rows]
         with open(args.json, "w") as f:
-            json.dump({"meta": info, "curve": bench.curve, "profile": bench.profile[:-1] if bench.profile else [],
-                       "rows": [asdict(r) | {"median": r.median} for r in bench.rows]}, f, indent=1)
+            json.dump({"meta": info, "curve": benches[0].curve,
+                       "profile": benches[0].profile[:-1] if benches[0].profile else [],
+                       "rows": [asdict(r) | {"median": r.median} for r in rows]}, f, indent=1)
         print(f"results written to {args.json}", file=sys.stderr)
-    bench.engine.close()
     return 0
 
 

@@ -57,6 +57,15 @@ class DraftConfig(msgspec.Struct, frozen=True, kw_only=True):
     #: (the same warpers on both distributions); a value makes the draft sample on its own,
     #: which is still exact because verification uses the draft's real proposal probabilities.
     temperature: float | None = None
+    #: Draft confidence (llama.cpp's draft p-min): a draft model stops drafting at the first
+    #: position where its most likely token's probability is below this (greedy: the token it
+    #: drafts). 0 = off. Decided before drawing, from the draft alone: greedy output and the
+    #: sampled distribution are unchanged.
+    p_min: float = 0.0
+    #: The verify-cost curve the cost-aware K starts from: cost of evaluating n tokens at once,
+    #: in one-token evaluations, for n = 1, 2, ... (``spectui tune`` measures it; a run seeds it
+    #: from the cached curve of its target). Empty: the built-in cost model.
+    cost_seed: tuple[float, ...] = ()
 
     @property
     def is_ngram(self) -> bool:
@@ -85,6 +94,10 @@ class DraftConfig(msgspec.Struct, frozen=True, kw_only=True):
             raise SpectuiError(f"n-gram sizes need 1 <= min <= max <= 16, got {self.ngram_min}..{self.ngram_max}")
         if self.temperature is not None and not self.temperature >= 0.0:
             raise SpectuiError(f"draft temperature must be >= 0, got {self.temperature}")
+        if not 0.0 <= self.p_min < 1.0:
+            raise SpectuiError(f"draft p-min must be in [0, 1), got {self.p_min}")
+        if self.cost_seed and (self.cost_seed[0] != 1.0 or not all(c > 0 for c in self.cost_seed)):
+            raise SpectuiError("a verify-cost seed starts at 1.0 (one token) and holds positive costs")
 
 
 class BackendConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -131,6 +144,38 @@ class PolicyConfig(msgspec.Struct, frozen=True, kw_only=True):
             raise SpectuiError(f"policy acceptance floor must be in [0, 1], got {self.acceptance_floor}")
 
 
+class EnvelopeConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """The memory and machine envelope declared before measuring (the acceptance brief's limits).
+
+    Recorded in every header, so a verdict judges a run by the limits it was declared with.
+    ``min_headroom_mib`` 0 means "not declared": judged at 10/24 of the host's memory (the
+    brief's 10 GB free on a 24 GB host), which the CLI resolves and records. Old recordings
+    carry these defaults, so they are judged by the brief too.
+    The judging lives in ``spectui.metrics.envelope``.
+    """
+
+    min_headroom_mib: float = 0.0
+    #: swap-ins (bytes paged back in) over a session or soak, MiB
+    max_swap_in_mib: float = 200.0
+    #: longest continuous stretch at red (critical) memory pressure, seconds
+    max_red_pressure_s: float = 60.0
+    #: CPU thermal throttle events counted by the OS
+    max_throttle_events: int = 0
+    #: mean CPU share taken by other processes (0.25 = a quarter of all cores)
+    max_other_cpu: float = 0.25
+    #: acceptance runs must be on AC power with low-power mode off
+    require_ac_power: bool = True
+
+    def validate(self) -> None:
+        for name in ("min_headroom_mib", "max_swap_in_mib", "max_red_pressure_s"):
+            if not getattr(self, name) >= 0:
+                raise SpectuiError(f"{name.replace('_', '-').replace('mib', 'mb')} must be >= 0, got {getattr(self, name)}")
+        if self.max_throttle_events < 0:
+            raise SpectuiError(f"max-throttle-events must be >= 0, got {self.max_throttle_events}")
+        if not 0 <= self.max_other_cpu <= 1:
+            raise SpectuiError(f"max-other-cpu must be between 0 and 1 (a share of all cores), got {self.max_other_cpu}")
+
+
 class RunConfig(msgspec.Struct, frozen=True, kw_only=True):
     """Everything that decides what a session computes."""
 
@@ -150,6 +195,7 @@ class RunConfig(msgspec.Struct, frozen=True, kw_only=True):
     draft: DraftConfig = DraftConfig()
     backend: BackendConfig = BackendConfig()
     policy: PolicyConfig = PolicyConfig()
+    envelope: EnvelopeConfig = EnvelopeConfig()
 
     def label(self) -> str:
         """What the run is, in a few words: ``AR``, ``spec n-gram K=4``, ``spec draft model
@@ -170,7 +216,8 @@ class RunConfig(msgspec.Struct, frozen=True, kw_only=True):
         d = self.draft
         drafter = "n-gram" if d.is_ngram else ("draft model " + d.source if draft_path else "draft model")
         k = f"K={d.k}" + (f" adaptive {d.k_min}-{d.k_max}" if d.adaptive else "")
-        return f"speculative, {drafter}, {k}"
+        p_min = f", p-min {d.p_min:g}" if d.p_min and not d.is_ngram else ""
+        return f"speculative, {drafter}, {k}{p_min}"
 
     def validate(self) -> None:
         if self.mode not in ("ar", "spec"):
@@ -183,3 +230,4 @@ class RunConfig(msgspec.Struct, frozen=True, kw_only=True):
         self.draft.validate()
         self.backend.validate()
         self.policy.validate()
+        self.envelope.validate()

@@ -11,6 +11,8 @@ from typing import Any
 import msgspec
 
 from spectui.format import mib, num_or_na, section_title, text_table
+from spectui.metrics.conditions import busiest_text, other_load_text, power_text, thermal_text, throttling_text
+from spectui.metrics.envelope import EnvelopeFacts, envelope_lines, judge_sessions
 from spectui.metrics.stats import Summary, summarize
 from spectui.recording.reader import Recording
 from spectui.recording.schema import PolicyChange
@@ -89,8 +91,31 @@ def report_rows(rec: Recording, s: Summary) -> list[tuple[str, list[tuple[str, s
         from spectui.server.report import server_rows
 
         sections.append(("server", server_rows(rec)))
-    sections += [("memory", memory), ("artifacts", artifacts)]
+    facts = judge_sessions([rec.events])
+    sections += [("memory", memory), ("conditions", condition_rows(facts)), ("envelope", envelope_rows(facts)), ("artifacts", artifacts)]
     return sections
+
+
+def condition_rows(f: EnvelopeFacts) -> list[tuple[str, str]]:
+    """Power, thermal state and other load: what the host exposed, the rest "not available"."""
+    return [
+        ("power", power_text(f)),
+        ("thermal", thermal_text(f)),
+        ("throttling", throttling_text(f)),
+        ("other load", other_load_text(f)),
+        ("busiest others", busiest_text(f) if f.other_cpu_mean is not None or f.other_processes else "not available"),
+    ]
+
+
+def envelope_rows(f: EnvelopeFacts) -> list[tuple[str, str]]:
+    """Each declared limit, its measured value and whether it held (``n/a``: not available)."""
+    rows = []
+    for line in envelope_lines(f):
+        mark = "FLAG" if line.flagged else {True: "ok", False: "BREACH", None: "n/a"}[line.passed]
+        rows.append((line.name, f"{mark:<6} {line.value} (limit {line.limit}){'; ' + line.detail if line.detail else ''}"))
+    if f.envelope.min_headroom_mib <= 0:
+        rows.append(("declared", "no headroom floor, and the host's memory is unknown"))
+    return rows
 
 
 def policy_changes(rec: Recording) -> list[PolicyChange]:
@@ -119,8 +144,14 @@ def report_json(rec: Recording) -> dict[str, Any]:
         "header": msgspec.to_builtins(rec.header),
         "summary": msgspec.to_builtins(summarize(rec.events)),
         "policy_changes": msgspec.to_builtins(policy_changes(rec)),
+        "envelope": _envelope_json(rec),
         "server": _server_json(rec),
     }
+
+
+def _envelope_json(rec: Recording) -> dict[str, Any]:
+    facts = judge_sessions([rec.events])
+    return {"facts": msgspec.to_builtins(facts), "checks": msgspec.to_builtins(envelope_lines(facts))}
 
 
 def _server_json(rec: Recording) -> dict[str, Any] | None:

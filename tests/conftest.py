@@ -16,6 +16,9 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # Sessions are recorded by default; tests must not fill the repository's recordings/.
 os.environ["SPECTUI_RECORDINGS"] = tempfile.mkdtemp(prefix="spectui-test-recordings-")
+# Nor read or write the user's cache: verify-cost curves left there by earlier runs (or by
+# `spectui tune`) would change what a cost-aware K does in a test.
+os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="spectui-test-cache-")
 
 
 @pytest.fixture(scope="session")

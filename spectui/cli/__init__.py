@@ -22,12 +22,12 @@ import sys
 from collections.abc import Sequence
 
 from spectui import __version__
-from spectui.cli import lab, models, quality, recordings, run, views
+from spectui.cli import history, lab, models, quality, recordings, run, tune, views
 from spectui.cli.common import Parser
 from spectui.errors import SpectuiError
 
 #: The command families, in the order ``spectui --help`` lists their subcommands.
-FAMILIES = (run, recordings, views, lab, quality, models)
+FAMILIES = (run, recordings, views, lab, quality, tune, models, history)
 
 #: Flags of ``spectui`` itself; any other leading flag starts ``spectui run``.
 _OWN_FLAGS = ("-h", "--help", "--version")

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from spectui.config import BackendConfig, DraftConfig, PolicyConfig, RunConfig, SamplingConfig
+from spectui.config import BackendConfig, DraftConfig, EnvelopeConfig, PolicyConfig, RunConfig, SamplingConfig
 from spectui.errors import SpectuiError
 
 if TYPE_CHECKING:
@@ -42,9 +42,12 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     # any, is the server's own configuration: --mode spec only labels the run)
     p.add_argument("--mode", choices=["ar", "spec"], default=None, help=f"default: {d_run.mode}; ar with --server")
     p.add_argument("--draft", default=d_draft.source, help="'ngram' (prompt lookup) or a draft GGUF path")
-    p.add_argument("--k", type=int, default=d_draft.k, help="draft length K")
+    p.add_argument("--k", type=int, default=None,
+                   help=f"a fixed draft length K (default: cost-aware for n-gram drafting, {d_draft.k} for a draft model)")
     p.add_argument("--adaptive-k", action="store_true",
                    help="choose K each step from the measured verify cost and recent acceptance (0 = no draft when none pays)")
+    p.add_argument("--p-min", type=float, default=d_draft.p_min,
+                   help="draft model confidence: stop a draft where the draft's top token probability is below P (0 = off)")
     p.add_argument("--k-min", type=int, default=d_draft.k_min)
     p.add_argument("--k-max", type=int, default=d_draft.k_max)
     p.add_argument("--ngram-min", type=int, default=d_draft.ngram_min)
@@ -79,6 +82,49 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
         help="measure a running OpenAI-compatible server (llama-server, llama_cpp.server, mlx_lm.server), not the embedded engine",
     )
     p.add_argument("--api-key-env", metavar="VAR", default="", help="environment variable holding the server's API key (never recorded)")
+    add_envelope_arguments(p)
+
+
+def add_envelope_arguments(p: argparse.ArgumentParser, *, override: bool = False) -> None:
+    """The declared memory and machine envelope (``EnvelopeConfig``), recorded in the header.
+    ``override``: for ``gate``, every default is None (each recording's own envelope)."""
+    d = EnvelopeConfig()
+    g = p.add_argument_group("envelope (the acceptance brief's limits" + (", overriding the recordings' own)" if override else ")"))
+
+    def default(value: object, text: str) -> tuple[object, str]:
+        return (None, "as recorded") if override else (value, text)
+
+    for flag, kind, value, text, about in (
+        ("--min-headroom-mb", float, None, "10/24 of host memory", "headroom floor, MiB"),
+        ("--max-swap-in-mb", float, d.max_swap_in_mib, f"{d.max_swap_in_mib:g}", "swap-ins allowed, MiB"),
+        ("--max-red-pressure-s", float, d.max_red_pressure_s, f"{d.max_red_pressure_s:g}", "longest red (critical) memory pressure, s"),
+        ("--max-throttle-events", int, d.max_throttle_events, str(d.max_throttle_events), "thermal throttle events allowed"),
+        ("--max-other-cpu", float, d.max_other_cpu, f"{d.max_other_cpu:g}", "other processes' CPU share before a run is flagged"),
+    ):
+        value, text = default(value, text)
+        g.add_argument(flag, type=kind, default=value, metavar="X", help=f"{about} (default {text})")
+    if not override:
+        g.add_argument("--allow-battery", action="store_true", help="do not fail on battery power or low-power mode")
+
+
+def envelope_from_args(args: argparse.Namespace) -> EnvelopeConfig:
+    """The envelope the flags declare; an unset headroom floor is 10/24 of this host's memory."""
+    import psutil
+
+    from spectui.metrics.envelope import resolve_envelope
+
+    d = EnvelopeConfig()
+    given = getattr(args, "min_headroom_mb", None)
+    env = EnvelopeConfig(
+        min_headroom_mib=given if given is not None else 0.0,
+        max_swap_in_mib=getattr(args, "max_swap_in_mb", d.max_swap_in_mib),
+        max_red_pressure_s=getattr(args, "max_red_pressure_s", d.max_red_pressure_s),
+        max_throttle_events=getattr(args, "max_throttle_events", d.max_throttle_events),
+        max_other_cpu=getattr(args, "max_other_cpu", d.max_other_cpu),
+        require_ac_power=not getattr(args, "allow_battery", False),
+    )
+    env.validate()
+    return env if given is not None else resolve_envelope(env, psutil.virtual_memory().total)
 
 
 def gave_prompt(args: argparse.Namespace) -> bool:
@@ -104,8 +150,12 @@ def config_from_args(args: argparse.Namespace, *, fallback_default: bool = False
             prompt, tier, ceiling, check = spec.text, spec.tier, spec.max_tokens, spec.check
     else:
         prompt = DEFAULT_PROMPT if args.prompt is None else args.prompt
+    # A model-free drafter costs nothing to ask, so with no explicit --k its K is cost-aware:
+    # a fixed K=4 halves the speed of prose on a CPU. An explicit --k stays fixed.
+    adaptive = args.adaptive_k or (args.k is None and args.draft == "ngram")
+    draft_k = args.k if args.k is not None else min(max(DraftConfig().k, args.k_min), args.k_max)
     config = RunConfig(
-        target=args.target,
+        target=model_path(args.target),  # a catalogue name (spectui models) or a path
         mode=args.mode or ("ar" if args.server else RunConfig().mode),
         prompt=prompt,
         prompt_tier=tier,
@@ -115,14 +165,15 @@ def config_from_args(args: argparse.Namespace, *, fallback_default: bool = False
         max_tokens=ceiling if args.max_tokens is None else args.max_tokens,
         sampling=SamplingConfig(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed),
         draft=DraftConfig(
-            source=args.draft,
-            k=args.k,
-            adaptive=args.adaptive_k,
+            source=model_path(args.draft),
+            k=draft_k,
+            adaptive=adaptive,
             k_min=args.k_min,
             k_max=args.k_max,
             ngram_min=args.ngram_min,
             ngram_max=args.ngram_max,
             temperature=args.draft_temperature,
+            p_min=args.p_min,
         ),
         backend=BackendConfig(
             name="server" if args.server else args.backend,
@@ -138,6 +189,7 @@ def config_from_args(args: argparse.Namespace, *, fallback_default: bool = False
             acceptance_floor=args.fallback_floor,
             window_blocks=args.fallback_window,
         ),
+        envelope=envelope_from_args(args),
     )
     config.validate()
     return config
@@ -151,6 +203,16 @@ def _read_prompt_file(path: str) -> str:
             return f.read()
     except (OSError, UnicodeDecodeError) as exc:
         raise SpectuiError(f"cannot read prompt file {path}: {exc}") from None
+
+
+def model_path(spec: str) -> str:
+    """--target / --draft: a name from ``spectui models`` becomes its path; a path, "ngram" or
+    the embedded model's name stays as given (the catalogue is searched only for other names)."""
+    if spec in ("", "smollm2", "ngram") or os.path.exists(os.path.expanduser(spec)):
+        return spec
+    from spectui.models.catalogue import resolve_catalogue_name
+
+    return resolve_catalogue_name(spec)
 
 
 # -- signals --------------------------------------------------------------------------------

@@ -167,19 +167,40 @@ def _register_soak(sub: argparse._SubParsersAction) -> None:
         metavar="X",
         help=f"...and only when the trend also added more than this many MiB (default {t.min_growth_mib:g})",
     )
+    soak.add_argument(
+        "--min-window-acceptance",
+        type=float,
+        default=t.min_window_acceptance,
+        metavar="X",
+        help=f"acceptance drift: a window below this acceptance is low (default {t.min_window_acceptance:g})",
+    )
+    soak.add_argument(
+        "--max-low-windows",
+        type=int,
+        default=t.max_low_windows,
+        metavar="N",
+        help=f"fail after more than N consecutive low windows (default {t.max_low_windows})",
+    )
     soak.add_argument("--analyze", metavar="DIR", default=None, help="no decoding: analyse an earlier soak's folder")
     soak.add_argument("--json", action="store_true", help="one JSON object (the folder and the report)")
     soak.set_defaults(func=cmd_soak)
 
 
 def cmd_soak(args: argparse.Namespace) -> int:
-    """Exit 0 when the soak passes, 1 when memory grew, 2 on bad input."""
+    """Exit 0 when the soak passes; 1 when memory grew, the envelope broke or acceptance drifted
+    (see ``spectui.lab.soak_analysis.judge``); 2 on bad input."""
     import msgspec
 
     from spectui.lab.soak import SoakThresholds, analyze_folder, format_soak_report
     from spectui.recording.writer import new_run_folder
 
-    thresholds = SoakThresholds(window_s=args.window, max_slope_mib_min=args.max_slope_mb_min, min_growth_mib=args.min_growth_mb)
+    thresholds = SoakThresholds(
+        window_s=args.window,
+        max_slope_mib_min=args.max_slope_mb_min,
+        min_growth_mib=args.min_growth_mb,
+        min_window_acceptance=args.min_window_acceptance,
+        max_low_windows=args.max_low_windows,
+    )
     thresholds.validate()
     if args.analyze is not None:
         if args.out is not None:

@@ -1,4 +1,8 @@
-"""``spectui models``: the embedded default model and where it is (no model is loaded)."""
+"""``spectui models``: the local model catalogue, each target with its compatible drafts.
+
+No model is loaded: metadata only (``spectui.models.catalogue``). The names printed are what
+``--target`` and ``--draft`` accept.
+"""
 
 from __future__ import annotations
 
@@ -6,14 +10,50 @@ import argparse
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    sub.add_parser("models", help="show the embedded default model and where it is").set_defaults(func=cmd_models)
+    p = sub.add_parser(
+        "models",
+        help="the models on this machine (LM Studio, Ollama, Hugging Face cache, llama.cpp cache, folders) and their compatible drafts",
+    )
+    p.add_argument("folders", nargs="*", metavar="DIR", help="more folders to search (also: $SPECTUI_MODELS)")
+    p.add_argument("--json", action="store_true", help="one JSON object: every model, its drafts, and the notes")
+    p.set_defaults(func=cmd_models)
 
 
-def cmd_models(_args: argparse.Namespace) -> int:
-    from spectui.models.gguf import read_gguf
-    from spectui.models.registry import embedded_model_path
+def cmd_models(args: argparse.Namespace) -> int:
+    import msgspec
 
-    path = embedded_model_path()
-    info = read_gguf(path)
-    print(f"smollm2 (default)  {info.name}  {info.architecture}  {info.quant}  {info.n_params / 1e6:.0f}M params  {path}")
+    from spectui.models.catalogue import discover
+
+    cat = discover(args.folders)
+    if args.json:
+        doc = {
+            "models": [{**msgspec.to_builtins(m), "drafts": [d.name for d in cat.drafts_for(m)]} for m in cat.models],
+            "notes": cat.notes,
+        }
+        print(msgspec.json.encode(doc).decode())
+        return 0
+    print(format_catalogue(cat))
     return 0
+
+
+def format_catalogue(cat) -> str:
+    from spectui.format import size, text_table
+
+    def row(m, prefix: str = "") -> list[str]:
+        params = f"{m.n_params / 1e9:.1f}B" if m.n_params >= 1e9 else f"{m.n_params / 1e6:.0f}M"
+        return [
+            prefix + m.name, m.source, m.format, m.architecture, params, m.quant, size(m.size_bytes),
+            f"{m.n_ctx_train:,}" if m.n_ctx_train else "?", m.vocab_sha256[:12] or "?",
+        ]
+
+    rows, rules = [], set()
+    for m in cat.models:
+        rules.add(len(rows))
+        rows.append(row(m))
+        rows += [row(d, "  draft: ") for d in cat.drafts_for(m)]
+    header = ["model (--target / --draft)", "source", "format", "arch", "params", "quant", "size", "trained ctx", "vocab"]
+    lines = [f"spectui models: {len(cat.models)} found"]
+    lines += [f"note: {n}" for n in cat.notes]
+    if rows:
+        lines.append(text_table(header, rows, right={4, 6, 7}, rules_before=rules))
+    return "\n".join(lines)

@@ -12,7 +12,7 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from spectui.cli.common import otlp_endpoint, output_path, read_recordings
+from spectui.cli.common import add_envelope_arguments, otlp_endpoint, output_path, read_recordings
 from spectui.errors import SpectuiError
 
 if TYPE_CHECKING:
@@ -28,7 +28,18 @@ GATE_KNOBS = [
     ("max_p95_itl_ratio", float, "candidate / baseline p95 inter-token latency"),
     ("p95_itl_tolerance", float, "noise allowance on that ratio"),
     ("max_quality_drop_points", float, "sampled runs: quality pass-rate drop allowed, in percentage points"),
+    ("min_window_acceptance", float, "acceptance drift: a window below this acceptance is low"),
+    ("max_low_windows", int, "acceptance drift: consecutive low windows allowed"),
+    ("window_s", float, "acceptance drift: window length, seconds"),
 ]
+#: envelope flags of ``gate`` (``add_envelope_arguments``): flag dest -> ``GateThresholds`` field
+GATE_ENVELOPE = {
+    "min_headroom_mb": "min_headroom_mib",
+    "max_swap_in_mb": "max_swap_in_mib",
+    "max_red_pressure_s": "max_red_pressure_s",
+    "max_throttle_events": "max_throttle_events",
+    "max_other_cpu": "max_other_cpu",
+}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -57,13 +68,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     diff.set_defaults(func=cmd_diff)
 
     defaults = GateThresholds()
-    gate = sub.add_parser("gate", help="pass/fail for production: speedup, p95 ITL, acceptance, TTFT, identical outputs")
+    gate = sub.add_parser("gate", help="pass/fail for production: speedup, p95 ITL, acceptance, TTFT, outputs, and the brief's envelope")
     gate.add_argument("--baseline", nargs="+", required=True, metavar="FILE", help="baseline recordings (usually AR)")
     gate.add_argument("--candidate", nargs="+", required=True, metavar="FILE", help="candidate recordings (usually speculative)")
     for field, kind, text in GATE_KNOBS:
         default = getattr(defaults, field)
         gate.add_argument(
-            "--" + field.replace("_", "-"),
+            "--window" if field == "window_s" else "--" + field.replace("_", "-"),  # as soak names it
+            dest=field,
             type=kind,
             default=default,
             metavar="K" if kind is int else "X",
@@ -72,6 +84,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     gate.add_argument(
         "--allow-unverified-quality", action="store_true", help="sampled runs: do not fail on the unmeasured quality check"
     )
+    add_envelope_arguments(gate, override=True)
     gate.add_argument("--json", action="store_true", help="one JSON object (the verdict)")
     gate.set_defaults(func=cmd_gate)
 
@@ -176,6 +189,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
     t = GateThresholds(
         **{field: getattr(args, field) for field, _, _ in GATE_KNOBS},
         allow_unverified_quality=args.allow_unverified_quality,
+        **{field: getattr(args, dest) for dest, field in GATE_ENVELOPE.items()},
     )
     t.validate()  # before reading files: a typo in a threshold is the cheaper error to report
     verdict = gate(read_recordings(args.baseline), read_recordings(args.candidate), t)

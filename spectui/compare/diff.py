@@ -21,11 +21,13 @@ from __future__ import annotations
 
 import msgspec
 
-from spectui.compare.headers import FieldDiff, Value, comparability, compare_headers
+from spectui.compare.headers import FieldDiff, Value, comparability, diffs, compare_headers
 from spectui.compare.speedup import Speedup, speedup_ci
 from spectui.compare.thresholds import MAX_TTFT_GROWTH
 from spectui.errors import SpectuiError
 from spectui.format import markdown_table, mib, num_or_na, section_title, signed_mib, text_table
+from spectui.metrics.conditions import busiest_text, conditions, other_load_text
+from spectui.metrics.envelope import judge_sessions
 from spectui.metrics.stats import Summary, summarize
 from spectui.recording.output import decode_pieces, output_tokens
 from spectui.recording.reader import Recording
@@ -83,6 +85,10 @@ class RunSide(msgspec.Struct, kw_only=True):
     rss_growth_bytes: int = 0  # peak - first sample
     #: a server recording: the acceptance the server reported, or that it reported none
     server_acceptance: str = ""
+    #: power, thermal state, other load (``spectui.metrics.conditions``), and in words
+    conditions: dict[str, str] = msgspec.field(default_factory=dict)
+    other_load: str = ""
+    busiest_others: str = ""
 
 
 class RunDiff(msgspec.Struct, kw_only=True):
@@ -105,6 +111,9 @@ class RunDiff(msgspec.Struct, kw_only=True):
     #: What comparability was judged by when it was not prompt tokens and weights (a server
     #: recording has no prompt tokens): "" for two embedded runs.
     basis: str = ""
+    #: Run conditions that differ (power, thermal state, other processes' load): they make
+    #: the numbers suspect even when every artifact is the same.
+    conditions: list[FieldDiff] = msgspec.field(default_factory=list)
 
 
 # -- labels --------------------------------------------------------------------------------
@@ -160,6 +169,7 @@ def run_side(rec: Recording, summary: Summary | None = None) -> RunSide:
     h = rec.header
     s = summary if summary is not None else summarize(rec.events)
     first_rss = next((ev.rss for ev in rec.events if type(ev) is MemorySample), 0)
+    facts = judge_sessions([rec.events])
     return RunSide(
         file=str(rec.path),
         mode=h.config.describe(),
@@ -173,6 +183,9 @@ def run_side(rec: Recording, summary: Summary | None = None) -> RunSide:
         first_rss_bytes=first_rss,
         rss_growth_bytes=s.peak_rss_bytes - first_rss if first_rss else 0,
         server_acceptance=_server_acceptance(rec),
+        conditions=conditions(facts),
+        other_load=other_load_text(facts),
+        busiest_others=busiest_text(facts),
     )
 
 
@@ -218,6 +231,7 @@ def diff_recordings(baseline: Recording, candidate: Recording, *, force: bool = 
         ttft_within_limit=bool(growth <= MAX_TTFT_GROWTH),
         short_prompt=b.short_prompt and c.short_prompt,
         basis=basis,
+        conditions=diffs(b.conditions, c.conditions),
     )
 
 
@@ -362,6 +376,7 @@ def format_diff_text(d: RunDiff) -> str:
         lines.append(text_table(["field", "baseline", "candidate", ""], rows))
     else:
         lines.append("  none: same model file, quant, runtime, template, sampling, prompt, host and spectui version")
+    lines += _conditions_text(d)
     lines.append(section_title("configuration (expected to differ)"))
     if d.configuration:
         lines.append(text_table(["field", "baseline", "candidate"], [[f.path, _show(f.baseline), _show(f.candidate)] for f in d.configuration]))
@@ -378,6 +393,18 @@ def format_diff_text(d: RunDiff) -> str:
     lines.append(section_title("memory"))
     lines.append(text_table(["", "baseline", "candidate", "change"], _memory_rows(d)))
     return "\n".join(lines)
+
+
+def _conditions_text(d: RunDiff) -> list[str]:
+    """Differing run conditions, then each side's measured other load (a shared machine shows
+    even when both sides were shared alike)."""
+    n = len(d.conditions)
+    lines = [section_title(f"run conditions: {n} difference{'s' if n != 1 else ''} (power, thermal, other load)")]
+    rows = [[f.path, _show(f.baseline), _show(f.candidate)] for f in d.conditions]
+    rows.append(["other load (measured)", d.baseline.other_load, d.candidate.other_load])
+    rows.append(["busiest others", _clip(d.baseline.busiest_others), _clip(d.candidate.busiest_others)])
+    lines.append(text_table(["condition", "baseline", "candidate"], rows))
+    return lines
 
 
 def _markdown(header: list[str], rows: list[Row]) -> list[str]:
@@ -402,6 +429,10 @@ def format_diff_markdown(d: RunDiff) -> str:
         lines += _markdown(["field", "baseline", "candidate", "note"], rows)
     else:
         lines += ["None: same model file, quant, runtime, template, sampling, prompt, host and spectui version.", ""]
+    lines += [f"### Run conditions ({len(d.conditions)} differences)", ""]
+    rows = [[f.path, _show(f.baseline), _show(f.candidate)] for f in d.conditions]
+    rows += [["other load (measured)", d.baseline.other_load, d.candidate.other_load]]
+    lines += _markdown(["condition", "baseline", "candidate"], rows)
     lines += ["### Configuration (expected to differ)", ""]
     if d.configuration:
         rows = [[f"`{f.path}`", _show(f.baseline), _show(f.candidate)] for f in d.configuration]

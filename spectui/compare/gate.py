@@ -33,8 +33,11 @@ import math
 
 import msgspec
 
+from spectui.compare.brief_checks import BRIEF, brief_checks
+from spectui.compare.check import Check, Number
 from spectui.compare.diff import compare_outputs, is_short_prompt, status_label
 from spectui.compare.headers import comparability
+from spectui.compare.quality_power import MAX_RUNS, runs_to_resolve
 from spectui.compare.speedup import speedup_ci
 from spectui.compare.thresholds import GateThresholds
 from spectui.errors import SpectuiError
@@ -45,20 +48,6 @@ from spectui.recording.output import grade_recording, output_tokens
 from spectui.recording.reader import Recording
 
 __all__ = ["Check", "GateThresholds", "Verdict", "format_verdict_text", "gate"]
-
-Number = float | int | str | None
-
-
-class Check(msgspec.Struct, kw_only=True):
-    name: str
-    passed: bool | None  # None: not applicable
-    value: Number
-    threshold: Number
-    detail: str
-    #: how value and threshold are read: ">=" (value must reach it) or "<="
-    comparison: str = ""
-    unit: str = ""  # "x" ratio, "%" share (0.08 = 8%), "pt" percentage points, "" plain
-
 
 class Verdict(msgspec.Struct, kw_only=True):
     passed: bool
@@ -132,10 +121,11 @@ def _check_quality(baselines: list[Recording], candidates: list[Recording], t: G
     b, c = pass_rate(graded_b), pass_rate(graded_c)
     diff = difference_points(b, c)
     low, high = difference_interval(b, c)
+    tol = t.max_quality_drop_points
     detail = (
         f"sampled: pass rate {c} of {_runs(c.n)} vs {b} of {_runs(b.n)} (95% Wilson intervals);"
         f" candidate - baseline {diff:+.1f} points (95% CI {low:+.1f} to {high:+.1f}),"
-        f" at most {t.max_quality_drop_points:g} below allowed"
+        f" at most {tol:g} below allowed"
     )
     ungraded = len(baselines) + len(candidates) - b.n - c.n
     if ungraded:
@@ -151,14 +141,27 @@ def _check_quality(baselines: list[Recording], candidates: list[Recording], t: G
             unit="pt",
             detail=f"the recordings carry different quality checks ({' | '.join(checks)}); " + detail,
         )
+    passed: bool | None = bool(diff >= -tol)
+    if passed and low < -tol:  # the drop is within the tolerance, but the sample cannot show it
+        need = runs_to_resolve(b, c, tol)
+        if need is None:  # the measured drop sits exactly on the tolerance
+            need_text = "no number of runs a side would (the measured drop equals the tolerance)"
+        else:
+            need_text = f"{'more than' if need == MAX_RUNS else 'about'} {need:,} runs a side would"
+        detail = (
+            f"UNRESOLVED: {b.n} and {c.n} runs cannot resolve -{tol:g} points (the 95% CI reaches {low:+.1f});"
+            f" at these pass rates {need_text}; " + detail
+        )
+        passed = None if t.allow_unverified_quality else False
     return Check(
         name="quality",
-        passed=bool(diff >= -t.max_quality_drop_points),
+        passed=passed,
         value=diff,
-        threshold=-t.max_quality_drop_points,
+        threshold=-tol,
         comparison=">=",
         unit="pt",
         detail=detail,
+        brief=BRIEF["quality"],
     )
 
 
@@ -297,6 +300,7 @@ def gate(baselines: list[Recording], candidates: list[Recording], t: GateThresho
         _check_acceptance(candidates, cs, t),
         _check_ttft(baselines, bs, cs, t),
         _check_recordings(baselines + candidates, bs + cs),
+        *brief_checks(baselines, candidates, t),
     ]
     return Verdict(
         passed=all(c.passed is not False for c in checks),
@@ -320,6 +324,10 @@ def _fmt(v: Number, unit: str) -> str:
         return f"{v:.2f}x"
     if unit == "pt":
         return f"{v:+.1f} pt"
+    if unit == "share":
+        return f"{v:.0%}"
+    if unit in ("MiB", "s"):
+        return f"{v:,.1f} {unit}"
     return f"{v:.3f}" if isinstance(v, float) else str(v)
 
 
@@ -328,7 +336,7 @@ def format_verdict_text(v: Verdict) -> str:
     head = "PASS" if v.passed else f"FAIL ({len(failed)} of {len(v.checks)} checks failed: {', '.join(failed)})"
     rows = []
     for c in v.checks:
-        mark = {True: "PASS", False: "FAIL", None: "n/a"}[c.passed]
+        mark = "FLAG" if c.flagged else {True: "PASS", False: "FAIL", None: "n/a"}[c.passed]
         if c.value is None:
             measured = f"limit {_fmt(c.threshold, c.unit)}"
         else:

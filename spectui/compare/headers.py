@@ -68,8 +68,9 @@ def _field_diff(path: str, a: Any, b: Any) -> FieldDiff:
     return FieldDiff(path=path, baseline=a, candidate=b)
 
 
-def _diffs(a: dict[str, Any], b: dict[str, Any]) -> list[FieldDiff]:
-    keys = list(a) + [k for k in b if k not in a]  # a key only one side has shows as None
+def diffs(a: dict[str, Any], b: dict[str, Any]) -> list[FieldDiff]:
+    """Every key whose values differ; a key only one side has shows as None."""
+    keys = list(a) + [k for k in b if k not in a]
     return [_field_diff(k, a.get(k), b.get(k)) for k in keys if a.get(k) != b.get(k)]
 
 
@@ -130,13 +131,13 @@ def compare_headers(b: Header, c: Header) -> tuple[list[FieldDiff], list[FieldDi
             )
         )
     elif bc.mode == "spec":
-        config += _diffs(_fields("config.draft", bc.draft), _fields("config.draft", cc.draft))
+        config += diffs(_fields("config.draft", bc.draft), _fields("config.draft", cc.draft))
     same_drafter = bc.mode == cc.mode == "spec" and bc.draft.source == cc.draft.source
     both_drafts = b.artifacts.draft is not None and c.artifacts.draft is not None
     if not (same_drafter and both_drafts) and _draft_label(b) != _draft_label(c):
         config.append(FieldDiff(path="artifacts.draft", baseline=_draft_label(b), candidate=_draft_label(c)))
     with_draft = same_drafter and both_drafts
-    artifacts = _diffs(_artifact_fields(b, with_draft=with_draft), _artifact_fields(c, with_draft=with_draft))
+    artifacts = diffs(_artifact_fields(b, with_draft=with_draft), _artifact_fields(c, with_draft=with_draft))
     return artifacts, config
 
 

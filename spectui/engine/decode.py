@@ -102,18 +102,26 @@ def decode(
         draft = _NO_DRAFT
         guess = None
         if active is not None:
-            # never draft past the token budget or the context; an adaptive K of 0 means no
-            # block pays now: probe a draft model now and then, or score a free drafter's guess
-            k = min(draft_length.next_k(), k_cap, max_tokens - emitted - 1, room - 1)
-            if k <= 0 and draft_length.adaptive and active.free:
-                guess = active.propose(history, 1).tokens
-            elif k > 0:
-                try:
-                    draft = active.propose(history, k)
-                except Exception as exc:
-                    if policy is None:
-                        raise
-                    policy.part_failed("drafter", exc)  # this step goes on without a draft
+            limit = min(k_cap, max_tokens - emitted - 1, room - 1)  # the budget, the context
+            try:
+                if active.free and draft_length.adaptive:
+                    # asking costs nothing: look first, then verify as much of the proposal as
+                    # its match is worth; K = 0 (no block pays now) scores its first token
+                    # against what AR produces instead, so acceptance keeps being measured
+                    proposal = active.propose(history, min(draft_length.k_max, limit)) if limit > 0 else _NO_DRAFT
+                    k = min(draft_length.k_for(proposal.match), limit) if proposal.tokens else 0
+                    if k > 0:
+                        draft = Draft(proposal.tokens[:k], match=proposal.match)
+                    elif proposal.tokens:
+                        guess = proposal
+                else:  # a draft model: K first (an adaptive 0 probes it now and then)
+                    k = min(draft_length.next_k(), limit)
+                    if k > 0:
+                        draft = active.propose(history, k)
+            except Exception as exc:
+                if policy is None:
+                    raise
+                policy.part_failed("drafter", exc)  # this step goes on without a draft
         drafted = draft.tokens
         n_drafted = len(drafted)
         t_b = clock()
@@ -179,8 +187,8 @@ def decode(
         history.extend(tokens)
         pending = nxt
         if draft_length is not None:
-            if guess:
-                draft_length.shadow(guess[0] == nxt)
-            draft_length.update(k, n_drafted, accepted, (t_c - t_b) / 1000)
+            if guess is not None:
+                draft_length.shadow(guess.tokens[0] == nxt, guess.match)
+            draft_length.update(k, n_drafted, accepted, (t_c - t_b) / 1000, draft.match)
         if policy is not None:
             policy.observe_block(n_drafted, accepted)

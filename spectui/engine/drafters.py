@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from spectui.config import DraftConfig, SamplingConfig
 from spectui.engine.protocol import Backend, Draft
 from spectui.engine.sampling import Sampler
@@ -62,7 +64,7 @@ class NgramDrafter:
         for n in range(self.n_max, self.n_min - 1, -1):
             start = self._previous[n]
             if start >= 0:
-                return Draft(hist[start:start + k])
+                return Draft(hist[start:start + k], match=n)
         return Draft(_EMPTY)
 
     def close(self) -> None:
@@ -74,13 +76,25 @@ class ModelDrafter:
 
     Greedy drafting is a deterministic proposal (``Draft.probs`` is None); a sampling drafter
     returns the warped distribution of every drafted token, which verification needs.
+
+    Draft confidence (``p_min``, llama.cpp's draft p-min): the draft stops at the first
+    position where the draft model's most likely token has a probability below ``p_min``
+    (its own softmax when drafting greedily, its warped distribution when sampling; greedy
+    drafts that token, so it is the probability of its own token). The decision is taken
+    before a token is drawn and reads only the draft's state: the drafted token is still a
+    draw from q, so verification stays exact. (Stopping on the probability of the token
+    drawn would not be: the tokens proposed would no longer follow q; a chi-square test in
+    tests/backends caught that.) ``collect_confidence`` reports the
+    probabilities even with p-min off (``spectui tune`` simulates thresholds from them).
     """
 
     free = False
 
-    def __init__(self, backend: Backend, sampling: SamplingConfig) -> None:
+    def __init__(self, backend: Backend, sampling: SamplingConfig, *, p_min: float = 0.0) -> None:
         self.backend = backend
         self.sampler = Sampler(sampling)
+        self.p_min = p_min
+        self.collect_confidence = False
         self.name = f"model:{backend.artifacts().name}"
         self._cached: list[int] = []
 
@@ -123,22 +137,31 @@ class ModelDrafter:
         forwards = 1
         tokens: list[int] = []
         probs = None if self.sampler.greedy else []
+        confidence = [] if self.p_min > 0.0 or self.collect_confidence else None
         eog = self.backend.eog_tokens
         while True:
             row = logits[-1]
             if probs is None:
                 tok = int(row.argmax())
+                if confidence is not None:  # the softmax at the argmax
+                    confidence.append(1.0 / float(np.exp(row - row[tok], dtype=np.float64).sum()))
+                    if confidence[-1] < self.p_min:
+                        break  # not confident enough: this token is not drafted
             else:
                 q = self.sampler.probs(row)
-                probs.append(q)
+                if confidence is not None:  # decided before the draw: see the class docstring
+                    confidence.append(float(q.max()))
+                    if confidence[-1] < self.p_min:
+                        break
                 tok = self.sampler.draw(q)
+                probs.append(q)
             tokens.append(tok)
             if len(tokens) == k or tok in eog:
                 break
             logits = self.backend.eval((tok,), all_logits=False)
             self._cached.append(tok)
             forwards += 1
-        return Draft(tokens, probs, forwards)
+        return Draft(tokens, probs, forwards, confidence)
 
     def close(self) -> None:
         self.backend.close()

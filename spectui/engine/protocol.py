@@ -67,14 +67,26 @@ class Backend(Protocol):
 class Draft:
     """A proposal: tokens, and for a sampling model drafter the distributions they came from."""
 
-    __slots__ = ("tokens", "probs", "forwards")
+    __slots__ = ("tokens", "probs", "forwards", "confidence", "match")
 
-    def __init__(self, tokens: list[int], probs: list[np.ndarray] | None = None, forwards: int = 0) -> None:
+    def __init__(
+        self,
+        tokens: list[int],
+        probs: list[np.ndarray] | None = None,
+        forwards: int = 0,
+        confidence: list[float] | None = None,
+        match: int = 0,
+    ) -> None:
         self.tokens = tokens
         #: ``probs[i]`` is the distribution ``tokens[i]`` was drawn from; None = deterministic.
         self.probs = probs
         #: forward passes of a draft model spent on this proposal
         self.forwards = forwards
+        #: a draft model's probability of each token it drafted (None: not computed); with
+        #: p-min on, one more entry than ``tokens``: the token it stopped before
+        self.confidence = confidence
+        #: a prompt-lookup draft: the length of the n-gram it was found by (its confidence)
+        self.match = match
 
 
 @runtime_checkable

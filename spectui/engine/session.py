@@ -15,6 +15,8 @@ import time
 from collections import deque
 from collections.abc import Iterator
 
+import msgspec
+
 from spectui import __version__
 from spectui.config import RunConfig
 from spectui.models.artifacts import host_info
@@ -29,6 +31,7 @@ from spectui.engine.protocol import Backend, Drafter
 from spectui.engine.sampling import Sampler
 from spectui.errors import SpectuiError
 from spectui.metrics.memory import MemorySampler
+from spectui.models.cost_curves import curve_key, load_curve, merge_run_curve
 from spectui.models.registry import resolve_model
 from spectui.recording.schema import Artifacts, End, Event, Header, MemorySample, Step
 
@@ -123,7 +126,7 @@ class Engine:
             return NgramDrafter(config.draft.ngram_min, config.draft.ngram_max)
         if self.draft_model is None:
             raise SpectuiError("this engine was loaded without a draft model")
-        return ModelDrafter(self.draft_model, draft_sampling(config.sampling, config.draft))
+        return ModelDrafter(self.draft_model, draft_sampling(config.sampling, config.draft), p_min=config.draft.p_min)
 
     def make_policy(self, config: RunConfig, drafter: Drafter | None) -> FallbackPolicy | None:
         """The fallback policy for a speculative run that asks for it; its lighter drafter
@@ -135,6 +138,23 @@ class Engine:
         if any(r.drafter == "ngram" for r in rungs) and "ngram" not in drafters:
             drafters["ngram"] = NgramDrafter(config.draft.ngram_min, config.draft.ngram_max)
         return FallbackPolicy(config.policy, rungs, drafters)
+
+    def cost_key(self) -> str:
+        """The key of this target's verify-cost curve on this host (``models.cost_curves``)."""
+        runtime = self.target.runtime_info()
+        return curve_key(self.target.artifacts().sha256, runtime.get("backend", ""),
+                         int(runtime.get("n_threads", "0") or 0), int(runtime.get("n_gpu_layers", "0") or 0))
+
+    def seed_cost(self, config: RunConfig) -> RunConfig:
+        """A cost-aware K with no seed of its own starts from this target's cached curve; the
+        header then records the curve the run started from."""
+        d = config.draft
+        if config.mode != "spec" or not d.adaptive or d.cost_seed:
+            return config
+        curve = load_curve(self.cost_key())
+        if curve is None:
+            return config
+        return msgspec.structs.replace(config, draft=msgspec.structs.replace(d, cost_seed=curve.relative))
 
     def header(self, config: RunConfig, prompt_text: str, prompt_tokens: list[int]) -> Header:
         artifacts = Artifacts(
@@ -171,7 +191,9 @@ class Engine:
         config = config or self.config
         config.validate()
         prompt_text, prompt_tokens = self.prepare_prompt(config)
+        config = self.seed_cost(config)
         drafter = self.make_drafter(config)
+        draft_length = DraftLength(config.draft) if drafter is not None else None
         policy = self.make_policy(config, drafter)
         header = self.header(config, prompt_text, prompt_tokens)  # fingerprints: not the model's time
         t0 = time.perf_counter_ns()
@@ -189,7 +211,7 @@ class Engine:
                 sampler=Sampler(config.sampling),
                 max_tokens=config.max_tokens,
                 drafter=drafter,
-                draft_length=DraftLength(config.draft) if drafter is not None else None,
+                draft_length=draft_length,
                 t0_ns=t0,
                 stop=stop,
                 policy=policy,
@@ -215,6 +237,8 @@ class Engine:
         finally:
             if sampler is not None:
                 sampler.stop()
+        if draft_length is not None and draft_length.adaptive:
+            merge_run_curve(self.cost_key(), draft_length.cost.measured())
         if sampler is not None:
             samples.append(sampler.sample_now())
             while samples:

@@ -28,6 +28,7 @@ from pathlib import Path
 import msgspec
 
 from spectui.errors import SpectuiError
+from spectui.metrics.envelope import EnvelopeFacts, EnvelopeLine, EnvelopeMonitor, envelope_lines, header_envelope, low_acceptance_streak
 from spectui.recording.reader import Recording, iter_events, read_recording
 from spectui.recording.schema import End, Event, Header, MemorySample, Step
 from spectui.recording.writer import SUFFIX
@@ -52,6 +53,10 @@ class SoakThresholds(msgspec.Struct, frozen=True, kw_only=True):
     #: never reverses across windows is the machine paging under the soak, not background noise.
     swap_growth_mib: float = 32.0
     warmup_fraction: float = 0.1
+    #: the brief's drift rule: acceptance below this in more than ``max_low_windows``
+    #: consecutive windows (of ``window_s``) fails the soak
+    min_window_acceptance: float = 0.40
+    max_low_windows: int = 2
 
     def validate(self) -> None:
         if not self.window_s > 0:
@@ -62,6 +67,10 @@ class SoakThresholds(msgspec.Struct, frozen=True, kw_only=True):
             raise SpectuiError(f"the growth floor must be >= 0 MB, got {self.min_growth_mib}")
         if not 0 <= self.warmup_fraction < 0.5:
             raise SpectuiError(f"the warm-up fraction must be in [0, 0.5), got {self.warmup_fraction}")
+        if not 0 <= self.min_window_acceptance <= 1:
+            raise SpectuiError(f"the window acceptance floor must be between 0 and 1, got {self.min_window_acceptance}")
+        if self.max_low_windows < 0:
+            raise SpectuiError(f"the low-window count must be >= 0, got {self.max_low_windows}")
 
 
 class SoakWindow(msgspec.Struct, kw_only=True):
@@ -106,6 +115,11 @@ class SoakReport(msgspec.Struct, kw_only=True):
     decode_tok_s: float = float("nan")
     windows: list[SoakWindow] = msgspec.field(default_factory=list)
     thresholds: SoakThresholds = msgspec.field(default_factory=SoakThresholds)
+    #: most consecutive windows with acceptance below ``thresholds.min_window_acceptance``
+    low_acceptance_windows: int = 0
+    #: the envelope the first session declared, against every session's samples
+    envelope: EnvelopeFacts | None = None
+    envelope_checks: list[EnvelopeLine] = msgspec.field(default_factory=list)
     passed: bool = False
     reasons: list[str] = msgspec.field(default_factory=list)  # why it failed; empty on a pass
 
@@ -164,6 +178,7 @@ class _Soak:
         self.prompt_ends: list[tuple[str, float]] = []  # (prompt text, end on the soak clock)
         self.sessions = self.complete = 0
         self.finish_reasons: dict[str, int] = {}
+        self.envelope: EnvelopeMonitor | None = None  # made from the first session's header
 
     def _at(self, t_s: float) -> list[float]:
         return self.tally.setdefault(int(t_s // self.window_s), [0, 0, 0, 0, 0, 0.0])
@@ -179,6 +194,10 @@ class _Soak:
         offset = started - self.origin if started is not None and self.origin is not None else self.prev_end
         self.sessions += 1
         self._at(offset)[0] += 1
+        if self.envelope is None:
+            self.envelope = EnvelopeMonitor(header_envelope(header))
+        monitor = self.envelope
+        monitor.new_session(offset)
         last_us = 0
         prev_t: int | None = None  # the previous token's time in this session (µs)
         for ev in events:
@@ -200,9 +219,11 @@ class _Soak:
             elif kind is MemorySample:
                 last_us = max(last_us, ev.t_us)
                 self.samples.append((offset + ev.t_us / 1e6, ev.rss, ev.swap_used))
+                monitor.add(ev)
             elif kind is End:
                 last_us = max(last_us, ev.t_us)
                 self.complete += 1
+                monitor.add_end(ev)
                 self.finish_reasons[ev.reason] = self.finish_reasons.get(ev.reason, 0) + 1
         self.prev_end = offset + last_us / 1e6
         self.span = max(self.span, self.prev_end)
@@ -304,6 +325,9 @@ def analyze_soak(
         report.swap_start_mib, report.swap_end_mib = samples[0][2] / MIB, samples[-1][2] / MIB
         report.warmup_s = soak.warmup_seconds(th.warmup_fraction)
         fit_memory(report, [x for x in samples if x[0] >= report.warmup_s])
+    if soak.envelope is not None:
+        report.envelope = soak.envelope.facts()
+        report.envelope_checks = envelope_lines(report.envelope)
     judge(report, [samples[0][2], *(swap_levels[j] for j in sorted(swap_levels))] if samples else [])
     return report
 
@@ -342,4 +366,15 @@ def judge(report: SoakReport, swap_levels: list[int]) -> None:
     report.swap_grew_monotonically = bool(levels) and rising and grown > th.swap_growth_mib
     if report.swap_grew_monotonically:
         reasons.append(f"swap in use never fell across the windows and rose {grown:.1f} MiB (> {th.swap_growth_mib:g})")
+    streak, at = low_acceptance_streak([w.acceptance_rate for w in report.windows], th.min_window_acceptance)
+    report.low_acceptance_windows = streak
+    if streak > th.max_low_windows:
+        w = report.windows
+        reasons.append(
+            f"acceptance below {th.min_window_acceptance:g} in {streak} consecutive windows"
+            f" ({w[at].start_s:.0f}-{w[at + streak - 1].end_s:.0f} s; more than {th.max_low_windows} fails)"
+        )
+    for line in report.envelope_checks:
+        if line.passed is False:
+            reasons.append(f"envelope: {line.name} {line.value} (limit {line.limit}){', ' + line.detail if line.detail else ''}")
     report.passed = not reasons

@@ -47,10 +47,30 @@ def format_soak_report(r: SoakReport, folder: str | Path | None = None) -> str:
         for w in r.windows
     ]
     header = ["window", "sessions", "tokens", "acceptance", "decode tok/s", "RSS MiB", "swap MiB"]
+    checks = [
+        [
+            "FLAG" if c.flagged else {True: "PASS", False: "FAIL", None: "n/a"}[c.passed],
+            c.name,
+            c.value,
+            c.limit,
+            c.detail,
+        ]
+        for c in r.envelope_checks
+    ]
+    low = r.low_acceptance_windows
+    checks.append(
+        [
+            "PASS" if low <= th.max_low_windows else "FAIL",
+            "acceptance drift",
+            f"{low} low window{'s' if low != 1 else ''} in a row",
+            f"<= {th.max_low_windows}",
+            f"a window is low below acceptance {th.min_window_acceptance:g}",
+        ]
+    )
     if r.passed:
         verdict = (
             f"PASS (slope <= {th.max_slope_mib_min:g} MiB/min or growth <= {th.min_growth_mib:g} MiB;"
-            " swap not growing monotonically)"
+            " swap not growing monotonically; envelope held; acceptance did not drift)"
         )
     else:
         verdict = "FAIL: " + "; ".join(r.reasons)
@@ -59,6 +79,8 @@ def format_soak_report(r: SoakReport, folder: str | Path | None = None) -> str:
         [
             text_table(None, head, indent=0, min_widths=key_width),
             text_table(header, windows, right=set(range(len(header)))),
+            "envelope and drift:",
+            text_table(None, checks),
             text_table(None, [["verdict", verdict]], indent=0, min_widths=key_width),
         ]
     )

@@ -177,7 +177,7 @@ def point_config(base: RunConfig, point: SweepPoint, prompt: PromptSpec, max_tok
     if point.knob == "ar":
         mode = "ar"
     elif point.knob == "k":
-        draft = msgspec.structs.replace(draft, k=int(point.value))
+        draft = msgspec.structs.replace(draft, k=int(point.value), adaptive=False)  # a K point is that K
     elif point.knob == "temperature":
         sampling = msgspec.structs.replace(sampling, temperature=float(point.value))
     elif point.knob == "top_k":

@@ -1,7 +1,12 @@
 """Memory sampling on a daemon thread: process RSS, system headroom, swap traffic, pressure,
-and MLX allocator state when MLX is in use.
+MLX allocator state when MLX is in use, and the machine around the run (thermal state,
+throttling, fans, power, other processes' CPU: ``spectui.metrics.host``).
 
-Each reading costs ~0.1-0.3 ms (a few /proc reads), so 4 Hz is invisible next to decoding.
+Counters that matter for a verdict are kept since the session began (the sampler's first
+reading): swap-ins, time at red memory pressure, throttle events.
+
+Each reading costs ~0.1-0.3 ms (a few /proc reads), so 4 Hz is invisible next to decoding;
+the slower host readings refresh on their own schedule (``HostSignals``).
 Readings go to ``on_sample`` as ``MemorySample`` records; timestamps share the engine's
 origin (``t0_ns`` from ``time.perf_counter_ns``) so they line up with ``Step`` times.
 """
@@ -18,9 +23,23 @@ from typing import Any
 
 import psutil
 
+from spectui.metrics.host import HostSignals, OtherLoad
 from spectui.recording.schema import MemorySample
 
 _PSI_PATH = "/proc/pressure/memory"
+#: macOS kern.memorystatus_vm_pressure_level "critical": the brief's red state
+MAC_RED_LEVEL = 4.0
+#: Linux has no levels; PSI "some avg10" at or above this percent counts as red. At 10% some
+#: task waited on memory for a tenth of the last 10 s: reclaim is throttling work, the Linux
+#: counterpart of macOS compressing and swapping under critical pressure.
+LINUX_RED_PSI = 10.0
+
+
+def is_red_pressure(pressure: float, platform: str = sys.platform) -> bool:
+    """Whether a ``MemorySample.pressure`` reading is the red (critical) state on ``platform``."""
+    if pressure < 0:
+        return False
+    return pressure >= (MAC_RED_LEVEL if platform == "darwin" else LINUX_RED_PSI)
 
 
 def headroom_bytes(available: int, mlx_active: int = -1, mlx_working_set: int = 0) -> int:
@@ -87,6 +106,13 @@ class MemorySampler:
         self._swap_prev: tuple[int, int, int] | None = None  # (t_ns, sin, sout)
         self._pressure: Callable[[], float] | None = self._pressure_source()
         self._mlx_working_set: int | None = None  # read once: a device constant
+        self._host = HostSignals()
+        self._other = OtherLoad(self._process)
+        # the session's baselines, set by the first reading
+        self._sin0: int | None = None
+        self._throttle0: int | None = None
+        self._red_ms = 0.0
+        self._prev_ns: int | None = None
 
     # -- one reading ----------------------------------------------------------------------
 
@@ -106,6 +132,18 @@ class MemorySampler:
                     sout_rate = int(max(0, swap.sout - sout_prev) / dt)
             self._swap_prev = (now, swap.sin, swap.sout)
             active, cache, peak, working_set = self._mlx()
+            pressure = self._read_pressure()
+            if self._sin0 is None:
+                self._sin0 = swap.sin
+            if self._prev_ns is not None and is_red_pressure(pressure):
+                self._red_ms += (now - self._prev_ns) / 1e6
+            self._prev_ns = now
+            host = self._host.read(now / 1e9)
+            throttles = None
+            if host.throttle_count is not None:
+                if self._throttle0 is None:
+                    self._throttle0 = host.throttle_count
+                throttles = max(0, host.throttle_count - self._throttle0)
             return MemorySample(
                 t_us=(now - self.t0_ns) // 1000,
                 rss=self._process.memory_info().rss,
@@ -114,11 +152,27 @@ class MemorySampler:
                 swap_used=swap.used,
                 swap_in_rate=sin_rate,
                 swap_out_rate=sout_rate,
-                pressure=self._read_pressure(),
+                pressure=pressure,
                 mlx_active=active,
                 mlx_cache=cache,
                 mlx_peak=peak,
+                swap_in_total=max(0, swap.sin - self._sin0),
+                red_pressure_ms=round(self._red_ms) if self._pressure is not None else None,
+                throttle_events=throttles,
+                cpu_freq_pct=host.cpu_freq_pct,
+                temperature_mc=host.temperature_mc,
+                thermal_level=host.thermal_level,
+                fan_rpm=host.fan_rpm,
+                on_ac_power=host.on_ac_power,
+                low_power_mode=host.low_power_mode,
+                other_cpu_pct=self._other_cpu(),
             )
+
+    def _other_cpu(self) -> int | None:
+        try:
+            return self._other.read()
+        except Exception:  # noqa: BLE001 - e.g. psutil.AccessDenied in a locked-down container
+            return None
 
     def _pressure_source(self) -> Callable[[], float] | None:
         try:

@@ -31,6 +31,7 @@ Pure Python: no numpy, no UI; the dashboard and replay call it on every repaint.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 
 import msgspec
 
@@ -148,3 +149,38 @@ def predict(
         speedup=predicted_speedup(acceptance, k, relative),
         break_even=break_even_acceptance(k, relative),
     )
+
+
+def seeded_cost(seed: Sequence[float] = ()) -> Callable[[int], float]:
+    """Cost of ``n`` tokens at once from a measured curve (``seed[n - 1]``; ``spectui tune``'s
+    or a run's ``DraftConfig.cost_seed``), past its end extended by the cost model's slope, and
+    the cost model (``verify_cost``) itself without one: the prior the cost-aware K starts from."""
+    seed = tuple(seed)
+
+    def cost(n: int) -> float:
+        if n <= len(seed):
+            return seed[max(n, 1) - 1]
+        if len(seed) >= 2:
+            return seed[-1] + verify_cost(n) - verify_cost(len(seed))
+        return verify_cost(n)
+
+    return cost
+
+
+def best_k(
+    acceptance: float,
+    cost: Sequence[float] | Callable[[int], float] = (),
+    k_min: int = 1,
+    k_max: int = 16,
+) -> int:
+    """The draft length a verify-cost curve says pays best at ``acceptance``: the K in
+    ``[k_min, k_max]`` maximising ``expected_tokens(a, K) / cost(K + 1)``, or 0 (AR) when no K
+    beats one token per unit of cost. ``cost`` is a callable (n tokens -> one-token
+    evaluations) or a measured curve for ``seeded_cost``; empty: the built-in cost model."""
+    cost_of = cost if callable(cost) else seeded_cost(cost)
+    best, value = 0, 1.0  # an AR step: one token per unit
+    for k in range(max(k_min, 1), k_max + 1):
+        v = expected_tokens(acceptance, k) / cost_of(k + 1)
+        if v > value:
+            best, value = k, v
+    return best

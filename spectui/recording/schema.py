@@ -27,7 +27,7 @@ import msgspec
 from spectui.config import RunConfig
 
 #: ``major.minor``. Readers refuse a newer *major*; minor bumps only add optional fields.
-SCHEMA_VERSION = "1.2"
+SCHEMA_VERSION = "1.3"
 
 
 class TokenOrigin(IntEnum):
@@ -199,6 +199,33 @@ class MemorySample(msgspec.Struct, tag=4, array_like=True, gc=False):
     mlx_active: int = -1
     mlx_cache: int = -1
     mlx_peak: int = -1
+    # -- 1.3: the machine around the run (``spectui.metrics.host``). ``None`` means not
+    # available (the host does not expose it, or the recording predates 1.3), never zero.
+    #: bytes paged in from swap since the session began
+    swap_in_total: int | None = None
+    #: milliseconds spent at red (critical) memory pressure since the session began
+    red_pressure_ms: int | None = None
+    #: CPU thermal throttle events the OS counted since the session began
+    throttle_events: int | None = None
+    #: current CPU clock as a percent of its maximum (mean over CPUs)
+    cpu_freq_pct: int | None = None
+    #: the hottest thermal sensor, milli-degrees Celsius
+    temperature_mc: int | None = None
+    #: the OS's thermal warning level: 0 nominal, higher is hotter (macOS ``pmset -g therm``)
+    thermal_level: int | None = None
+    fan_rpm: int | None = None
+    on_ac_power: bool | None = None
+    low_power_mode: bool | None = None
+    #: CPU busy outside this process since the previous sample, percent of all cores
+    other_cpu_pct: int | None = None
+
+
+class OtherProcess(msgspec.Struct, kw_only=True):
+    """A process that shared the machine during a session (``End.other_processes``)."""
+
+    name: str = ""
+    pid: int = 0
+    cpu_share: float = 0.0  # of all cores, over the session (0.5 = one core of two)
 
 
 class PolicyChange(msgspec.Struct, tag=5, kw_only=True):
@@ -218,6 +245,8 @@ class End(msgspec.Struct, tag=6, kw_only=True):
     error: str = ""
     #: A ``--server`` session's end: what the server reported (timings, acceptance, counters).
     server: ServerReport | None = None
+    #: 1.3: the other processes that took the most CPU during the session, busiest first.
+    other_processes: list[OtherProcess] = msgspec.field(default_factory=list)
 
 
 Event = Union[Header, Prefill, Step, MemorySample, PolicyChange, End]

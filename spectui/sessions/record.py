@@ -17,7 +17,7 @@ from pathlib import Path
 import msgspec
 
 from spectui.config import RunConfig
-from spectui.recording.schema import INTERLEAVED_CLOCK, Event, Step
+from spectui.recording.schema import INTERLEAVED_CLOCK, End, Event, Step
 from spectui.recording.timeline import shift_event
 from spectui.recording.writer import RecordingWriter
 from spectui.sessions.protocol import Engine
@@ -48,10 +48,14 @@ def record_session(
     step, while the other session runs, is taken off every later timestamp, so the numbers
     are this session's own work as if it ran alone, and the header's ``clock`` says so.
     """
+    from spectui.metrics.host import cpu_snapshot, top_other_processes  # psutil: not for --help
+
     events = engine.run(config, stop=stop)
     writer: RecordingWriter | None = None
     try:
         header = next(events)  # validation happens here: raising now leaves no file
+        # who else uses the CPU: a snapshot now, the busiest others named in the End record
+        others_before, started = cpu_snapshot(), time.perf_counter()
         if interleaved:
             header = msgspec.structs.replace(header, clock=INTERLEAVED_CLOCK)
         path = record_to(config) if callable(record_to) else (Path(record_to) if record_to is not None else None)
@@ -65,6 +69,9 @@ def record_session(
         for ev in events:
             if away_us:
                 ev = shift_event(ev, away_us)
+            if type(ev) is End:
+                top = top_other_processes(others_before, time.perf_counter() - started)
+                ev = msgspec.structs.replace(ev, other_processes=top)
             if writer is not None:
                 writer.write(ev)
             if interleaved and type(ev) is Step:

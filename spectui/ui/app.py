@@ -87,6 +87,9 @@ class SpectuiApp(App[int]):
         Binding("left_square_bracket", "temperature_down", "T-", show=False),
         Binding("p", "pick_prompt", "Prompt"),
         Binding("o", "open_recording", "Open"),
+        Binding("h", "history", "History", show=False),  # spectui history over the recordings folder
+        Binding("t", "tune", "Tune", show=False),  # the latest spectui tune result; r there tunes
+        Binding("M", "pick_models", "Models", show=False),  # the next run's target, then its draft
         Binding("g", "plot", "Plot"),
         Binding("b", "toggle_blocks", "Blocks"),
         Binding("v", "compare", "Compare"),
@@ -284,6 +287,48 @@ class SpectuiApp(App[int]):
                 self.open_recording(path)
 
         self.push_screen(OpenRecording(self.controller.recordings_dir), chosen)
+
+    def action_history(self) -> None:
+        from spectui.ui.screens.history import HistoryScreen
+
+        self.push_screen(HistoryScreen([self.controller.recordings_dir]))
+
+    def action_tune(self) -> None:
+        from spectui.ui.screens.tune import TuneScreen
+
+        if not isinstance(self.screen, TuneScreen):
+            self.push_screen(TuneScreen(self.controller.config, busy=lambda: self.controller.running))
+
+    def action_pick_models(self) -> None:
+        """The model picker (``spectui models``' catalogue): the next run's target and draft."""
+        import msgspec
+
+        from spectui.ui.screens.model_picker import NGRAM, ModelPicker
+
+        busy = "a session is running: stop it (s) before choosing models"
+        if self.controller.running:
+            self.notify(busy, severity="warning", timeout=4)
+            return
+        if isinstance(self.screen, ModelPicker):
+            return
+
+        def chosen(picked: tuple[str, str] | None) -> None:
+            if picked is None:
+                return
+            if self.controller.running:  # one started while the picker was open
+                self.notify(busy, severity="warning", timeout=4)
+                return
+            target, source = picked
+            d = self.controller.config.draft
+            # n-gram: the cost-aware K (as spectui run without --k); a draft model: K as set
+            draft = msgspec.structs.replace(d, source=NGRAM, adaptive=True) if source == NGRAM else (
+                msgspec.structs.replace(d, source=source, adaptive=d.adaptive and not d.is_ngram)
+            )
+            self.controller.set_config(target=target, draft=draft)
+            with_ = "n-gram drafting" if source == NGRAM else Path(source).name
+            self.notify(f"next run: {Path(target).name} with {with_}", timeout=4)
+
+        self.push_screen(ModelPicker(), chosen)
 
     def open_recording(self, path: str | Path, *, play: bool = False, speed: float = 1.0, paused: bool = False) -> bool:
         """Show a recording: its final state at once, or (``play``) replayed at ``speed``."""

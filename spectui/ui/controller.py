@@ -31,9 +31,10 @@ import msgspec
 
 from spectui.config import MAX_DRAFT_LENGTH, RunConfig
 from spectui.errors import SpectuiError
+from spectui.metrics.envelope import Breach, EnvelopeMonitor, header_envelope
 from spectui.metrics.live import LiveRun
 from spectui.prompts import DEFAULT_PROMPT, PromptSpec
-from spectui.recording.schema import End, Event
+from spectui.recording.schema import End, Event, Header, MemorySample
 from spectui.sessions.notes import Note, Outbox, SessionEvents, SessionFinished, SessionStatus
 from spectui.sessions.open import EngineFactory
 from spectui.sessions.runner import PairRequest, SessionRequest, SessionRunner
@@ -103,6 +104,10 @@ class DashboardController:
         self.baselines = Baselines()
         #: target spec -> (name, quant) once loaded: the header names a model before its next run
         self.models: dict[str, tuple[str, str]] = {}
+        #: the declared envelope of each run on screen (by ``id`` of its LiveRun), and every
+        #: breach so far: marked live where it happens, the same fold the verdicts use
+        self.envelopes: dict[int, EnvelopeMonitor] = {}
+        self.breaches: list[Breach] = []
 
     @property
     def running(self) -> bool:
@@ -207,8 +212,20 @@ class DashboardController:
             self.host.replay_mode_changed()
         self.replay_path = None
         self.recording_path = None
+        self._forget_envelopes()
         self._set_state(RunState.STARTING)
         return stop
+
+    def _forget_envelopes(self) -> None:
+        """Keep the envelope folds of the runs still on screen only: a new run starts with no
+        breach marked (and a new ``LiveRun`` that reuses a freed one's ``id`` inherits none)."""
+        kept = {id(run) for run in self.compare or ()} - {id(self.live)}  # self.live is fresh
+        self.envelopes = {key: m for key, m in self.envelopes.items() if key in kept}
+
+    def breaches_for(self, live: LiveRun) -> list[Breach]:
+        """The breaches of ``live`` so far, in the order they happened (none before its header)."""
+        monitor = self.envelopes.get(id(live))
+        return monitor.f.breaches if monitor is not None else []
 
     def stop_run(self) -> None:
         self.restart_pending = False
@@ -257,6 +274,14 @@ class DashboardController:
 
     def _fold(self, ev: Event, live: LiveRun) -> None:
         live.feed(ev)
+        kind = type(ev)
+        if kind is Header:
+            self.envelopes[id(live)] = EnvelopeMonitor(header_envelope(ev))
+        elif kind is MemorySample and id(live) in self.envelopes:
+            for b in self.envelopes[id(live)].add(ev):  # each limit once, when first crossed
+                self.breaches.append(b)
+                title = "shared machine" if b.limit == "other load" else "envelope breach"
+                self.host.notify(f"{b.text} at {b.t_s:.1f} s", title=title, severity="warning", timeout=10)
         # one run's end is the app's (an interleaved pair ends with its last session)
         if type(ev) is End and self.player is None and not self._pair:
             self.state = RunState.after(ev.reason)
@@ -432,6 +457,7 @@ class DashboardController:
         assert player is not None
         self.run_id += 1
         self.live = LiveRun()
+        self._forget_envelopes()
         self._replay_outbox = outbox = Outbox()
         self._outboxes.clear()
         self._outboxes[self.run_id] = outbox

@@ -8,10 +8,12 @@ a mode the same way.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from spectui.config import DraftConfig, RunConfig, SamplingConfig
+from spectui.config import DraftConfig, EnvelopeConfig, RunConfig, SamplingConfig
+from spectui.metrics.envelope import Breach
 from spectui.recording.schema import ModelArtifacts
 
 BACKEND_LABELS = {"llamacpp": "llama.cpp", "mlx": "MLX"}
@@ -21,7 +23,7 @@ PROMPT_CHARS = 40
 
 @dataclass(frozen=True)
 class HeaderInfo:
-    """The two header lines, as text (``widgets.header.RunHeader`` draws them)."""
+    """The header lines, as text (``widgets.header.RunHeader`` draws them)."""
 
     backend: str = "llama.cpp"
     target: str = ""
@@ -35,6 +37,10 @@ class HeaderInfo:
     #: the recording at ``path``), "" (nothing run yet)
     recording: str = ""
     path: str = ""
+    #: the declared envelope, one limit an item (``envelope_items``): the header's third line
+    envelope: tuple[str, ...] = ()
+    #: the first breach of the run on screen (``breach_label``), "" while it holds
+    breach: str = ""
 
 
 def backend_label(name: str) -> str:
@@ -89,3 +95,40 @@ def prompt_label(cfg: RunConfig) -> str:
     words = " ".join(cfg.prompt.split())
     short = words[:PROMPT_CHARS] + "…" if len(words) > PROMPT_CHARS else words
     return (f"{cfg.prompt_tier}: " if cfg.prompt_tier else "") + short
+
+
+def envelope_items(env: EnvelopeConfig) -> tuple[str, ...]:
+    """The declared envelope, compact, one limit an item: ``headroom ≥ 10 GiB``, ``swap-in ≤
+    200 MiB``, ``red ≤ 60 s``, ``throttle 0``, ``AC``. An undeclared floor
+    (0) is ``auto``: the CLI resolves it to 10/24 of the host's memory when the run starts."""
+    # "10 GiB", "9.5 GiB": the whole line fits an 80-column header
+    floor = f"{env.min_headroom_mib / 1024:.1f}".removesuffix(".0") + " GiB" if env.min_headroom_mib > 0 else "auto"
+    items = [
+        f"headroom ≥ {floor}",
+        f"swap-in ≤ {env.max_swap_in_mib:g} MiB",
+        f"red ≤ {env.max_red_pressure_s:g} s",
+        "throttle 0" if env.max_throttle_events == 0 else f"throttle ≤ {env.max_throttle_events}",
+    ]
+    if env.require_ac_power:
+        items.append("AC")
+    # other processes' load is flagged, not a limit a run fails: not in the header's line
+    return tuple(items)
+
+
+def clock_label(t_s: float) -> str:
+    """Seconds since the run began as ``mm:ss`` (``h:mm:ss`` past an hour)."""
+    t = max(0, int(t_s))
+    h, rest = divmod(t, 3600)
+    return f"{h}:{rest // 60:02d}:{rest % 60:02d}" if h else f"{rest // 60:02d}:{rest % 60:02d}"
+
+
+def breach_label(breaches: Sequence[Breach]) -> str:
+    """The first breach of a run, where it happened and the limit: ``breach 00:42 headroom
+    8.1 GiB < floor 10.0 GiB`` (``· +1 more: swap-ins`` when others followed); "" for none."""
+    if not breaches:
+        return ""
+    first = breaches[0]
+    text = f"breach {clock_label(first.t_s)} {first.text}"
+    if len(breaches) > 1:
+        text += f" · +{len(breaches) - 1} more: " + ", ".join(b.limit for b in breaches[1:])
+    return text

@@ -11,12 +11,15 @@ import time
 from typing import TYPE_CHECKING
 
 from spectui.config import RunConfig
+from spectui.metrics.envelope import header_envelope
 from spectui.metrics.live import LiveRun
 from spectui.ui.labels import (
     HeaderInfo,
     artifact_label,
     backend_label,
+    breach_label,
     draft_label,
+    envelope_items,
     model_label,
     prompt_label,
     run_label,
@@ -54,6 +57,11 @@ class DashboardView:
         """The AR baseline of ``live``'s setup, if this session ran or opened one."""
         return self._ctl.baselines.for_run(live)
 
+    def breach_marker(self, live: LiveRun) -> str:
+        """``breach 00:42 headroom 8.1 GiB < floor 10.0 GiB``: the first limit of the declared
+        envelope that ``live`` crossed, when and by what; "" while it holds (and at a new run)."""
+        return breach_label(self._ctl.breaches_for(live))
+
     def header_info(self, now: float | None = None) -> HeaderInfo:
         ctl = self._ctl
         cfg = self.shown_config()
@@ -89,6 +97,9 @@ class DashboardView:
             detail=detail,
             recording=recording,
             path=path,
+            # the run's own envelope (its floor resolved for its host) once it has a header
+            envelope=envelope_items(header_envelope(h) if h is not None else cfg.envelope),
+            breach=self.breach_marker(live),
         )
 
     def compare_title(self) -> str:

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from spectui.config import DraftConfig, RunConfig, SamplingConfig
+from spectui.metrics.predict import verify_cost
 from spectui.recording.schema import Step, TokenOrigin
 from tests.prompts import ALL, PROSE
 
@@ -98,11 +99,31 @@ def test_token_origins_are_consistent(engine, ar_outputs):
         assert len(s.tokens) == len(s.origins) == len(s.pieces) == len(s.t_us)
 
 
+#: the built-in cost model as the seed: what K does here must not depend on curves that
+#: earlier runs of the suite left in the cache
+SEED = tuple(verify_cost(n) for n in range(1, 17))
 ADAPTIVE = {
-    "ngram": lambda path: DraftConfig(source="ngram", k=3, adaptive=True, k_min=2, k_max=6),
-    "model-t0": lambda path: DraftConfig(source=path, k=3, adaptive=True, k_min=2, k_max=6),
-    "model-t1": lambda path: DraftConfig(source=path, temperature=1.0, k=3, adaptive=True, k_min=2, k_max=6),
+    "ngram": lambda path: DraftConfig(source="ngram", k=3, adaptive=True, k_min=2, k_max=6, cost_seed=SEED),
+    "model-t0": lambda path: DraftConfig(source=path, k=3, adaptive=True, k_min=2, k_max=6, cost_seed=SEED),
+    "model-t1": lambda path: DraftConfig(source=path, temperature=1.0, k=3, adaptive=True, k_min=2, k_max=6, cost_seed=SEED),
+    # draft confidence: the draft stops before a token its model gives less than p-min
+    "model-t0-pmin": lambda path: DraftConfig(source=path, k=3, adaptive=True, k_min=2, k_max=6, p_min=0.6, cost_seed=SEED),
 }
+
+
+def test_p_min_cuts_drafts_and_stays_exact(engine, ar_outputs):
+    """A fixed K=6 with p-min 0.6: drafts stop early where the draft is unsure (so some blocks
+    draft fewer than K with budget to spare), and the output is still the target's own."""
+    path = engine.target.model.info.path
+    cut = 0
+    for prompt, ar in ar_outputs.items():
+        spec, steps = generate(engine, prompt, mode="spec", draft=DraftConfig(source=path, k=6, p_min=0.6))
+        assert first_divergence(ar, spec) is None, f"p-min diverged from AR on {prompt[:40]!r}"
+        emitted = len(steps[0].tokens)
+        for s in steps[1:]:
+            cut += s.drafted < s.k and emitted + s.k + 1 < MAX_TOKENS and not (set(s.tokens) & engine.target.eog_tokens)
+            emitted += len(s.tokens)
+    assert cut, "p-min never stopped a draft early"
 
 
 @pytest.mark.parametrize("drafter", list(ADAPTIVE))

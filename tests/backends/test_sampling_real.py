@@ -17,7 +17,7 @@ from scipy import stats
 
 from spectui.config import DraftConfig, RunConfig, SamplingConfig
 from spectui.engine.drafters import ModelDrafter
-from spectui.engine.sampling import verify_sampled, warp
+from spectui.engine.sampling import draw, verify_sampled, warp
 from spectui.recording.schema import Step
 from tests.backends.prefix_memo import PrefixMemo
 
@@ -25,14 +25,16 @@ ALPHA = 1e-3
 TARGET = SamplingConfig(temperature=1.0, top_k=8, seed=3)
 
 
-def test_next_token_distribution_with_model_draft(any_engine):
+@pytest.mark.parametrize("p_min", [0.0, 0.3], ids=["no-p-min", "p-min-0.3"])
+def test_next_token_distribution_with_model_draft(any_engine, p_min):
     """Chi-square of the first emitted token against the target's warped distribution, with
-    a model draft at temperature 2 (a different distribution), on llama.cpp and on MLX."""
-    top_k, n = 4, 600
+    a model draft at temperature 2 (a different distribution), on llama.cpp and on MLX; with
+    draft confidence on, some drafts stop early (before their first token: an AR step)."""
+    top_k, n = 4, 2000  # evaluations are memoized by prefix: n costs little
     t = PrefixMemo(any_engine.target)
     d = PrefixMemo(any_engine.draft_model)
     prompt = t.tokenize("Pick a colour:")
-    drafter = ModelDrafter(d, SamplingConfig(temperature=2.0, top_k=top_k, seed=11))
+    drafter = ModelDrafter(d, SamplingConfig(temperature=2.0, top_k=top_k, seed=11), p_min=p_min)
     rng = np.random.Generator(np.random.PCG64(5))
     p_first = warp(np.array(t.eval(prompt, all_logits=False)[-1]), 1.0, top_k=top_k)
     pending = int(np.argmax(p_first))
@@ -45,15 +47,22 @@ def test_next_token_distribution_with_model_draft(any_engine):
 
     firsts = np.empty(n, dtype=np.int64)
     accepted_any = rejected_any = False
+    cut = 0  # drafts p-min stopped before their second token
     for i in range(n):
         draft = drafter.propose(history, 2)
+        if not draft.tokens:  # not confident enough to draft anything: an AR step
+            firsts[i] = draw(p, rng.random())
+            cut += 1
+            continue
+        cut += len(draft.tokens) < 2
         logits = t.eval([pending, *draft.tokens], all_logits=True)
         acc, nxt = verify_sampled(draft.tokens, lambda j: warp(logits[j], 1.0, top_k=top_k), draft.probs, rng)
         t.truncate(base)
         firsts[i] = draft.tokens[0] if acc > 0 else nxt
         accepted_any |= acc > 0
         rejected_any |= acc < len(draft.tokens)
-    assert accepted_any and rejected_any
+    # every path taken: acceptance, rejection, and with p-min drafts cut short
+    assert accepted_any and rejected_any and (cut > 0) == (p_min > 0)
 
     support = np.flatnonzero(p)
     counts = np.array([(firsts == tok).sum() for tok in support])
@@ -85,6 +94,7 @@ def pit_values(engine, config: RunConfig, rng: np.random.Generator) -> list[floa
     "draft",
     [
         pytest.param(lambda path: DraftConfig(source=path, k=3, temperature=2.0), id="model-draft-t2"),
+        pytest.param(lambda path: DraftConfig(source=path, k=3, temperature=2.0, p_min=0.3), id="model-draft-t2-pmin"),
         pytest.param(lambda path: DraftConfig(source="ngram", k=3), id="ngram"),
     ],
 )

@@ -162,7 +162,10 @@ def test_export_of_a_torn_recording(tmp_path):
 def test_a_live_headless_run_writes_its_telemetry(tmp_path):
     out = tmp_path / "live.jsonl"
     proc = run_cli(
-        "run", "--headless", "--prompt-name", "short-greeting", "--max-tokens", "16", "--no-record", "--otel-file", str(out)
+        # a fixed K drafts at every step, so every draft metric is there (the cost-aware
+        # default drafts nothing on a greeting, and a rate of nothing is not exported)
+        "run", "--headless", "--prompt-name", "short-greeting", "--max-tokens", "16", "--k", "4", "--no-record",
+        "--otel-file", str(out),
     )
     assert proc.returncode == 0, proc.stderr
     assert f"exported to {out}" in proc.stderr

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from spectui.config import DraftConfig
-from spectui.engine.draft_length import PROBE_AFTER, DraftLength, VerifyCost
+from spectui.engine.draft_length import COST_MIN_SAMPLES, PROBE_AFTER, DraftLength, VerifyCost
 from spectui.metrics.predict import expected_tokens, verify_cost
 
 
@@ -15,9 +15,14 @@ def adaptive(k: int = 4, k_min: int = 1, k_max: int = 16) -> DraftLength:
 
 
 def teach(d: DraftLength, curve: dict[int, float], unit_us: float = 1000.0) -> None:
-    """Feed one timing per block size, as the loop would after steps of those sizes."""
+    """Feed timings per block size, as the loop would after steps of those sizes."""
     for n, c in curve.items():
-        d.cost.observe(n, c * unit_us)
+        observe(d.cost, n, c * unit_us)
+
+
+def observe(cost: VerifyCost, n: int, us: float) -> None:
+    for _ in range(COST_MIN_SAMPLES):
+        cost.observe(n, us)
 
 
 def test_fixed_k_never_moves():
@@ -31,12 +36,15 @@ def test_fixed_k_never_moves():
 def test_cost_uses_measurements_and_the_prior_beyond_them():
     cost = VerifyCost(16)
     assert cost(5) == pytest.approx(verify_cost(5))  # nothing measured yet: the cost model
-    cost.observe(1, 1000)
-    cost.observe(3, 2000)
+    observe(cost, 1, 1000)
+    observe(cost, 3, 2000)
     assert cost(1) == 1.0 and cost(3) == pytest.approx(2.0)
     assert cost(5) == pytest.approx(2.0 + verify_cost(5) - verify_cost(3))  # from the nearest size below
-    cost.observe(3, 3000)  # a moving average, not the last sample
-    assert 2.0 < cost(3) < 3.0
+    cost.observe(3, 30000)  # one preempted step: a running median ignores it
+    assert cost(3) == pytest.approx(2.0)
+    for _ in range(COST_MIN_SAMPLES + 1):
+        cost.observe(3, 3000)  # a lasting change moves it
+    assert cost(3) == pytest.approx(3.0)
 
 
 def test_flat_cost_and_high_acceptance_draft_long():
@@ -60,10 +68,10 @@ def test_k_maximises_expected_tokens_per_cost():
     curve = {n: 1.0 + 0.6 * (n - 1) for n in range(1, 18)}
     teach(d, curve)
     for _ in range(20):  # a steady 90% per position
-        d._observe(9, 10)
-    a = d.acceptance
+        d._rates(0).observe(9, 10)
+    a = d.acceptance()
     value = {k: expected_tokens(a, k) / curve[k + 1] for k in range(1, 17)}
-    assert d._choose() == max(value, key=value.get)
+    assert d._choose(0) == max(value, key=value.get)
 
 
 def test_bounds_hold():
@@ -75,8 +83,8 @@ def test_bounds_hold():
     d2 = adaptive(k=3, k_min=2, k_max=6)
     teach(d2, {n: 1.0 + 0.5 * (n - 1) for n in range(1, 8)})
     for _ in range(10):
-        d2._observe(1, 2)
-    assert d2._choose() in (0, 2)  # never 1: either no draft or at least k_min
+        d2._rates(0).observe(1, 2)
+    assert d2._choose(0) in (0, 2)  # never 1: either no draft or at least k_min
 
 
 def test_free_guesses_bring_drafting_back():
@@ -85,7 +93,7 @@ def test_free_guesses_bring_drafting_back():
     for _ in range(4):
         d.update(max(d.k, 1), 4, 0, 3000.0)
     assert d.k == 0
-    for _ in range(6):  # the text turned copyable: the n-gram drafter's guesses land
+    for _ in range(12):  # the text turned copyable: the n-gram drafter's guesses land
         d.shadow(True)
         d.update(0, 0, 0, 1000.0)
     assert d.k >= 2
@@ -110,3 +118,37 @@ def test_a_draft_model_is_probed_with_backoff():
     assert idle == 2 * PROBE_AFTER
     d.update(1, 1, 1, 1600.0)  # a probe that lands resets the wait
     assert d._probe_after == PROBE_AFTER
+
+
+def test_acceptance_is_kept_per_match_length():
+    d = adaptive()
+    teach(d, {n: 1.0 + 0.6 * (n - 1) for n in range(1, 18)})
+    for _ in range(6):
+        d.update(8, 8, 8, 5200.0, match=4)  # drafts found by a 4-gram: all accepted
+        d.update(8, 8, 0, 5200.0, match=1)  # drafts found by one token: all rejected
+    assert d.k_for(4) >= 8
+    assert d.k_for(1) == 0
+    assert d.acceptance(4) > 0.9 > 0.1 > d.acceptance(1)
+
+
+def test_seed_gives_the_shape_until_the_run_measures():
+    seed = (1.0, 1.3, 1.5, 1.6, 2.5)  # a curve with cheap blocks of 2-4 (repacked Q4_0)
+    cost = VerifyCost(16, seed)
+    assert cost(3) == pytest.approx(1.5)  # nothing measured: the seed
+    assert cost(7) == pytest.approx(2.5 + verify_cost(7) - verify_cost(5))  # past it: the model's growth
+    observe(cost, 3, 3000)  # a run that always drafts: no one-token timing, the scale from the seed
+    assert cost(3) == pytest.approx(1.5)
+    assert cost(5) == pytest.approx(2.5)
+    observe(cost, 1, 1000)  # a measured one-token step: the run's own numbers win
+    assert cost(3) == pytest.approx(3.0)
+    assert cost.measured() == {1: 1.0, 3: 3.0}
+
+
+def test_seeded_curve_picks_the_sizes_the_kernel_likes():
+    """K falls out of the measured curve: with blocks of 4 cheap and 5 dear (rows in groups
+    of 4), a high acceptance picks a 4-token block (K=3), no hard-coded rule."""
+    seed = (1.0, 1.6, 1.8, 1.9, 3.0, 3.1, 3.2, 3.3, 4.4)
+    d = DraftLength(DraftConfig(adaptive=True, k_min=1, k_max=8, cost_seed=seed))
+    for _ in range(6):
+        d._rates(4).observe(7, 10)
+    assert d.k_for(4) == 3

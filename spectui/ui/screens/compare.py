@@ -133,7 +133,7 @@ class CompareScreen(Screen[None]):
                     title += f"  ({live.n_tokens} tokens…)"
                 self.query_one(f"#col-{side} > .column-title", Static).update(title)
                 mode = live.header.config.mode if live.header is not None else "ar"
-                self.query_one(f"#signals-{side}", SignalGroup).show_run(live, s, mode)
+                self.query_one(f"#signals-{side}", SignalGroup).show_run(live, s, mode, view.breach_marker(live))
             if full:
                 get = self.get_component_rich_style
                 styles = {k: get(f"compare--{k}") for k in ("muted", "value", "good", "bad")}

@@ -115,4 +115,4 @@ class LiveScreen(Screen[None]):
         if subtitle != self._subtitle:  # setting a border title repaints the whole stream
             self._subtitle = subtitle
             self.query_one(TokenStream).border_subtitle = Text(subtitle) if subtitle else None
-        self.query_one(SignalGroup).show_run(live, summary, cfg.mode)
+        self.query_one(SignalGroup).show_run(live, summary, cfg.mode, view.breach_marker(live))

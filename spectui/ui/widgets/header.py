@@ -1,5 +1,7 @@
-"""The two header lines: what runs (backend, models, draft, sampling, prompt) and its state
-(run state, token count, recording indicator with the recording's path)."""
+"""The header lines: what runs (backend, models, draft, sampling, prompt), its state (run
+state, token count, recording indicator with the recording's path) and, on screens at least
+``ENVELOPE_ROWS`` tall, the declared memory envelope (with a breach badge once one happened;
+the signals say which limit)."""
 
 from __future__ import annotations
 
@@ -20,6 +22,8 @@ _STATE_MARK = {
     "error": "✖",
     "replay": "▷",
 }
+#: Screens at least this tall give the header a third line, the declared envelope.
+ENVELOPE_ROWS = 20
 
 
 class RunHeader(Widget):
@@ -37,6 +41,7 @@ class RunHeader(Widget):
     RunHeader > .run-header--error { color: $text-error; text-style: bold; }
     RunHeader > .run-header--rec { color: $text-error; text-style: bold; }
     RunHeader > .run-header--replay { color: $text-accent; text-style: bold; }
+    RunHeader > .run-header--warning { color: $text-warning; text-style: bold; }
     """
     COMPONENT_CLASSES = {
         "run-header--app",
@@ -46,6 +51,7 @@ class RunHeader(Widget):
         "run-header--error",
         "run-header--rec",
         "run-header--replay",
+        "run-header--warning",
     }
 
     def __init__(self, **kwargs) -> None:  # noqa: ANN003
@@ -53,6 +59,9 @@ class RunHeader(Widget):
         self.info = HeaderInfo()
 
     def show(self, info: HeaderInfo) -> None:
+        rows = 3 if info.envelope and self.screen.size.height >= ENVELOPE_ROWS else 2
+        if self.styles.height is None or self.styles.height.value != rows:
+            self.styles.height = rows  # the stream below gives up (or gets back) the row
         if info != self.info:
             self.info = info
             self.refresh()
@@ -104,4 +113,29 @@ class RunHeader(Widget):
             if info.path:
                 line2.append(ellipsize_left(info.path, width - line2.cell_len), muted)
         line2.truncate(width, overflow="ellipsis")
-        return Text("\n").join([line1, line2])
+        lines = [line1, line2]
+        if self.size.height >= 3 and info.envelope:
+            lines.append(self._envelope_line(width))
+        return Text("\n").join(lines)
+
+    def _envelope_line(self, width: int) -> Text:
+        """``⚠ breach 00:42 │ envelope headroom ≥ 10.0 GiB · swap-in ≤ 200 MiB · …``: whole
+        limits only, as many as fit."""
+        info = self.info
+        style = self.get_component_rich_style
+        muted, value = style("run-header--muted"), style("run-header--value")
+        line = Text(no_wrap=True, end="")
+        if info.breach:
+            line.append("⚠ " + " ".join(info.breach.split(" ")[:2]), style("run-header--warning"))
+            line.append(" │ ", muted)
+        line.append("envelope", muted)
+        for i, item in enumerate(info.envelope):
+            lead = " " if i == 0 else " · "
+            more = 2 if i < len(info.envelope) - 1 else 0  # room for " …" after it
+            if line.cell_len + len(lead) + len(item) + more > width:
+                line.append(" …", muted)
+                break
+            line.append(lead, muted)
+            line.append(item, value)
+        line.truncate(width, overflow="ellipsis")
+        return line

@@ -89,19 +89,41 @@ class SignalPanel(Widget):
 
 
 class SignalGroup(Vertical):
-    """The three live signals of one run: inter-token latency, acceptance per block, headroom.
+    """The three live signals of one run: inter-token latency, acceptance per block, headroom;
+    under them, once the run crossed a limit of its declared envelope, a breach row: when and
+    which limit (``breach 00:42 headroom 8.1 GiB < floor 10.0 GiB``), there until the next run.
     (The main screen has one; the compare screen one per column.)"""
 
     DEFAULT_CSS = """
     SignalGroup { height: auto; }
+    SignalGroup > #signal-breach {
+        height: 1;
+        padding: 0 1;
+        color: $text-warning;
+        text-style: bold;
+        display: none;
+    }
     """
+
+    _breach: str | None = None  # the breach row's text as last drawn
 
     def compose(self) -> ComposeResult:
         yield SignalPanel("ITL", id="signal-itl")
         yield SignalPanel("accept", id="signal-acceptance")
         yield SignalPanel("headroom", id="signal-headroom")
+        yield Static("", id="signal-breach", markup=False)
 
-    def show_run(self, live: LiveRun, summary: Summary, mode: str) -> None:
+    def show_breach(self, text: str) -> None:
+        """The breach row: ``text`` (from ``DashboardView.breach_marker``), hidden when ""."""
+        if text != self._breach:
+            self._breach = text
+            row = self.query_one("#signal-breach", Static)
+            row.update(Text(f"⚠ {text}", no_wrap=True, overflow="ellipsis") if text else "")
+            row.display = bool(text)
+
+    def show_run(self, live: LiveRun, summary: Summary, mode: str, breach: str = "") -> None:
+        """Draw ``live``'s signals and its breach row (``DashboardView.breach_marker``; "" = none)."""
+        self.show_breach(breach)
         itl = live.itl_ms
         # "Now" is the latest wait between deliveries: tokens of one block share a timestamp,
         # so the very last gap is usually 0 in a speculative run and says nothing.

@@ -5,6 +5,11 @@ rollbacks), memory (peak RSS, swap) and the verdict: predicted speedup (from the
 acceptance and costs, ``spectui.metrics.predict``) beside the measured one (decode tok/s
 over an AR run of the same prompt and settings, when this session has one), and the
 break-even acceptance.
+
+Beside the run's K, the K its verify-cost curve says pays best at the run's acceptance
+(``curve_best``): the curve the run's cost-aware K started from (the header's
+``draft.cost_seed``), else the built-in cost model. Pure Python on numbers the panel already
+has, so it costs nothing on a repaint.
 """
 
 from __future__ import annotations
@@ -13,8 +18,18 @@ from rich.text import Text
 from textual.widgets import Static
 
 from spectui.format import DASH, missing, num, pct, signed_size, size
+from spectui.config import DraftConfig
 from spectui.metrics.live import LiveRun
+from spectui.metrics.predict import best_k
 from spectui.ui.state import Baseline
+
+
+def curve_best(acceptance: float, draft: DraftConfig) -> str:
+    """``K 4 (seed curve)``: the K the run's verify-cost curve says pays best at
+    ``acceptance`` (``AR`` when none beats one token per unit of cost), and whose curve it is."""
+    best = best_k(acceptance, draft.cost_seed, draft.k_min, draft.k_max)
+    source = "seed curve" if draft.cost_seed else "cost model"
+    return f"{f'K {best}' if best else 'AR'} ({source})"
 
 
 class StatsPanel(Static):
@@ -62,6 +77,8 @@ class StatsPanel(Static):
         row("acceptance", pct(s.acceptance_rate) + (f" · {s.accepted}/{s.drafted}" if s.drafted else ""))
         row("mean acc len", num(s.mean_accepted_length, ".2f"))
         row("draft K", ("AR" if mode == "ar" else f"{k}") + (f" · {s.rollbacks} rollbacks" if s.draft_blocks else ""))
+        if mode != "ar" and s.drafted and live.header is not None and not missing(s.acceptance_rate):
+            row("curve best", curve_best(s.acceptance_rate, live.header.config.draft))
         if live.policy_changes:  # the fallback policy moved: where it stands now, and how often
             n = len(live.policy_changes)
             row("fallback", f"{live.policy_changes[-1].after} · {n} change{'s' if n > 1 else ''}")

@@ -1,0 +1,156 @@
+"""``spectui tune``: measure what makes speculation pay on this machine, recommend a setting
+per prompt tier, and check the recommendation against real runs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from spectui.cli.common import add_run_arguments, config_from_args, gave_prompt, output_path, read_recordings
+from spectui.errors import SpectuiError
+
+DEFAULT_TIERS = "copy,code,memo,medium,short"
+#: tune's token budget per prompt unless --max-tokens says otherwise: enough blocks to
+#: measure acceptance, short enough for a run of about a minute on the embedded model
+TUNE_TOKENS = 160
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("tune", help="measure verify cost and acceptance here; recommend and check a setting per prompt tier")
+    add_run_arguments(p)
+    p.add_argument("--tiers", default=DEFAULT_TIERS, help=f"prompt tiers from prompts/ (default {DEFAULT_TIERS})")
+    p.add_argument("--from", dest="from_dir", metavar="DIR", help="acceptance from the greedy recordings in DIR instead of new runs")
+    p.add_argument("--reps", type=int, default=2, help="check rounds per prompt, AR and recommended alternating (0: no check)")
+    p.add_argument("--weights", action="store_true",
+                   help="also measure the curve of a small probe requantized to Q4_0, Q4_1, Q8_0, Q4_K_M and F16")
+    p.add_argument("--write-quant", nargs=2, metavar=("TYPE", "OUT"), type=str,
+                   help="write the target requantized to TYPE (e.g. Q4_0) at OUT, then stop")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument("--charts", choices=["on", "off"], default=None, help="plotext charts (default: on in a terminal)")
+    p.set_defaults(func=cmd_tune)
+
+
+class _Progress:
+    """One line on stderr per phase: a bar in a terminal, plain lines otherwise."""
+
+    def __init__(self, total: int) -> None:
+        self.total, self.done = max(total, 1), 0
+        self.tty = sys.stderr.isatty()
+
+    def __call__(self, message: str) -> None:
+        self.done = min(self.done + 1, self.total)
+        if self.tty:
+            width = 24
+            fill = width * self.done // self.total
+            sys.stderr.write(f"\r\x1b[2K[{'#' * fill}{'.' * (width - fill)}] {self.done}/{self.total} {message}")
+            sys.stderr.flush()
+        else:
+            print(f"tune: {message}", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.tty:
+            sys.stderr.write("\r\x1b[2K")
+            sys.stderr.flush()
+
+
+def cmd_tune(args: argparse.Namespace) -> int:
+    if args.write_quant:
+        return _write_quant(args)
+    if args.reps < 0:
+        raise SpectuiError("--reps must be >= 0")
+    config = config_from_args(args)
+    if config.backend.name == "server":
+        raise SpectuiError("tune measures the embedded engine; for a server use: spectui sweep --server URL")
+    if not config.sampling.greedy:
+        raise SpectuiError("tune measures greedy decoding (acceptance replays exactly); drop --temperature")
+    from spectui.prompts import PromptSpec, list_prompts
+    from spectui.tune import runner, store
+
+    if gave_prompt(args):
+        specs = [PromptSpec(name=config.prompt_name or "given", tier=config.prompt_tier or "given", max_tokens=config.max_tokens,
+                            text=config.prompt)]
+    else:
+        tiers = [t for t in args.tiers.split(",") if t]
+        known = {s.tier for s in list_prompts()}
+        unknown = sorted(set(tiers) - known)
+        if unknown:
+            raise SpectuiError(f"no prompt tier {', '.join(unknown)}; prompts/ has {', '.join(sorted(known))}")
+        specs = [s for s in list_prompts() if s.tier in tiers]
+    recordings = _recordings(args.from_dir) if args.from_dir else None
+    plan = runner.TunePlan(specs=specs, max_tokens=args.max_tokens or TUNE_TOKENS, reps=args.reps,
+                           model_k=config.draft.k if args.k is not None else runner.MODEL_PROBE_K,
+                           recordings=recordings, source=args.from_dir or "runs")
+    progress = _Progress(plan.phases(config) + (5 if args.weights else 0))
+    result = runner.run_tune(config, plan, progress)
+    store.save_result(result)
+    weights = None
+    if args.weights:
+        from spectui.tune.weights import probe_weights
+
+        weights = probe_weights(config.backend, specs[0].text, progress=progress)
+    progress.close()
+    _print(result, weights, args)
+    return 0
+
+
+def _print(result, weights, args: argparse.Namespace) -> None:
+    from spectui.tune import report
+
+    if args.json:
+        doc = report.to_json(result)
+        if weights is not None:
+            doc["weights"] = report.finite([{"quant": w.quant, "path": w.path, "size_bytes": w.size_bytes, "unit_us": w.curve.unit_us,
+                               "relative": list(w.curve.relative), "batched": w.batched, "ideal_speedup_k8": w.ideal_speedup()}
+                              for w in weights])
+        print(json.dumps(doc, indent=1, allow_nan=False))
+        return
+    print(report.format_text(result))
+    if weights is not None:
+        print()
+        print(format_weights(weights, result))
+    if args.charts == "on" or (args.charts is None and sys.stdout.isatty()):
+        print()
+        print(report.format_charts(result, colour=sys.stdout.isatty()))
+
+
+def format_weights(weights, result) -> str:
+    from spectui.format import size, text_table
+    from spectui.tune.weights import weights_summary
+
+    sizes = (2, 4, 8, 16)
+    rows = [[w.quant, size(w.size_bytes), f"{w.curve.unit_us / 1000:.1f} ms", *(f"{w.curve.cost(n):.2f}" for n in sizes),
+             f"{w.rows_per_cost:.1f}", f"{w.ideal_speedup():.2f}x", "yes" if w.batched else "no"] for w in weights]
+    lines = ["weight types on this machine (the embedded model requantized; n tokens at once, in one-token evaluations)",
+             text_table(["weights", "size", "1 token", *(f"n={n}" for n in sizes), "rows/unit at 16", "ideal K=8", "batched"],
+                        rows, right=set(range(1, 9)), rules_before={0})]
+    lines += [f"  {s}" for s in weights_summary(weights, result.quant, result.curve)]
+    return "\n".join(lines)
+
+
+def _recordings(folder: str):
+    if not os.path.isdir(folder):
+        raise SpectuiError(f"--from: no such folder: {folder}")
+    paths = sorted(os.path.join(d, f) for d, _, files in os.walk(folder) for f in files if f.endswith(".spectui"))
+    if not paths:
+        raise SpectuiError(f"--from: no recordings (*.spectui) in {folder}")
+    return read_recordings(paths)
+
+
+def _write_quant(args: argparse.Namespace) -> int:
+    from spectui.engine.quantize import ftype, quantize
+    from spectui.models.registry import resolve_model
+
+    kind, out = args.write_quant
+    ftype(kind)  # an unknown type is refused before anything is read
+    try:
+        output_path(out)
+    except argparse.ArgumentTypeError as exc:
+        raise SpectuiError(f"--write-quant: {exc}") from None
+    if os.path.exists(out):
+        raise SpectuiError(f"--write-quant: {out} exists; tune never overwrites a model")
+    src = resolve_model(args.target)
+    quantize(src, out, kind)
+    print(f"wrote {out}: {os.path.basename(src)} requantized to {kind.upper()} ({os.path.getsize(out) / 2**20:.0f} MiB)")
+    return 0

@@ -1,0 +1,13 @@
+"""Runs across time, hosts and models: an index of recordings and the trends it shows.
+
+Owns ``spectui history``'s work: ``index`` keeps a SQLite index of every recording found under
+some folders (one row per file: its frozen artifacts and its summary numbers, refreshed by
+path, size and mtime), ``trend`` groups the indexed runs into series (host, target, backend,
+drafter, sampling, prompt), marks every artifact change and flags stale series, ``render``
+prints them (text table, plotext charts, JSON).
+
+A multi-run layer beside ``lab``, ``compare``, ``telemetry`` and ``report``, which it may not
+import: a sweep's floors reach it as plain ``FloorLine`` values from the caller. May import
+``metrics``, ``models``, ``recording``, ``config``, ``format`` and ``errors``; rich and plotext
+load only inside the functions that draw.
+"""

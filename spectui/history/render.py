@@ -1,0 +1,209 @@
+"""``spectui history``'s output: a text report (tables via ``spectui.format``), plotext charts,
+and one JSON document. The dashboard's history screen draws the same text and charts."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from spectui.format import NA, num_or_na, pct, section_title, size, text_table
+from spectui.history.index import IndexedRun, IndexUpdate
+from spectui.history.trend import METRICS, Change, Group, parse_time
+
+#: Rows of a group's table in the text report (the charts and JSON have every run).
+DEFAULT_LAST_ROWS = 20
+
+
+def metric_text(name: str, value: float) -> str:
+    if name == "acceptance":
+        return NA if value != value else pct(value)
+    if name == "peak_rss_bytes":
+        return NA if value != value else size(int(value))
+    return num_or_na(value, ".1f")
+
+
+def _delta(name: str, before: float, after: float) -> str:
+    text = f"{metric_text(name, before)} -> {metric_text(name, after)}"
+    if before == before and after == after and before:
+        text += f" ({(after - before) / abs(before) * 100:+.1f}%)"
+    return text
+
+
+def _when(started_at: str) -> str:
+    t = parse_time(started_at)
+    return t.strftime("%Y-%m-%d %H:%M") if t is not None else started_at or "?"
+
+
+def change_lines(change: Change) -> list[str]:
+    """``2025-05-01 10:00  runtime: llama-cpp-python 0.3.16 -> 0.3.17`` and the numbers across it."""
+    moved = "; ".join(f"{w.label}: {w.before} -> {w.after}" for w in change.what)
+    numbers = ", ".join(f"{label} {_delta(name, *change.numbers[name])}" for name, label, _ in METRICS)
+    return [f"{_when(change.started_at)}  {moved}", f"    {numbers}"]
+
+
+def group_table(g: Group, last: int = DEFAULT_LAST_ROWS) -> str:
+    marks = {c.at: ", ".join(w.label for w in c.what) for c in g.changes}
+    start = max(0, len(g.runs) - last) if last > 0 else 0
+    rows = []
+    for i in range(start, len(g.runs)):
+        r = g.runs[i]
+        rows.append([_when(r.started_at), *(metric_text(n, getattr(r, n)) for n, _, _ in METRICS), f"* {marks[i]}" if i in marks else ""])
+    table = text_table(["run", *(label for _, label, _ in METRICS), "change"], rows, right=set(range(1, len(METRICS) + 1)), rules_before={0})
+    return (f"  ... {start} earlier runs (--last 0 shows every run)\n" if start else "") + table
+
+
+def format_group(g: Group, *, stale_days: float, last: int = DEFAULT_LAST_ROWS, charts: bool = False, width: int = 100) -> str:
+    lines = [section_title(g.title, 0), f"  {len(g.runs)} runs, newest {_when(g.runs[-1].started_at)}"]
+    if g.stale:
+        lines.append(f"  STALE: the newest run is {g.age_days:.0f} days old (older than {stale_days:g}); re-measure before trusting it")
+    lines.append(group_table(g, last))
+    if g.changes:
+        lines.append("  changes (median of the runs before -> from the change on):")
+        lines += [f"    {line}" for c in g.changes for line in change_lines(c)]
+    if g.floor is not None:
+        checks = "; ".join(
+            f"{label} {num_or_na(v, '.3f' if label == 'acceptance' else '.1f')} >= {limit:g} {'pass' if ok else 'FAIL'}"
+            for label, v, limit, ok in g.floor_checks()
+        )
+        lines.append(f"  floors of the latest sweep ({g.floor.source}), newest run: {checks}")
+    if charts:
+        lines.append(group_charts(g, width=width))
+    return "\n".join(lines)
+
+
+def format_history(
+    groups: Sequence[Group],
+    update: IndexUpdate,
+    *,
+    stale_days: float,
+    last: int = DEFAULT_LAST_ROWS,
+    charts: bool = False,
+    width: int = 100,
+) -> str:
+    runs = sum(len(g.runs) for g in groups)
+    stale = sum(g.stale for g in groups)
+    head = (
+        f"spectui history: {runs} runs in {len(groups)} groups, {stale} stale "
+        f"(index {update.index_path}: {update.read} read, {update.unchanged} unchanged, {update.removed} removed, {update.seconds:.1f} s)"
+    )
+    parts = [head, *(f"note: {n}" for n in update.notes)]
+    if not groups:
+        parts.append("no readable recordings found (record some with spectui run, sweep or soak)")
+    parts += ["", *(format_group(g, stale_days=stale_days, last=last, charts=charts, width=width) + "\n" for g in groups)]
+    return "\n".join(parts).rstrip() + "\n"
+
+
+# -- charts ----------------------------------------------------------------------------------
+
+
+def group_charts(g: Group, *, width: int = 100, height: int = 9, colour: bool = False) -> str:
+    """Every number against days since the group's first run (plotext): a line per number,
+    an ``x`` at each artifact change, the sweep's floor as a flat line."""
+    import plotext
+
+    t0 = parse_time(g.runs[0].started_at)
+    days = []
+    for r in g.runs:
+        t = parse_time(r.started_at)
+        days.append((t - t0).total_seconds() / 86400 if t is not None and t0 is not None else float(len(days)))
+    floors = {} if g.floor is None else {"acceptance": g.floor.acceptance, "decode_tok_s": g.floor.decode_tok_s}
+    plotext.terminal.limit(False, False)  # the caller sets the size, not plotext's terminal probe
+    fig = plotext.figure
+    fig.clear()
+    cols, rows = 2, math.ceil(len(METRICS) / 2)
+    fig.subplots(rows, cols)
+    fig.plot_size(width, height * rows)
+    change_at = {c.at for c in g.changes}
+    for n, (name, label, _) in enumerate(METRICS):
+        sub = fig.subplot(n // cols + 1, n % cols + 1)
+        scale = 2**20 if name == "peak_rss_bytes" else (100 if name == "acceptance" else 1)
+        sub.title(label.replace("peak RSS", "peak RSS MiB").replace("acceptance", "acceptance %"))
+        pts = [(d, getattr(r, name) / scale) for d, r in zip(days, g.runs) if getattr(r, name) == getattr(r, name)]
+        if not pts:
+            continue
+        sig = sub.signal([p[0] for p in pts], [p[1] for p in pts], marker="dot")
+        sig.lines()
+        sub.draw(sig)
+        marks = [(days[i], getattr(g.runs[i], name) / scale) for i in sorted(change_at) if getattr(g.runs[i], name) == getattr(g.runs[i], name)]
+        if marks:
+            m = sub.signal([p[0] for p in marks], [p[1] for p in marks], marker="x")
+            m.label("change")
+            sub.draw(m)
+        if name in floors:
+            f = sub.signal([days[0], max(days[-1], days[0] + 1e-6)], [floors[name] / scale] * 2)
+            f.lines()
+            f.label("sweep floor")
+            sub.draw(f)
+        sub.label("days", axis="x")
+    text = fig.build().string()
+    return text if colour else plotext.uncolorize(text)
+
+
+# -- JSON --------------------------------------------------------------------------------------
+
+
+def _num(v: float) -> float | None:
+    return None if v != v else v
+
+
+def _run_json(r: IndexedRun) -> dict[str, Any]:
+    import json
+
+    return {
+        "path": r.path,
+        "started_at": r.started_at,
+        "complete": r.complete,
+        "n_tokens": r.n_tokens,
+        **{name: _num(getattr(r, name)) for name, _, _ in METRICS},
+        "runtime": json.loads(r.runtime or "{}"),
+        "host_detail": r.host_detail,
+        "draft_sha256": r.draft_sha256,
+        "chat_template_sha256": r.chat_template,
+        "spectui_version": r.spectui_version,
+        "sweep": r.sweep,
+    }
+
+
+def history_json(groups: Sequence[Group], update: IndexUpdate, *, stale_days: float) -> dict[str, Any]:
+    return {
+        "index": update.index_path,
+        "indexed": {"found": update.found, "read": update.read, "unchanged": update.unchanged, "removed": update.removed, "seconds": update.seconds},
+        "notes": update.notes,
+        "stale_days": stale_days,
+        "groups": [
+            {
+                "key": g.key,
+                "title": g.title,
+                "target_name": g.target_name,
+                "target_quant": g.target_quant,
+                "prompt_tier": g.prompt_tier,
+                "stale": g.stale,
+                "age_days": _num(g.age_days),
+                "runs": [_run_json(r) for r in g.runs],
+                "changes": [
+                    {
+                        "at": c.at,
+                        "path": os.fspath(g.runs[c.at].path),
+                        "started_at": c.started_at,
+                        "what": [{"field": w.label, "before": w.before, "after": w.after} for w in c.what],
+                        "numbers": {
+                            m: {"before": _num(b), "after": _num(a), "change": _num((a - b) / abs(b)) if b == b and a == a and b else None}
+                            for m, (b, a) in c.numbers.items()
+                        },
+                    }
+                    for c in g.changes
+                ],
+                "floor": None
+                if g.floor is None
+                else {
+                    "source": g.floor.source,
+                    "acceptance": g.floor.acceptance,
+                    "decode_tok_s": g.floor.decode_tok_s,
+                    "checks": [{"metric": label, "value": _num(v), "floor": lim, "passed": ok} for label, v, lim, ok in g.floor_checks()],
+                },
+            }
+            for g in groups
+        ],
+    }

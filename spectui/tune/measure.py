@@ -1,0 +1,98 @@
+"""Measure what verification and drafting cost on this machine, on the user's own models.
+
+The verify-cost curve: the time to evaluate n tokens at once with every row's logits (what
+verifying a draft of n - 1 tokens does), relative to one token, at a given depth of context.
+Sizes are timed in an order that rotates every round and each size's median is kept: a
+shared machine's bursts land on different sizes in different rounds instead of bending the
+curve in one place.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from spectui.engine.protocol import Backend
+
+#: block sizes of the curve: a draft of up to 15 tokens plus the pending one
+CURVE_SIZES = tuple(range(1, 17))
+#: evaluations of one size in a row per round (the first is dropped)
+REPEATS = 3
+#: context depth of the long curve (attention over 2k+ tokens shifts what a block costs)
+LONG_DEPTH = 2048
+
+
+@dataclass
+class Curve:
+    """``relative[n - 1]``: time of n tokens at once / time of one token, at ``depth``."""
+
+    depth: int
+    unit_us: float
+    relative: tuple[float, ...]
+
+    def cost(self, n: int) -> float:
+        """Cost of ``n`` tokens in one evaluation (past the measured sizes: the last slope)."""
+        rel = self.relative
+        if n <= len(rel):
+            return rel[max(n, 1) - 1]
+        slope = rel[-1] - rel[-2] if len(rel) >= 2 else 1.0
+        return rel[-1] + slope * (n - len(rel))
+
+
+def _fill(tokens: Sequence[int], n: int) -> list[int]:
+    """``n`` tokens to evaluate: the sequence repeated (what is evaluated does not change
+    what it costs, only how many)."""
+    reps = n // max(len(tokens), 1) + 1
+    return (list(tokens) * reps)[:n]
+
+
+def measure_curve(
+    backend: Backend,
+    context: Sequence[int],
+    *,
+    depth: int,
+    rounds: int = 5,
+    sizes: Sequence[int] = CURVE_SIZES,
+    progress: Callable[[], None] | None = None,
+) -> Curve:
+    """The curve at ``depth`` tokens of context (``context`` repeated to reach it)."""
+    depth = max(1, min(depth, backend.n_ctx - max(sizes) - 1))
+    backend.truncate(0)
+    backend.eval(_fill(context, depth), all_logits=False)
+    base = backend.n_past
+    block = _fill(context, max(sizes))
+    times: dict[int, list[float]] = {n: [] for n in sizes}
+    order = list(sizes)
+    for r in range(rounds + 1):
+        rotated = order[r % len(order):] + order[: r % len(order)]
+        for n in rotated:
+            # a few evaluations of one size in a row, as a decode loop runs them (threads and
+            # caches settle per kernel), each with the argmax verification reads its rows by
+            for rep in range(REPEATS):
+                t = time.perf_counter_ns()
+                backend.eval(block[:n], all_logits=True).argmax(axis=1)
+                elapsed = time.perf_counter_ns() - t
+                backend.truncate(base)
+                if r and rep:  # the first round, and the first of each run, warm up
+                    times[n].append(elapsed / 1000)
+        if progress is not None:
+            progress()
+    unit = statistics.median(times[1])
+    relative = tuple(statistics.median(times[n]) / unit for n in sizes)
+    return Curve(depth=base, unit_us=unit, relative=(1.0, *relative[1:]))
+
+
+def measure_draft_cost(draft: Backend, context: Sequence[int], target_unit_us: float, *, steps: int = 24) -> float:
+    """A draft model's cost per drafted token, in target one-token evaluations: the median
+    time of one-token evaluations after ``context`` (how a draft model drafts)."""
+    draft.truncate(0)
+    draft.eval(list(context), all_logits=False)
+    times = []
+    for tok in _fill(context, steps):
+        t = time.perf_counter_ns()
+        draft.eval((tok,), all_logits=False)
+        times.append((time.perf_counter_ns() - t) / 1000)
+    draft.truncate(0)
+    return statistics.median(times[2:]) / target_unit_us

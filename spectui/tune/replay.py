@@ -1,0 +1,105 @@
+"""Replay a drafting policy over a greedy output: exact acceptance, predicted speedup.
+
+Under greedy decoding the target's output does not depend on drafting, so one AR run fixes
+it, and what any prompt-lookup drafter would have had accepted at any step is known exactly:
+the common prefix of its proposal and the output from that step on. Replaying the drafter
+(and a K policy) over the output therefore gives every block's size and acceptance without
+running the target again; with a verify-cost curve, the time each block costs and the
+speedup against AR follow. ``spectui tune`` predicts from this, then checks the prediction
+against real runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from spectui.config import DraftConfig
+from spectui.engine.draft_length import DraftLength
+from spectui.engine.drafters import NgramDrafter
+
+
+@dataclass
+class Replay:
+    """What a policy would have done over one output."""
+
+    tokens: int = 0  # tokens after the first (the first comes from the prefill)
+    cost: float = 0.0  # in one-token evaluations
+    drafted: int = 0
+    accepted: int = 0
+    blocks: int = 0  # steps that verified a draft
+    #: per drafted position j (0-based): blocks that drafted it, and that accepted it
+    reached: list[int] = field(default_factory=list)
+    kept: list[int] = field(default_factory=list)
+
+    @property
+    def speedup(self) -> float:
+        return self.tokens / self.cost if self.cost else float("nan")
+
+    @property
+    def acceptance(self) -> float:
+        return self.accepted / self.drafted if self.drafted else float("nan")
+
+    def per_position(self) -> list[float]:
+        return [k / r if r else float("nan") for r, k in zip(self.reached, self.kept)]
+
+
+def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def replay(
+    prompt: Sequence[int],
+    output: Sequence[int],
+    cost: Callable[[int], float],
+    draft: DraftConfig,
+    budget: int = 0,
+) -> Replay:
+    """Replay ``draft`` (n-gram; K fixed, or cost-aware with ``cost`` as its timings) over
+    ``output``, the greedy continuation of ``prompt``; ``cost(n)`` is the verify-cost curve.
+    ``budget`` is the run's token budget (0: the output's length); an output that ended on
+    an end-of-generation token before it may be drafted past, as a real run would."""
+    drafter = NgramDrafter(draft.ngram_min, draft.ngram_max)
+    drafter.reset(prompt)
+    length = DraftLength(draft)
+    history = [*prompt, output[0]]
+    i, n = 1, len(output)
+    budget = budget or n
+    r = Replay()
+    while i < n:
+        room = budget - i - 1  # never draft past the run's budget
+        if length.adaptive:
+            proposal = drafter.propose(history, min(length.k_max, room)) if room > 0 else None
+            k = min(length.k_for(proposal.match), room) if proposal is not None and proposal.tokens else 0
+            match = proposal.match if proposal is not None else 0
+            tokens = proposal.tokens[:k] if k > 0 else []
+        else:
+            k = min(length.next_k(), room)
+            p = drafter.propose(history, k) if k > 0 else None
+            tokens, match = (p.tokens, p.match) if p is not None else ([], 0)
+        got = common_prefix(tokens, output[i:])
+        step_cost = cost(len(tokens) + 1)
+        emitted = min(got + 1, n - i)
+        if tokens:
+            r.blocks += 1
+            r.drafted += len(tokens)
+            r.accepted += got
+            while len(r.reached) < len(tokens):
+                r.reached.append(0)
+                r.kept.append(0)
+            for j in range(len(tokens)):
+                r.reached[j] += 1
+                r.kept[j] += j < got
+        elif length.adaptive and proposal is not None and proposal.tokens:
+            length.shadow(proposal.tokens[0] == output[i], match)
+        length.update(k, len(tokens), got, step_cost * 1000.0, match)
+        r.tokens += emitted
+        r.cost += step_cost
+        history.extend(output[i:i + emitted])
+        i += emitted
+    return r

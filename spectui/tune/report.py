@@ -1,0 +1,169 @@
+"""What ``spectui tune`` prints: the curves, a plan per tier with its check, the settings to
+use in spectui, llama-server and mlx_lm, plotext charts, and the same as JSON."""
+
+from __future__ import annotations
+
+import math
+
+from spectui.format import num, section_title, text_table
+from spectui.tune.plan import K_CHOICES, Setting, TierPlan
+from spectui.tune.runner import TuneResult
+
+#: a prediction and its check agree when within this share of each other
+AGREEMENT = 0.15
+#: sizes shown in the curve table
+SHOWN_SIZES = (2, 3, 4, 5, 8, 9, 12, 16)
+
+
+def _curve_row(label: str, curve) -> list[str]:
+    return [label, str(curve.depth), f"{curve.unit_us / 1000:.1f} ms", *(f"{curve.cost(n):.2f}" for n in SHOWN_SIZES)]
+
+
+def agreement(plan: TierPlan) -> float | None:
+    """measured / predicted - 1 for the tier (None: not checked)."""
+    if plan.measured is None or not plan.best_speedup:
+        return None
+    return plan.measured / plan.best_speedup - 1.0
+
+
+def format_text(result: TuneResult) -> str:
+    out = [section_title(f"spectui tune: {result.model} ({result.quant}), {result.threads} threads, drafter {result.drafter}")]
+    curves = [_curve_row("prompt depth", result.curve)]
+    if result.long_curve is not None:
+        curves.append(_curve_row("long context", result.long_curve))
+    out.append("verify cost: evaluating n tokens at once, in one-token evaluations")
+    out.append(text_table(["at", "depth", "1 token", *(f"n={n}" for n in SHOWN_SIZES)], curves,
+                          right=set(range(1, 3 + len(SHOWN_SIZES))), rules_before={0}))
+    if result.draft_cost:
+        out.append(f"  draft model: {result.draft_cost:.2f} target one-token evaluations per drafted token")
+    out.append("")
+    out.append(f"plans per tier (acceptance from {result.source}; predicted from the curve, checked by real runs)")
+    rows = []
+    for p in result.tiers:
+        agree = agreement(p)
+        rows.append([
+            p.tier, str(len(p.prompts)), p.best.label(), num(p.acceptance, ".2f"), num(p.break_even, ".2f"),
+            f"{p.best_speedup:.2f}x", "-" if p.measured is None else f"{p.measured:.2f}x",
+            "-" if agree is None else f"{agree:+.0%}" + ("" if abs(agree) <= AGREEMENT else " !"),
+        ])
+    out.append(text_table(["tier", "prompts", "best setting", "accept", "break-even", "predicted", "measured", "off by"],
+                          rows, right={1, 3, 4, 5, 6, 7}, rules_before={0}))
+    out.append("")
+    for p in result.tiers:
+        out.append(f"  {p.verdict}")
+    out.append("")
+    out.append("predicted speedup per fixed K (x AR)")
+    ks = [k for k in K_CHOICES if k in (1, 2, 3, 4, 6, 8, 12, 16)]
+    label = "draft model K={}" if result.draft_cost else "n-gram K={}"
+    per_k = [[p.tier, *(num(p.predicted.get(label.format(k)), ".2f") for k in ks)] for p in result.tiers]
+    out.append(text_table(["tier", *(f"K={k}" for k in ks)], per_k, right=set(range(1, len(ks) + 1)), rules_before={0}))
+    out.append("")
+    out.append("acceptance per drafted position (longest K)")
+    pos = [[p.tier, *(num(a, ".2f") for a in p.per_position[:8])] for p in result.tiers]
+    out.append(text_table(["tier", *(f"#{j + 1}" for j in range(8))], pos, right=set(range(1, 9)), rules_before={0}))
+    out.append("")
+    out.append("settings to use")
+    out.extend(f"  {line}" for line in settings_lines(result))
+    return "\n".join(out)
+
+
+def settings_lines(result: TuneResult) -> list[str]:
+    """Per tier: spectui's flags, and the llama-server and mlx_lm options that do the same."""
+    llama = result.runtime.get("llama.cpp") or "?"
+    lines = [f"(llama-server: builds with --spec-type, as the llama.cpp {llama} in llama-cpp-python here; "
+             "older builds: --draft-max / --draft-p-min. mlx_lm 0.32: --num-draft-tokens, no model-free drafter, no p-min)"]
+    for p in result.tiers:
+        s = p.best
+        pad = " " * (len(p.tier) + 2)
+        lines.append(f"{p.tier}: spectui       {spectui_flags(s, result)}")
+        if s.drafter == "ar":
+            continue
+        k = s.k if s.k is not None else _fixed_k_for_peers(p)
+        if s.drafter == "ngram":
+            lines.append(f"{pad}llama-server  --spec-type ngram-simple --spec-draft-n-max {k}")
+        else:
+            p_min = f" --spec-draft-p-min {s.p_min:g}" if s.p_min else ""
+            lines.append(f"{pad}llama-server  -md DRAFT.gguf --spec-draft-n-max {k}{p_min}")
+            lines.append(f"{pad}  (older)     -md DRAFT.gguf --draft-max {k}" + (f" --draft-p-min {s.p_min:g}" if s.p_min else ""))
+            lines.append(f"{pad}mlx_lm        --draft-model DRAFT --num-draft-tokens {k}")
+    return lines
+
+
+def _fixed_k_for_peers(plan: TierPlan) -> int:
+    """Peers have no cost-aware K: the best fixed K is the nearest thing."""
+    fixed = {int(label.split("=")[1]): v for label, v in plan.predicted.items() if label.startswith("n-gram K=")}
+    return max(fixed, key=fixed.get) if fixed else 4
+
+
+def spectui_flags(s: Setting, result: TuneResult) -> str:
+    if s.drafter == "ar":
+        return "spectui run --mode ar"
+    if s.drafter == "ngram":
+        return "spectui run --mode spec" + ("" if s.k is None else f" --k {s.k}") + "   (n-gram; no --k = cost-aware K)"
+    return f"spectui run --mode spec --draft {result.drafter} --k {s.k}" + (f" --p-min {s.p_min:g}" if s.p_min else "")
+
+
+def format_charts(result: TuneResult, width: int = 60, height: int = 14, *, colour: bool = False) -> str:
+    """The cost curve, and predicted speedup against K per tier (plotext)."""
+    import plotext
+
+    plotext.terminal.limit(False, False)  # the caller sets the size
+    fig = plotext.figure
+    fig.clear()
+    fig.subplots(1, 2)
+    fig.plot_size(width * 2, height)
+    left = fig.subplot(1, 1)
+    left.title("verify cost (one-token evaluations)")
+    for label, curve in (("prompt depth", result.curve), ("long context", result.long_curve)):
+        if curve is not None:
+            sig = left.signal(list(range(1, len(curve.relative) + 1)), list(curve.relative), marker="dot")
+            sig.lines()
+            sig.label(label)
+            left.draw(sig)
+    left.label("tokens at once", axis="x")
+    right = fig.subplot(1, 2)
+    right.title("predicted speedup vs AR")
+    label = "draft model K={}" if result.draft_cost else "n-gram K={}"
+    for p in result.tiers:
+        pts = [(k, p.predicted.get(label.format(k), math.nan)) for k in K_CHOICES]
+        pts = [(k, v) for k, v in pts if not math.isnan(v)]
+        if pts:
+            sig = right.signal([k for k, _ in pts], [v for _, v in pts], marker="dot")
+            sig.lines()
+            sig.label(p.tier)
+            right.draw(sig)
+    right.label("K", axis="x")
+    text = fig.build().string()
+    return text if colour else plotext.uncolorize(text)
+
+
+def finite(value):
+    """JSON has no NaN: a value not measured is null, at any depth."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    return value
+
+
+def to_json(result: TuneResult) -> dict:
+    def curve(c):
+        return None if c is None else {"depth": c.depth, "unit_us": c.unit_us, "relative": list(c.relative)}
+
+    return finite({
+        "model": result.model, "quant": result.quant, "threads": result.threads, "drafter": result.drafter,
+        "runtime": result.runtime, "acceptance_from": result.source,
+        "curve": curve(result.curve), "long_curve": curve(result.long_curve), "draft_cost": result.draft_cost,
+        "tiers": [{
+            "tier": p.tier, "prompts": p.prompts, "verdict": p.verdict,
+            "best": {"drafter": p.best.drafter, "k": p.best.k, "p_min": p.best.p_min, "label": p.best.label(),
+                     "spectui": spectui_flags(p.best, result)},
+            "predicted": p.best_speedup, "measured": p.measured, "agreement": agreement(p),
+            "acceptance": p.acceptance, "break_even": p.break_even, "per_position": p.per_position,
+            "predicted_by_setting": p.predicted,
+            "predicted_per_prompt": p.per_prompt, "measured_per_prompt": p.measured_per_prompt,
+        } for p in result.tiers],
+        "settings": settings_lines(result),
+    })

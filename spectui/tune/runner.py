@@ -1,0 +1,240 @@
+"""``spectui tune``'s measurements on a loaded engine: the curves, each prompt's greedy output
+(or a draft model's blocks), the plans, and the check of the plans against real runs.
+
+Everything runs on the engine the user configured (target, draft, threads, context), greedy,
+one session at a time; the check alternates AR and the recommended setting per prompt, so
+a burst on a shared machine lands on both sides.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import os
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import msgspec
+
+from spectui.config import DraftConfig, RunConfig
+from spectui.engine.decode import decode
+from spectui.engine.draft_length import DraftLength
+from spectui.engine.drafters import ModelDrafter, draft_sampling
+from spectui.engine.protocol import Draft
+from spectui.engine.sampling import Sampler
+from spectui.engine.session import Engine
+from spectui.errors import SpectuiError
+from spectui.metrics.stats import summarize
+from spectui.models.cost_curves import CostCurve, save_curve
+from spectui.prompts import PromptSpec
+from spectui.recording.reader import Recording
+from spectui.recording.schema import Step
+from spectui.tune.measure import LONG_DEPTH, Curve, measure_curve, measure_draft_cost
+from spectui.tune.plan import PromptData, TierPlan, plan_tier
+
+#: how long a model drafter's acceptance run drafts, when the configuration does not say
+MODEL_PROBE_K = 8
+#: runtime facts a tune result keeps (what its settings are labelled with)
+RUNTIME_KEYS = ("backend", "llama.cpp", "llama-cpp-python", "mlx", "mlx-lm")
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class TuneResult:
+    model: str
+    quant: str
+    threads: int
+    drafter: str  # "ngram" or the draft model's name
+    curve: Curve
+    long_curve: Curve | None
+    draft_cost: float  # a draft model's token, in target one-token evaluations (0: n-gram)
+    tiers: list[TierPlan]
+    runtime: dict[str, str] = field(default_factory=dict)
+    source: str = "runs"  # where acceptance came from: "runs" or the --from folder
+    key: str = ""  # the target's cost-curve key (``models.cost_curves``): whose result this is
+    measured_at: str = ""
+
+
+def prompt_config(base: RunConfig, spec: PromptSpec, max_tokens: int, mode: str = "ar") -> RunConfig:
+    return msgspec.structs.replace(
+        base, mode=mode, prompt=spec.text, prompt_tier=spec.tier, prompt_name=spec.name,
+        prompt_check=spec.check, max_tokens=min(spec.max_tokens, max_tokens),
+    )
+
+
+def measure_curves(engine: Engine, context: Sequence[int], progress: Progress, *, long: bool = True) -> tuple[Curve, Curve | None]:
+    """The verify-cost curve at the prompts' depth, and at ``LONG_DEPTH`` when the context has room."""
+    progress("verify cost at the prompts' depth")
+    curve = measure_curve(engine.target, context, depth=len(context))
+    long_curve = None
+    if long and engine.target.n_ctx > LONG_DEPTH + 32:
+        progress(f"verify cost at {LONG_DEPTH} tokens of context")
+        long_curve = measure_curve(engine.target, context, depth=LONG_DEPTH, rounds=3)
+    engine.target.truncate(0)
+    return curve, long_curve
+
+
+def remember_curve(engine: Engine, curve: Curve, measured_at: str) -> None:
+    """Seed later runs of this target (the cost-aware K starts from this curve)."""
+    save_curve(engine.cost_key(), CostCurve(relative=curve.relative, unit_us=curve.unit_us, depth=curve.depth,
+                                            source="tune", measured_at=measured_at))
+
+
+def _tokens(events) -> list[int]:
+    return [t for e in events if type(e) is Step for t in e.tokens]
+
+
+def collect_outputs(engine: Engine, configs: Sequence[RunConfig], progress: Progress) -> list[PromptData]:
+    """Each prompt's greedy AR output: what a prompt-lookup drafter is replayed over."""
+    out = []
+    for config in configs:
+        progress(f"AR output of {config.prompt_name}")
+        _, prompt = engine.prepare_prompt(config)
+        events = list(engine.run(config, memory_interval_s=None))
+        out.append(PromptData(config.prompt_name, config.prompt_tier, prompt, _tokens(events), budget=config.max_tokens))
+    return out
+
+
+def outputs_from_recordings(recordings: Sequence[Recording], sha256: str) -> list[PromptData]:
+    """Greedy runs of this target, read from recordings (AR or speculative: greedy output is
+    the target's either way); other targets, sampled runs and empty ones are left out."""
+    out = []
+    seen = set()
+    for rec in recordings:
+        h = rec.header
+        if h.artifacts.target.sha256 != sha256 or not h.config.sampling.greedy or h.config.backend.name == "server":
+            continue
+        tokens = _tokens(rec.events)
+        key = (h.config.prompt_name or h.prompt_text, h.config.mode)
+        if len(tokens) < 2 or key in seen:
+            continue
+        seen.add(key)
+        tier = h.config.prompt_tier or "given"
+        out.append(PromptData(h.config.prompt_name or "prompt", tier, list(h.prompt_tokens), tokens, budget=h.config.max_tokens))
+    return out
+
+
+class _Recorder:
+    """A draft model drafter that keeps every proposal (its confidences) for tune."""
+
+    free = False
+
+    def __init__(self, inner: ModelDrafter) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.drafts: list[Draft] = []
+
+    def reset(self, prompt: Sequence[int]) -> None:
+        self.inner.reset(prompt)
+
+    def propose(self, history: Sequence[int], k: int) -> Draft:
+        draft = self.inner.propose(history, k)
+        self.drafts.append(draft)
+        return draft
+
+    def close(self) -> None:
+        pass
+
+
+def collect_model_blocks(engine: Engine, configs: Sequence[RunConfig], k: int, progress: Progress) -> list[PromptData]:
+    """Short greedy runs with the draft model at a fixed K, p-min off, recording for every
+    block the draft's confidence per token and how many tokens the target kept."""
+    out = []
+    for config in configs:
+        progress(f"draft model blocks on {config.prompt_name}")
+        _, prompt = engine.prepare_prompt(config)
+        inner = ModelDrafter(engine.draft_model, draft_sampling(config.sampling, config.draft))
+        inner.collect_confidence = True
+        recorder = _Recorder(inner)
+        steps = [e for e in decode(engine.target, prompt, sampler=Sampler(config.sampling), max_tokens=config.max_tokens,
+                                   drafter=recorder, draft_length=DraftLength(DraftConfig(k=k))) if type(e) is Step]
+        asked = [s for s in steps[1:] if s.k > 0]  # one proposal per step that asked for a draft
+        blocks = [(list(d.confidence or []), s.drafted, s.accepted) for d, s in zip(recorder.drafts, asked)]
+        out.append(PromptData(config.prompt_name, config.prompt_tier, prompt, _tokens(steps), blocks))
+    return out
+
+
+def plan_tiers(data: Sequence[PromptData], curve: Curve, base: DraftConfig, draft_cost: float) -> list[TierPlan]:
+    tiers: dict[str, list[PromptData]] = {}
+    for d in data:
+        tiers.setdefault(d.tier, []).append(d)
+    return [plan_tier(tier, items, curve.cost, base, curve.relative, draft_cost=draft_cost) for tier, items in tiers.items()]
+
+
+def check(engine: Engine, plans: Sequence[TierPlan], configs: dict[str, RunConfig], curve: Curve, reps: int,
+          progress: Progress) -> None:
+    """Run AR and each tier's recommended setting, alternating, ``reps`` rounds per prompt;
+    the measured speedup (median of the rounds' decode tok/s ratios) goes beside the
+    prediction, per prompt and per tier (median over prompts)."""
+    for plan in plans:
+        if plan.best.drafter == "ar":
+            continue
+        for name in plan.prompts:
+            ar = configs[name]
+            spec = msgspec.structs.replace(ar, mode="spec", draft=plan.best.draft_config(ar.draft, curve.relative))
+            ratios = []
+            for r in range(reps):
+                progress(f"check {plan.tier}: {name} ({r + 1}/{reps})")
+                first, second = (ar, spec) if r % 2 == 0 else (spec, ar)  # a drift in speed cancels
+                rates = {id(c): summarize(engine.run(c, memory_interval_s=None)).decode_tok_s for c in (first, second)}
+                a, s = rates[id(ar)], rates[id(spec)]
+                if a > 0 and s > 0:
+                    ratios.append(s / a)
+            plan.measured_per_prompt[name] = statistics.median(ratios) if ratios else math.nan
+        values = [v for v in plan.measured_per_prompt.values() if not math.isnan(v)]
+        plan.measured = statistics.median(values) if values else None
+
+
+@dataclass
+class TunePlan:
+    """What to tune over: prompts, budget, check rounds; acceptance from ``recordings`` when given."""
+
+    specs: Sequence[PromptSpec]
+    max_tokens: int
+    reps: int
+    model_k: int = MODEL_PROBE_K
+    recordings: Sequence[Recording] | None = None
+    source: str = "runs"
+
+    def phases(self, config: RunConfig) -> int:
+        """Progress steps ``run_tune`` reports."""
+        return 2 + len(self.specs) * (1 + self.reps) + int(not config.draft.is_ngram)
+
+
+def run_tune(config: RunConfig, plan: TunePlan, progress: Progress) -> TuneResult:
+    """Load the target (and draft), measure, plan every tier, check the plans; the measured
+    curve is stored for later runs of this target. Refuses bad input before measuring."""
+    configs: dict[str, RunConfig | None] = {s.name: prompt_config(config, s, plan.max_tokens) for s in plan.specs}
+    model = not config.draft.is_ngram
+    with Engine.load(msgspec.structs.replace(config, mode="spec")) as engine:
+        for c in configs.values():
+            engine.check(c)
+        runtime = engine.target.runtime_info()
+        contexts = sorted((engine.prepare_prompt(c)[1] for c in configs.values()), key=len)
+        context = contexts[len(contexts) // 2]  # the median prompt's depth
+        curve, long_curve = measure_curves(engine, context, progress)
+        remember_curve(engine, curve, dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
+        draft_cost = 0.0
+        if model:
+            progress("draft model cost per token")
+            draft_cost = measure_draft_cost(engine.draft_model, context, curve.unit_us)
+            data = collect_model_blocks(engine, list(configs.values()), plan.model_k, progress)
+        elif plan.recordings is not None:
+            data = outputs_from_recordings(plan.recordings, engine.target.artifacts().sha256)
+            if not data:
+                raise SpectuiError(f"no greedy recording of this target in {plan.source}")
+            configs = {d.name: configs.get(d.name) for d in data}  # only prompts/ prompts are re-run
+        else:
+            data = collect_outputs(engine, list(configs.values()), progress)
+        plans = plan_tiers(data, curve, config.draft, draft_cost)
+        runnable = {n: c for n, c in configs.items() if c is not None}
+        check(engine, [p for p in plans if all(n in runnable for n in p.prompts)], runnable, curve, plan.reps, progress)
+        info = engine.target.artifacts()
+        return TuneResult(
+            model=info.name or os.path.basename(info.path), quant=info.quant, threads=int(runtime.get("n_threads", "0") or 0),
+            drafter=config.draft.source if model else "ngram", curve=curve, long_curve=long_curve, draft_cost=draft_cost,
+            tiers=plans, runtime={k: v for k, v in runtime.items() if k in RUNTIME_KEYS}, source=plan.source,
+            key=engine.cost_key(), measured_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        )

@@ -1,0 +1,71 @@
+"""What ``spectui tune`` predicts from is exact and real: the replay of prompt lookup over a
+greedy output gives the very blocks a real speculative run verifies, the draft model's
+confidence run yields its blocks, and the weight probe measures a real requantized copy."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from spectui.config import DraftConfig, RunConfig
+from spectui.models.gguf import read_gguf
+from spectui.prompts import find_prompt
+from spectui.recording.schema import Step
+from spectui.tune import runner
+from spectui.tune.measure import measure_curve
+from spectui.tune.plan import plan_tier
+from spectui.tune.replay import replay
+from spectui.tune.weights import probe_weights
+
+#: under 256 tokens of context: block and one-token logits are bit-identical (test_exactness)
+MAX_TOKENS = 96
+PROMPTS = ("copy-quote-paragraph", "load-typo-fix", "short-greeting")
+
+
+def config(engine, name: str, mode: str, draft: DraftConfig | None = None) -> RunConfig:
+    spec = find_prompt(name)
+    return RunConfig(target=engine.target.model.info.path, mode=mode, prompt=spec.text, prompt_name=name,
+                     prompt_tier=spec.tier, max_tokens=MAX_TOKENS, draft=draft or DraftConfig())
+
+
+@pytest.mark.parametrize("k", [2, 5])
+def test_replay_gives_the_blocks_a_real_run_verifies(engine, k):
+    draft = DraftConfig(k=k)
+    for name in PROMPTS:
+        data = runner.collect_outputs(engine, [config(engine, name, "ar")], lambda _m: None)[0]
+        steps = [e for e in engine.run(config(engine, name, "spec", draft), memory_interval_s=None) if type(e) is Step][1:]
+        real = [(s.drafted, s.accepted) for s in steps if s.drafted]
+        r = replay(data.prompt, data.output, lambda n: 1.0, draft, MAX_TOKENS)
+        # the same blocks; a last one drafted past the end-of-generation token may have kept
+        # tokens beyond it in the real run (the output stops there either way)
+        last = real[-1][1] - (r.accepted - sum(a for _, a in real[:-1]))
+        assert r.blocks == len(real) and r.drafted == sum(d for d, _ in real) and 0 <= last, name
+        assert [t for s in steps for t in s.tokens] == data.output[1:]
+
+
+def test_model_blocks_and_the_plan_they_give(engine):
+    path = engine.target.model.info.path
+    configs = [config(engine, "load-typo-fix", "ar", DraftConfig(source=path))]
+    data = runner.collect_model_blocks(engine, configs, 4, lambda _m: None)
+    blocks = data[0].blocks
+    assert blocks and all(len(conf) == drafted and drafted <= 4 for conf, drafted, _ in blocks)
+    # the model drafting for itself: every block accepted, every confidence a probability
+    assert all(accepted == drafted for _, drafted, accepted in blocks)
+    assert all(0.0 < c <= 1.0 for conf, _, _ in blocks for c in conf)
+    curve = measure_curve(engine.target, data[0].prompt, depth=len(data[0].prompt), rounds=1)
+    plan = plan_tier("copy", data, curve.cost, DraftConfig(source=path), curve.relative, draft_cost=1.0)
+    # a draft as dear as the target cannot pay: at best K + 1 tokens for K + cost(K + 1) units
+    assert plan.best.drafter == "ar" and plan.best_speedup == 1.0 and "does not pay" in plan.verdict
+    cheap = plan_tier("copy", data, curve.cost, DraftConfig(source=path), curve.relative, draft_cost=0.01)
+    assert cheap.best.drafter == "model" and cheap.best_speedup > 1.0
+    assert cheap.acceptance == 1.0 and all(a == 1.0 for a in cheap.per_position)
+
+
+def test_weight_probe_measures_a_requantized_copy():
+    rows = probe_weights(RunConfig().backend, find_prompt("medium-reasoning").text, types=("Q4_0",))
+    (row,) = rows
+    assert read_gguf(row.path).quant == "Q4_0" and row.size_bytes > 0
+    assert len(row.curve.relative) == 16 and row.curve.relative[0] == 1.0
+    assert all(math.isfinite(c) and c > 0.5 for c in row.curve.relative)
+    assert row.curve.cost(16) > row.curve.cost(2)  # sixteen rows never cost what two do

@@ -1,0 +1,92 @@
+"""``spectui tune`` end to end on the embedded model: measured curve, plans, the check, the
+stored curve later runs start from, ``--from``, ``--write-quant`` and bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from spectui.models.gguf import read_gguf
+from spectui.recording.reader import read_recording
+from tests.conftest import run_cli
+
+FAST = ("--max-tokens", "24")
+
+
+@pytest.fixture
+def cache_home(tmp_path, monkeypatch):
+    """A private cache: tune stores its curve there, and runs read it back."""
+    home = tmp_path / "cache"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home))
+    return home
+
+
+def tune_json(*args: str) -> dict:
+    proc = run_cli("tune", "--json", *args, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_tune_measures_plans_checks_and_seeds_later_runs(cache_home, tmp_path):
+    doc = tune_json("--tiers", "short,copy", "--reps", "1", *FAST)
+    curve = doc["curve"]["relative"]
+    assert len(curve) == 16 and curve[0] == 1.0 and all(c > 0 for c in curve)
+    assert doc["long_curve"]["depth"] >= 2048
+    tiers = {t["tier"]: t for t in doc["tiers"]}
+    assert set(tiers) == {"short", "copy"}
+    for t in tiers.values():
+        assert t["verdict"].startswith(t["tier"] + ": ")
+        assert t["predicted"] > 0 and len(t["predicted_by_setting"]) == 17  # cost-aware + K=1..16
+        assert t["best"]["spectui"].startswith("spectui run --mode")
+        if t["best"]["drafter"] != "ar":  # checked by real runs, prompt by prompt
+            assert t["measured"] > 0 and set(t["measured_per_prompt"]) == set(t["prompts"])
+    assert any("llama-server" in line and "--spec-draft-n-max" in line for line in doc["settings"])
+    assert any("mlx_lm" in line for line in doc["settings"])
+    # the curve is stored for this target: a cost-aware run now starts from it
+    rec = tmp_path / "seeded.spectui"
+    run = run_cli("run", "--headless", "--prompt-name", "short-greeting", *FAST, "--record", str(rec))
+    assert run.returncode == 0, run.stderr
+    seed = read_recording(str(rec)).header.config.draft.cost_seed
+    assert list(seed) == pytest.approx(curve)
+
+
+def test_tune_from_recordings_replays_their_outputs(cache_home, tmp_path):
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    for name, mode in (("copy-quote-paragraph", "ar"), ("short-greeting", "spec")):
+        proc = run_cli("run", "--headless", "--prompt-name", name, "--mode", mode, *FAST,
+                       "--record", str(folder / f"{name}.spectui"))
+        assert proc.returncode == 0, proc.stderr
+    doc = tune_json("--from", str(folder), "--reps", "0")
+    assert doc["acceptance_from"] == str(folder)
+    assert {t["tier"] for t in doc["tiers"]} == {"copy", "short"}
+    assert all(t["measured"] is None for t in doc["tiers"])  # --reps 0: predicted only
+
+
+def test_write_quant_writes_a_requantized_copy_and_never_overwrites(tmp_path):
+    out = tmp_path / "model.Q8_0.gguf"
+    proc = run_cli("tune", "--write-quant", "q8_0", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert read_gguf(str(out)).quant == "Q8_0" and "requantized to Q8_0" in proc.stdout
+    again = run_cli("tune", "--write-quant", "Q8_0", str(out))
+    assert again.returncode == 2 and "never overwrites" in again.stderr
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("--temperature", "0.7"), "tune measures greedy decoding"),
+        (("--tiers", "nope"), "no prompt tier nope"),
+        (("--from", "/no/such/folder"), "no such folder"),
+        (("--write-quant", "Q9_9", "/tmp/x.gguf"), "unknown weight type"),
+        (("--reps", "-1"), "--reps must be >= 0"),
+        (("--server", "http://127.0.0.1:9"), "tune measures the embedded engine"),
+    ],
+)
+def test_bad_input_is_one_line(args, message, tmp_path):
+    proc = run_cli("tune", *args)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1 and message in lines[0], proc.stderr
+    assert not os.path.exists("/tmp/x.gguf")
