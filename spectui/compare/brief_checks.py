@@ -44,6 +44,12 @@ def _first_breach(f: EnvelopeFacts, limit: str) -> str:
     return f" ({b.text}, first at {b.t_s:.1f} s)" if b is not None else ""
 
 
+def _not_measured(name: str, limit: float, unit: str, what: str) -> Check:
+    """A check no recording could judge: not available, never a pass or a zero."""
+    return Check(name=name, passed=None, value=None, threshold=limit, comparison="<=", unit=unit,
+                 brief=BRIEF[name], detail=f"n/a: {what} {NOT_AVAILABLE}")
+
+
 def _headroom(judged: list[tuple[Recording, EnvelopeFacts]], overridden: bool) -> Check:
     known = [(r, f) for r, f in judged if f.min_headroom_bytes is not None and f.envelope.min_headroom_mib > 0]
     if not known:
@@ -64,8 +70,7 @@ def _red(judged: list[tuple[Recording, EnvelopeFacts]]) -> Check:
     known = [(r, f) for r, f in judged if f.longest_red_s is not None]
     limit = max((f.envelope.max_red_pressure_s for _, f in judged), default=60.0)
     if not known:
-        return Check(name="red pressure", passed=None, value=None, threshold=limit, comparison="<=", unit="s",
-                     brief=BRIEF["red pressure"], detail=f"n/a: memory pressure {NOT_AVAILABLE}")
+        return _not_measured("red pressure", limit, "s", "memory pressure")
     r, f = max(known, key=lambda rf: rf[1].longest_red_s - rf[1].envelope.max_red_pressure_s)  # type: ignore[operator]
     value = f.longest_red_s or 0.0
     return Check(
@@ -80,8 +85,7 @@ def _swap(judged: list[tuple[Recording, EnvelopeFacts]]) -> Check:
     known = [(r, f) for r, f in judged if f.swap_in_bytes is not None]
     limit = max((f.envelope.max_swap_in_mib for _, f in judged), default=200.0)
     if not known:
-        return Check(name="swap-ins", passed=None, value=None, threshold=limit, comparison="<=", unit="MiB",
-                     brief=BRIEF["swap-ins"], detail=f"n/a: swap-ins {NOT_AVAILABLE}")
+        return _not_measured("swap-ins", limit, "MiB", "swap-ins")
     r, f = max(known, key=lambda rf: rf[1].swap_in_bytes / MIB - rf[1].envelope.max_swap_in_mib)  # type: ignore[operator]
     value = (f.swap_in_bytes or 0) / MIB
     return Check(
@@ -129,8 +133,7 @@ def _other(judged: list[tuple[Recording, EnvelopeFacts]]) -> Check:
     known = [(r, f) for r, f in judged if f.other_cpu_mean is not None]
     limit = min((f.envelope.max_other_cpu for _, f in judged), default=0.25)
     if not known:
-        return Check(name="other load", passed=None, value=None, threshold=limit, comparison="<=", unit="share",
-                     brief=BRIEF["other load"], detail=f"n/a: other processes' CPU {NOT_AVAILABLE}")
+        return _not_measured("other load", limit, "share", "other processes' CPU")
     r, f = max(known, key=lambda rf: rf[1].other_cpu_mean - rf[1].envelope.max_other_cpu)  # type: ignore[operator]
     flagged = f.other_load_flagged
     return Check(

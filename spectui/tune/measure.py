@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from spectui.engine.protocol import Backend
+from spectui.metrics.predict import seeded_cost
 
 #: block sizes of the curve: a draft of up to 15 tokens plus the pending one
 CURVE_SIZES = tuple(range(1, 17))
@@ -33,12 +34,10 @@ class Curve:
     relative: tuple[float, ...]
 
     def cost(self, n: int) -> float:
-        """Cost of ``n`` tokens in one evaluation (past the measured sizes: the last slope)."""
-        rel = self.relative
-        if n <= len(rel):
-            return rel[max(n, 1) - 1]
-        slope = rel[-1] - rel[-2] if len(rel) >= 2 else 1.0
-        return rel[-1] + slope * (n - len(rel))
+        """Cost of ``n`` tokens in one evaluation; past the measured sizes it grows as the
+        engine's cost-aware K assumes (``metrics.predict.seeded_cost``), so tune's replay and
+        a seeded run price a block alike."""
+        return seeded_cost(self.relative)(n)
 
 
 def _fill(tokens: Sequence[int], n: int) -> list[int]:
