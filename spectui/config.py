@@ -66,6 +66,10 @@ class DraftConfig(msgspec.Struct, frozen=True, kw_only=True):
     #: in one-token evaluations, for n = 1, 2, ... (``spectui tune`` measures it; a run seeds it
     #: from the cached curve of its target). Empty: the built-in cost model.
     cost_seed: tuple[float, ...] = ()
+    #: The cost-aware K learns verify costs from the run's own timings. Off, it prices blocks
+    #: by ``cost_seed`` alone, so the blocks it drafts (not only the output) repeat run to
+    #: run: ``--deterministic`` turns it off.
+    learn_cost: bool = True
 
     @property
     def is_ngram(self) -> bool:
@@ -106,6 +110,12 @@ class BackendConfig(msgspec.Struct, frozen=True, kw_only=True):
     n_batch: int = 512
     n_threads: int = 0  # 0 = one per available core
     n_gpu_layers: int = -1  # -1 = offload every layer where a GPU exists (Metal, CUDA)
+    #: llama.cpp's flash attention: "auto" (its own choice), "on" or "off"
+    flash_attn: Literal["auto", "on", "off"] = "auto"
+    #: Asked for settings under which evaluating a block and evaluating its tokens one at a
+    #: time give bit-identical logits (``spectui.engine.noise``; llama.cpp: one thread, flash
+    #: attention on), so greedy speculative output equals AR at any context length.
+    deterministic: bool = False
     #: ``server``: the OpenAI-compatible endpoint's base URL, and the name of the environment
     #: variable holding its API key (the key itself is never recorded).
     server_url: str = ""
@@ -118,6 +128,13 @@ class BackendConfig(msgspec.Struct, frozen=True, kw_only=True):
             raise SpectuiError(f"batch size must be >= 1, got {self.n_batch}")
         if self.n_threads < 0:
             raise SpectuiError(f"threads must be >= 0 (0 = all cores), got {self.n_threads}")
+        if self.deterministic and self.name == "server":
+            raise SpectuiError("--deterministic sets the embedded engine's kernels; a server's are its own")
+        if self.deterministic and self.name == "llamacpp" and (self.n_threads != 1 or self.flash_attn != "on"):
+            raise SpectuiError(
+                "deterministic llama.cpp runs take one thread with flash attention on"
+                f" (got {self.n_threads or 'all'} threads, flash attention {self.flash_attn})"
+            )
 
 
 class PolicyConfig(msgspec.Struct, frozen=True, kw_only=True):

@@ -75,6 +75,13 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch", type=int, default=d_back.n_batch, help="prompt evaluation batch size")
     p.add_argument("--threads", type=int, default=d_back.n_threads, help="CPU threads (0 = all cores)")
     p.add_argument("--gpu-layers", type=int, default=d_back.n_gpu_layers, help="layers to offload (-1 = all)")
+    p.add_argument("--flash-attn", choices=("auto", "on", "off"), default=None, help="llama.cpp flash attention (default auto)")
+    p.add_argument(
+        "--deterministic",
+        action="store_true",
+        help="batch-invariant settings (llama.cpp: one thread, flash attention on) and a K that ignores timings:"
+        " greedy speculative output equals AR at any context length, at the cost of the other cores",
+    )
     p.add_argument(
         "--server",
         metavar="URL",
@@ -174,12 +181,17 @@ def config_from_args(args: argparse.Namespace, *, fallback_default: bool = False
             ngram_max=args.ngram_max,
             temperature=args.draft_temperature,
             p_min=args.p_min,
+            learn_cost=not args.deterministic,
         ),
         backend=BackendConfig(
             name="server" if args.server else args.backend,
             n_ctx=args.ctx,
             n_batch=args.batch,
-            n_threads=args.threads,
+            # deterministic: the settings measured batch-invariant (spectui.engine.noise); a
+            # contradicting --threads or --flash-attn is refused by validate in one line
+            n_threads=1 if args.deterministic and args.threads == 0 else args.threads,
+            flash_attn=args.flash_attn or ("on" if args.deterministic else "auto"),
+            deterministic=args.deterministic,
             n_gpu_layers=args.gpu_layers,
             server_url=args.server or "",
             api_key_env=args.api_key_env,

@@ -19,7 +19,7 @@ from spectui.errors import SpectuiError
 if TYPE_CHECKING:
     from spectui.config import RunConfig
     from spectui.metrics.stats import Summary
-    from spectui.recording.schema import Event
+    from spectui.recording.schema import BatchNoise, Event
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -50,7 +50,7 @@ def headless(args: argparse.Namespace) -> int:
 
     from spectui.metrics.stats import summarize
     from spectui.recording.output import OutputText
-    from spectui.recording.schema import End, Step
+    from spectui.recording.schema import End, Header, Step
     from spectui.recording.writer import default_recording_path
     from spectui.sessions.open import open_engine
     from spectui.sessions.record import record_session
@@ -88,6 +88,9 @@ def headless(args: argparse.Namespace) -> int:
         out.write("\n")
     out.flush()
     print(format_summary(config, summary), file=sys.stderr)
+    header = events[0] if events and isinstance(events[0], Header) else None
+    if header is not None and header.batch_noise is not None:
+        print(noise_line(config, header.batch_noise), file=sys.stderr)
     if path is not None:
         print(f"spectui: recorded to {path}", file=sys.stderr)
     if args.otel_file or args.otel_endpoint:  # after the summary: an export failure must not hide it
@@ -130,6 +133,18 @@ def format_summary(config: RunConfig, s: Summary) -> str:
             f" | rollbacks {s.rollbacks} | draft forwards {s.draft_forwards}"
         )
     return "\n".join(lines)
+
+
+def noise_line(config: RunConfig, noise: BatchNoise) -> str:
+    """What the backend's batch-shape noise means for this greedy run, in one line."""
+    if noise.invariant:
+        return f"spectui: exactness: {noise.describe()}: greedy speculative output equals AR"
+    advice = (
+        "--deterministic did not make this backend batch-invariant"
+        if config.backend.deterministic
+        else "spectui diff tells a near-tie from a defect; --deterministic removes it"
+    )
+    return f"spectui: exactness: {noise.describe()}: greedy output may part from AR at near-ties ({advice})"
 
 
 def export_run(events: Sequence[Event], *, file: str | None, endpoint: str | None) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import msgspec
 
+from spectui.compare.divergence import DivergenceCause, classify_recordings
 from spectui.compare.headers import FieldDiff, Value, comparability, diffs, compare_headers
 from spectui.compare.speedup import Speedup, speedup_ci
 from spectui.compare.thresholds import MAX_TTFT_GROWTH
@@ -53,6 +54,9 @@ class Divergence(msgspec.Struct, kw_only=True):
     baseline_context: str
     candidate_context: str
     context_offset: int
+    #: near-tie or speculation (``spectui.compare.divergence``); None for sampled runs and
+    #: character-level (server) comparisons
+    cause: DivergenceCause | None = None
 
 
 class OutputDiff(msgspec.Struct, kw_only=True):
@@ -216,6 +220,8 @@ def diff_recordings(baseline: Recording, candidate: Recording, *, force: bool = 
         basis = server_comparability(baseline.header, candidate.header)[1]
     outputs = compare_outputs(b_out, c_out)
     outputs.unit, outputs.notes = unit, notes
+    if outputs.first_divergence is not None and unit == "token":
+        outputs.first_divergence.cause = classify_recordings(baseline, candidate, outputs.first_divergence.index)
     growth = c.summary.ttft_ms / b.summary.ttft_ms - 1 if b.summary.ttft_ms > 0 else float("nan")
     return RunDiff(
         baseline=b,
@@ -280,6 +286,8 @@ def describe_outputs(o: OutputDiff) -> list[str]:
         )
     else:
         lines.append(f"identical over the common {o.common_length} {u}s; one output continues past the other")
+    if d.cause is not None and o.n_differing:
+        lines.append(f"cause: {d.cause.reason}")
     if o.baseline_length != o.candidate_length:
         lines.append(f"lengths differ: {o.baseline_length} vs {o.candidate_length} {u}s")
     lines += [f"({n})" for n in o.notes]
@@ -442,6 +450,10 @@ def format_diff_markdown(d: RunDiff) -> str:
     lines += ["### Outputs", ""]
     o = describe_outputs(d.outputs)
     lines += [o[0], ""]
+    cause = [x for x in o if x.startswith("cause: ")]
+    if cause:
+        lines += [f"**Cause:** {cause[0].removeprefix('cause: ')}", ""]
+        o = [x for x in o if x not in cause]
     if len(o) > 1:
         lines += ["```", *o[1:], "```", ""]
     lines += ["### Speed", ""]

@@ -35,6 +35,7 @@ import msgspec
 
 from spectui.compare.brief_checks import BRIEF, brief_checks
 from spectui.compare.check import Check, Number
+from spectui.compare.divergence import classify_recordings
 from spectui.compare.diff import compare_outputs, is_short_prompt, status_label
 from spectui.compare.headers import comparability
 from spectui.compare.quality_power import MAX_RUNS, runs_to_resolve
@@ -67,16 +68,22 @@ def _check_outputs(baselines: list[Recording], candidates: list[Recording], t: G
         return _check_quality(baselines, candidates, t)
     ref = baselines[0]
     ref_out = output_tokens(ref.events)
-    differing = 0
+    differing = 0  # positions that differ in candidates whose divergence fails
+    near_ties = 0
     notes = []
     lengths = []
     for cand in candidates:
         o = compare_outputs(ref_out, output_tokens(cand.events))
-        differing += o.n_differing
         if o.n_differing:
             d = o.first_divergence
             assert d is not None
-            notes.append(f"{cand.path} differs at token {d.index} ({o.n_differing} of {o.common_length} positions)")
+            cause = classify_recordings(ref, cand, d.index)
+            where = f"{cand.path} differs at token {d.index} ({o.n_differing} of {o.common_length} positions)"
+            notes.append(f"{where}: {cause.reason}" if cause is not None else where)
+            if cause is not None and not cause.fails:
+                near_ties += 1
+                continue  # numerics, not speculation: what follows a near-tie is another text
+            differing += o.n_differing
         if o.baseline_length != o.candidate_length:
             lengths.append(
                 f"{cand.path} has {o.candidate_length} tokens ({summarize(cand.events).finish_reason or 'no end'})"
@@ -87,8 +94,10 @@ def _check_outputs(baselines: list[Recording], candidates: list[Recording], t: G
         if o.n_differing:
             assert o.first_divergence is not None
             notes.append(f"note: baseline {other.path} itself differs from {ref.path} at token {o.first_divergence.index}")
-    if not differing:
+    if not differing and not near_ties:
         notes.insert(0, f"greedy: {_runs(len(candidates))} token-identical to {ref.path} over the common length")
+    elif not differing:
+        notes.insert(0, f"greedy: {near_ties} of {_runs(len(candidates))} part from {ref.path} at a numerical near-tie")
     return Check(
         name="outputs",
         passed=differing == 0,

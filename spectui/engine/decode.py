@@ -13,6 +13,8 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 
+import numpy as np
+
 from spectui.config import MAX_DRAFT_LENGTH
 from spectui.engine.draft_length import DraftLength
 from spectui.engine.policy import FallbackPolicy
@@ -22,6 +24,25 @@ from spectui.recording.schema import End, PolicyChange, Prefill, Step, TokenOrig
 
 _AR, _DRAFT, _CORRECTION, _BONUS = (int(o) for o in TokenOrigin)
 _NO_DRAFT = Draft([])
+
+
+def top_two(row: np.ndarray, best: int) -> tuple[int, int]:
+    """The margin of ``row``'s best token ``best`` over its runner-up, in thousandths of a
+    logit, and the runner-up's id. Two scans of the row's halves around ``best``: no copy,
+    no sort (about 6 us for a 49k vocabulary: 0.07% of an AR token here)."""
+    n = row.shape[0]
+    below = int(row[:best].argmax()) if best > 0 else -1
+    above = best + 1 + int(row[best + 1 :].argmax()) if best + 1 < n else -1
+    runner = below if above < 0 or (below >= 0 and row[below] >= row[above]) else above
+    if runner < 0:  # a vocabulary of one
+        return 0, best
+    return round(1000.0 * float(row[best] - row[runner])), runner
+
+
+def _margins(logits: np.ndarray, best: Sequence[int], n: int) -> tuple[list[int], list[int]]:
+    """``top_two`` of the first ``n`` rows: (margins, runner-up ids)."""
+    pairs = [top_two(logits[i], best[i]) for i in range(n)]
+    return [m for m, _ in pairs], [r for _, r in pairs]
 
 
 def decode(
@@ -35,6 +56,7 @@ def decode(
     t0_ns: int | None = None,
     stop: threading.Event | None = None,
     policy: FallbackPolicy | None = None,
+    margins: bool = True,
 ) -> Iterator[Prefill | Step | PolicyChange | End]:
     """Yield ``Prefill``, one ``Step`` per decode step, then ``End``.
 
@@ -43,13 +65,15 @@ def decode(
     ``interrupted``). With a ``policy`` the drafter and K come from its current rung (K
     capped by ``draft_length``), its transitions are yielded as ``PolicyChange`` before the
     step they apply to, and a failing drafter or verification block becomes a step down
-    instead of the end of the session.
+    instead of the end of the session. A greedy run records each emitted token's margin over
+    its runner-up (``top_two``) unless ``margins`` is False (for measuring what that costs).
     """
     clock = time.perf_counter_ns
     t0 = clock() if t0_ns is None else t0_ns
     if (drafter is not None or policy is not None) and draft_length is None:
         raise ValueError("a drafter needs a DraftLength")
     greedy = sampler.greedy
+    with_margins = greedy and margins
     eog = target.eog_tokens
     piece = target.piece
 
@@ -65,7 +89,10 @@ def decode(
     yield Prefill(n_tokens=len(prompt), t_start_us=(t_start - t0) // 1000, t_end_us=(t_end - t0) // 1000)
     t_us = (t_end - t0) // 1000
     # the first token costs the prefill, which Prefill records; the step itself is free
-    yield Step([first], [_AR], [piece(first)], [t_us])
+    first_step = Step([first], [_AR], [piece(first)], [t_us])
+    if with_margins:
+        first_step.margins_milli, first_step.runner_up = _margins(logits[-1:], [first], 1)
+    yield first_step
 
     history = list(prompt)
     history.append(first)
@@ -140,7 +167,10 @@ def decode(
                 draft, drafted, n_drafted = _NO_DRAFT, [], 0
         if logits is not None:
             if greedy:
-                accepted, nxt = verify_greedy(drafted, logits.argmax(axis=1).tolist())
+                best = logits.argmax(axis=1).tolist()
+                accepted, nxt = verify_greedy(drafted, best)
+                if with_margins:  # the emitted tokens are the best of the first rows
+                    top2 = _margins(logits, best, accepted + 1)
             else:
                 accepted, nxt = verify_sampled(drafted, lambda i: sampler.probs(logits[i]), draft.probs, sampler.rng)
             if accepted < n_drafted:
@@ -154,6 +184,8 @@ def decode(
             accepted, nxt = 0, sampler.choose(logits[-1])
             tokens = [nxt]
             origins = [_AR]
+            if with_margins:
+                top2 = _margins(logits, [nxt], 1)
         t_c = clock()
         t_us = (t_c - t0) // 1000
 
@@ -169,7 +201,7 @@ def decode(
             del tokens[budget:], origins[budget:]
         emitted += len(tokens)
 
-        yield Step(
+        step = Step(
             tokens,
             origins,
             [piece(t) for t in tokens],
@@ -181,6 +213,9 @@ def decode(
             (t_c - t_b) // 1000,
             draft.forwards,
         )
+        if with_margins:
+            step.margins_milli, step.runner_up = top2[0][: len(tokens)], top2[1][: len(tokens)]
+        yield step
         if finish is not None:
             yield End(t_us=t_us, reason=finish, n_tokens=emitted)
             return

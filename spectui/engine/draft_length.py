@@ -138,6 +138,7 @@ class DraftLength:
         self.k_min = config.k_min if config.adaptive else config.k
         self.k_max = config.k_max if config.adaptive else config.k
         self.cost = VerifyCost(self.k_max, config.cost_seed)
+        self.learn_cost = config.learn_cost
         self._by_match: dict[int, _Acceptance] = {}
         self._idle = 0  # AR steps since the last draft (draft model only)
         self._probe_after = PROBE_AFTER
@@ -160,7 +161,8 @@ class DraftLength:
         tokens)."""
         if not self.adaptive:
             return
-        self.cost.observe(drafted + 1, verify_us)
+        if self.learn_cost:
+            self.cost.observe(drafted + 1, verify_us)
         if drafted:
             self._rates(match).observe(accepted, min(accepted + 1, drafted))
             if self.k == 0:  # that was a probe: back off while probes fail

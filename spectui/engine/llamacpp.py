@@ -52,6 +52,10 @@ def _last_error() -> str:
     return _log_lines[-1].strip() if _log_lines else "no details"
 
 
+#: llama_flash_attn_type: AUTO -1, DISABLED 0, ENABLED 1
+_FLASH_ATTN = {"auto": -1, "off": 0, "on": 1}
+
+
 def default_threads() -> int:
     try:
         return len(os.sched_getaffinity(0))
@@ -111,6 +115,7 @@ class LlamaCppBackend:
         self.model = model
         model.refs += 1
         self.n_threads = config.n_threads or default_threads()
+        self.flash_attn = config.flash_attn
         params = ll.llama_context_default_params()
         params.n_ctx = config.n_ctx
         params.n_batch = config.n_batch
@@ -119,6 +124,7 @@ class LlamaCppBackend:
         params.n_threads = self.n_threads
         params.n_threads_batch = self.n_threads
         params.no_perf = True
+        params.flash_attn_type = _FLASH_ATTN[config.flash_attn]
         self.ctx = ll.llama_init_from_model(model.ptr, params)
         if not self.ctx:
             model.release()
@@ -214,6 +220,7 @@ class LlamaCppBackend:
             "gpu_offload_supported": str(bool(ll.llama_supports_gpu_offload())).lower(),
             "n_gpu_layers": str(self.model.n_gpu_layers),
             "n_threads": str(self.n_threads),
+            "flash_attn": self.flash_attn,
             "n_ctx": str(self.n_ctx),
             "n_batch": str(self.n_batch),
             "system_info": ll.llama_print_system_info().decode(errors="replace").strip(),

@@ -25,6 +25,7 @@ from spectui.engine.draft_length import DraftLength
 from spectui.engine.drafters import ModelDrafter, NgramDrafter, draft_sampling
 from spectui.models.gguf import first_vocab_difference, read_gguf
 from spectui.engine.llamacpp import LlamaCppBackend, LlamaModel
+from spectui.engine.noise import batch_noise
 from spectui.engine.policy import FallbackPolicy, ladder
 from spectui.models.chat import apply_chat_template
 from spectui.engine.protocol import Backend, Drafter
@@ -139,6 +140,15 @@ class Engine:
             drafters["ngram"] = NgramDrafter(config.draft.ngram_min, config.draft.ngram_max)
         return FallbackPolicy(config.policy, rungs, drafters)
 
+    def deterministic_target(self) -> Backend | None:
+        """A second context over the target's weights with the batch-invariant settings
+        (``--deterministic``), for measuring what they cost; None where no such setting is
+        known (MLX). The caller closes it."""
+        if not isinstance(self.target, LlamaCppBackend):
+            return None
+        settings = msgspec.structs.replace(self.config.backend, n_threads=1, flash_attn="on", deterministic=True)
+        return LlamaCppBackend.open(self.target.model.info.path, settings, share_with=self.target)
+
     def cost_key(self) -> str:
         """The key of this target's verify-cost curve on this host (``models.cost_curves``)."""
         runtime = self.target.runtime_info()
@@ -196,6 +206,9 @@ class Engine:
         draft_length = DraftLength(config.draft) if drafter is not None else None
         policy = self.make_policy(config, drafter)
         header = self.header(config, prompt_text, prompt_tokens)  # fingerprints: not the model's time
+        if config.sampling.greedy:  # what a divergence from AR is judged against; cached
+            reach = len(prompt_tokens) + config.max_tokens
+            header.batch_noise = batch_noise(self.target, header.artifacts.target.sha256, reach)
         t0 = time.perf_counter_ns()
         yield header
         samples: deque[MemorySample] = deque()  # appended by the sampler thread, drained here

@@ -54,6 +54,8 @@ class LiveRun:
         self.version = 0
 
         self.tokens: list[int] = []
+        #: each token's (margin in thousandths of a logit, runner-up id); None: not recorded
+        self.top_two: list[tuple[int, int] | None] = []
         self.origins: list[int] = []
         self.pieces: list[bytes] = []
         self.texts: list[str] = []
@@ -137,6 +139,10 @@ class LiveRun:
             prev = t_us
             self.texts.append(decode(piece))
         self.tokens.extend(ev.tokens)
+        if ev.margins_milli is not None and ev.runner_up is not None:
+            self.top_two.extend(zip(ev.margins_milli, ev.runner_up))
+        else:
+            self.top_two.extend([None] * len(ev.tokens))
         self.origins.extend(ev.origins)
         self.pieces.extend(ev.pieces)
         self.token_t_us.extend(ev.t_us)

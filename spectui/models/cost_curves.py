@@ -12,14 +12,12 @@ that change the curve; safe to delete (runs fall back to the built-in cost model
 
 from __future__ import annotations
 
-import json
 import math
-import os
 from pathlib import Path
 
 import msgspec
 
-from spectui.models.artifacts import cache_dir
+from spectui.models.json_cache import read_entries, write_entry
 
 CACHE_NAME = "verify-cost.json"
 #: weight a run's own measurement gets against the curve earlier runs left (tune's is kept)
@@ -41,21 +39,9 @@ def curve_key(sha256: str, backend: str, n_threads: int, n_gpu_layers: int) -> s
     return f"{sha256}|{backend}|t{n_threads}|g{n_gpu_layers}"
 
 
-def _path(cache: Path | None) -> Path:
-    return (cache or cache_dir()) / CACHE_NAME
-
-
-def _read_all(cache: Path | None) -> dict[str, dict]:
-    try:
-        known = json.loads(_path(cache).read_text())
-    except (OSError, ValueError):
-        return {}
-    return known if isinstance(known, dict) else {}
-
-
 def load_curve(key: str, *, cache: Path | None = None) -> CostCurve | None:
     """The cached curve for ``key``, or None (none yet, or an unreadable cache)."""
-    raw = _read_all(cache).get(key)
+    raw = read_entries(CACHE_NAME, cache).get(key)
     if raw is None:
         return None
     try:
@@ -68,16 +54,8 @@ def load_curve(key: str, *, cache: Path | None = None) -> CostCurve | None:
 
 def save_curve(key: str, curve: CostCurve, *, cache: Path | None = None) -> None:
     """Store ``curve`` under ``key`` (atomic: concurrent runs never see half a file)."""
-    known = _read_all(cache)
-    known[key] = msgspec.to_builtins(curve)
-    path = _path(cache)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(known, indent=1))
-        os.replace(tmp, path)
-    except OSError:
-        pass  # a read-only home only means the next run starts from the cost model
+    # a read-only home only means the next run starts from the cost model
+    write_entry(CACHE_NAME, key, msgspec.to_builtins(curve), cache)
 
 
 def merge_run_curve(key: str, measured: dict[int, float], *, cache: Path | None = None) -> None:

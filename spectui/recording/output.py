@@ -34,6 +34,20 @@ def output_tokens(events: Iterable[Event]) -> tuple[list[int], list[bytes]]:
     return tokens, pieces
 
 
+def output_top_two(events: Iterable[Event]) -> list[tuple[int, int] | None]:
+    """Each emitted token's (margin in thousandths of a logit, runner-up id), aligned with
+    ``output_tokens``; None where a step recorded none (sampled, or before schema 1.4)."""
+    out: list[tuple[int, int] | None] = []
+    for ev in events:
+        if type(ev) is Step:
+            margins, runners = ev.margins_milli, ev.runner_up
+            if margins is None or runners is None or len(margins) != len(ev.tokens):
+                out.extend([None] * len(ev.tokens))
+            else:
+                out.extend(zip(margins, runners))
+    return out
+
+
 class OutputText:
     """The generated text, incrementally, as the steps arrive.
 

@@ -27,7 +27,7 @@ import msgspec
 from spectui.config import RunConfig
 
 #: ``major.minor``. Readers refuse a newer *major*; minor bumps only add optional fields.
-SCHEMA_VERSION = "1.3"
+SCHEMA_VERSION = "1.4"
 
 
 class TokenOrigin(IntEnum):
@@ -111,6 +111,10 @@ class ServerReport(msgspec.Struct, kw_only=True):
     #: empty when the server exposes none. ``metrics_note`` says why, or what may blur them.
     metrics_delta: dict[str, float] = msgspec.field(default_factory=dict)
     metrics_note: str = ""
+    #: 1.4, greedy sessions: where ``Step.margins_milli`` came from (the server's top-2
+    #: log-probabilities, and for how many tokens), or why there are none (not asked, not sent,
+    #: refused by the server).
+    margins_source: str = ""
 
 
 class Artifacts(msgspec.Struct, kw_only=True):
@@ -128,6 +132,48 @@ class Artifacts(msgspec.Struct, kw_only=True):
     server: ServerArtifacts | None = None
 
 
+class BatchNoise(msgspec.Struct, kw_only=True):
+    """How far this backend's logits move with the shape of an evaluation, measured on the
+    model and settings a run used (``spectui.engine.noise``).
+
+    The same tokens were evaluated one at a time (as AR does) and in blocks (as verification
+    does) from an empty cache to ``depth``; ``by_depth[i]`` is the largest absolute logit
+    difference seen at any depth below ``(i + 1) * depth_step``, so it never decreases. 0
+    everywhere means the settings are batch-invariant: block and single-token logits agree
+    bit for bit.
+    """
+
+    depth_step: int = 32
+    by_depth: list[float] = msgspec.field(default_factory=list)
+    depth: int = 0  # the deepest position calibrated
+    blocks: list[int] = msgspec.field(default_factory=list)  # the block sizes cycled through
+    #: the settings it was measured under ("n_threads", "flash_attn", "backend", ...)
+    settings: dict[str, str] = msgspec.field(default_factory=dict)
+    #: why it is shallower than asked ("" = as deep as asked): a slow backend hit the time budget
+    note: str = ""
+    measured_at: str = ""  # wall clock, ISO 8601 UTC
+    seconds: float = 0.0  # what the calibration took
+
+    def at(self, depth: int) -> float | None:
+        """The largest logit difference seen up to ``depth``; None past the calibrated depth
+        (noise grows with depth, so it is not extrapolated)."""
+        if not self.by_depth or depth > self.depth:
+            return None
+        return self.by_depth[min(depth // self.depth_step, len(self.by_depth) - 1)]
+
+    @property
+    def invariant(self) -> bool:
+        """Block and single-token logits agreed bit for bit at every calibrated depth."""
+        return max(self.by_depth, default=0.0) == 0.0
+
+    def describe(self) -> str:
+        if self.invariant:
+            return f"block and one-token logits bit-identical to depth {self.depth}"
+        onset = next(i for i, v in enumerate(self.by_depth) if v > 0) * self.depth_step
+        worst = max(self.by_depth)
+        return f"block and one-token logits differ by up to {worst:.3g} from depth {onset} (calibrated to {self.depth})"
+
+
 class Header(msgspec.Struct, tag=1, kw_only=True):
     schema_version: str = SCHEMA_VERSION
     spectui_version: str = ""
@@ -140,6 +186,9 @@ class Header(msgspec.Struct, tag=1, kw_only=True):
     #: What the timestamps measure: "wall" (the session ran alone), or ``INTERLEAVED_CLOCK``
     #: (it alternated blocks with another session, whose time was taken out).
     clock: str = "wall"
+    #: 1.4: the backend's measured batch-shape noise for this model and these settings, for
+    #: classifying a divergence from AR (greedy embedded runs; None: not calibrated).
+    batch_noise: BatchNoise | None = None
 
 
 INTERLEAVED_CLOCK = "own-steps (interleaved; the other session's time removed)"
@@ -179,6 +228,12 @@ class Step(msgspec.Struct, tag=3, array_like=True, gc=False):
     draft_us: int = 0
     verify_us: int = 0
     draft_forwards: int = 0  # forward passes of a draft model (0 for n-gram)
+    # -- 1.4, greedy runs: how close each emitted token came to losing. Thousandths of a
+    # logit, integers: msgpack spends 9 bytes on a float and 1-3 on these.
+    #: the target's best logit minus its second best, at each emitted token's position
+    margins_milli: list[int] | None = None
+    #: the target's second-best token id there (what a near-tie would have emitted)
+    runner_up: list[int] | None = None
 
 
 class MemorySample(msgspec.Struct, tag=4, array_like=True, gc=False):
@@ -190,7 +245,7 @@ class MemorySample(msgspec.Struct, tag=4, array_like=True, gc=False):
     headroom: int
     swap_used: int = 0
     # integers, not floats: msgpack spends 9 bytes on any float and 1 on a small int, and
-    # memory samples must not push a recording past ~40 bytes per token
+    # memory samples must not push a recording past ~48 bytes per token (test_recording)
     swap_in_rate: int = 0
     swap_out_rate: int = 0
     #: macOS kern.memorystatus_vm_pressure_level (1 normal, 2 warn, 4 critical), or Linux

@@ -80,8 +80,11 @@ def align_outputs(
         notes.append("compared character by character: a server recording has no token ids (no local vocabulary)")
         outs = [_characters(o) for o in outs]
         return outs[0], outs[1], "character", notes
-    if any(_token_ids(r) == "re-tokenized" for r in sides):
+    methods = [_token_ids(r).split("+") for r in sides]
+    if any(m == ["re-tokenized"] for m in methods):
         notes.append("server token ids are its streamed text re-tokenized with the local vocabulary")
+    elif any("re-tokenized" in m for m in methods):  # the server sent ids, except where they fell short
+        notes.append("server token ids are the server's, and its streamed text re-tokenized where they did not cover it")
     return outs[0], outs[1], "token", notes
 
 

@@ -17,6 +17,11 @@ Mapping, and why:
   (spectui asks for ``timings_per_token``), else the client's wait from sending the request to
   the first content chunk; ``Prefill.source`` says which.
 * Token ids: see ``spectui.server.vocabulary``; ``End.server.token_ids`` says how they were made.
+* Margins (greedy sessions): the top-2 log-probabilities the server streams, where it is asked
+  for them (``spectui.server.logprobs``: which kinds, in which form, and why llama-cpp-python is
+  not asked by default), become ``Step.margins_milli`` / ``Step.runner_up`` as the embedded
+  engine records them; ``End.server.margins_source`` says where they came from or why there
+  are none. A server that refuses the fields (HTTP 400/422) is asked once more without them.
 * Acceptance is what the server reports (llama-server ``timings.draft_n`` /
   ``draft_n_accepted``, else its ``/metrics`` counters) in ``End.server``, never per step:
   a server does not say which streamed token was a draft, so ``Step.drafted`` stays 0 and
@@ -29,9 +34,10 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from typing import Any
 
 from spectui import __version__
@@ -52,7 +58,8 @@ from spectui.recording.schema import (
     Step,
     TokenOrigin,
 )
-from spectui.server.client import READ_TIMEOUT_S, ServerClient, ServerError, parse_server_url
+from spectui.server.client import READ_TIMEOUT_S, ServerClient, ServerError, SSEEvent, parse_server_url
+from spectui.server.logprobs import MarginTally, Policy, TokenLogprobs, plan, request_fields, spelled_by_server, without_logprobs
 from spectui.server.probe import LLAMA_SERVER, ServerInfo, probe, read_metrics
 from spectui.server.vocabulary import LocalVocabulary
 from spectui.server.wire import REQUESTS_PROCESSING, Chunk, MalformedChunk, acceptance, counter_delta, error_message, parse_chunk
@@ -67,14 +74,17 @@ class ServerEngine:
 
     draft_model = None  # drafting, if any, happens on the server
 
-    def __init__(self, config: RunConfig, client: ServerClient, info: ServerInfo, vocab: LocalVocabulary | None) -> None:
+    def __init__(
+        self, config: RunConfig, client: ServerClient, info: ServerInfo, vocab: LocalVocabulary | None, *, logprobs: Policy = "auto"
+    ) -> None:
         self.config = config
         self.client = client
         self.info = info
         self.vocab = vocab
+        self.logprobs = logprobs  # whether greedy sessions ask for top-2 log-probabilities
 
     @classmethod
-    def load(cls, config: RunConfig, *, read_timeout_s: float = READ_TIMEOUT_S) -> ServerEngine:
+    def load(cls, config: RunConfig, *, read_timeout_s: float = READ_TIMEOUT_S, logprobs: Policy = "auto") -> ServerEngine:
         config.validate()
         backend = config.backend
         if not backend.server_url:
@@ -90,7 +100,7 @@ class ServerEngine:
             info = probe(client)
         except ServerError as exc:
             raise SpectuiError(str(exc)) from None
-        return cls(config, client, info, LocalVocabulary.find(config.target, info.model_id))
+        return cls(config, client, info, LocalVocabulary.find(config.target, info.model_id), logprobs=logprobs)
 
     def close(self) -> None:
         """Nothing is held between requests (each one opens its own connection)."""
@@ -138,6 +148,8 @@ class ServerEngine:
         }
         if self.info.kind == LLAMA_SERVER:
             body["timings_per_token"] = True  # prompt_ms arrives with the first token
+        if plan(self.info.kind, s.greedy, self.logprobs)[0]:
+            body.update(request_fields(self.info.kind, config.chat))
         if config.chat:
             body["messages"] = [{"role": "user", "content": config.prompt}]
             return CHAT_ENDPOINT, body
@@ -193,9 +205,12 @@ class ServerEngine:
         t0 = time.perf_counter_ns()
         yield header
         state = _RequestState(t0, n_prompt)
-        stream = self.client.stream(endpoint, body)
+        asked = {k: v for k, v in body.items() if k not in without_logprobs(body)}
+        state.margins = MarginTally(asked, plan(self.info.kind, config.sampling.greedy, self.logprobs)[1])
+        stream = _chain(None, iter(()))
         error = ""
         try:
+            stream = self._open(endpoint, body, state)
             for event in stream:
                 if event.kind == "error":
                     error = f"the server reported an error mid-stream: {error_message(event.data)}"
@@ -208,6 +223,10 @@ class ServerEngine:
                     error = f"the server reported an error: {chunk.error}"
                     break
                 state.absorb(chunk)
+                if not chunk.text and chunk.logprobs:
+                    # a token whose text the server held back (llama-server sends its entry with
+                    # an empty text): its text, if it ever comes, arrives with the next chunk's
+                    state.pending += chunk.logprobs
                 if chunk.text:
                     t_us = (event.t_ns - t0) // 1000
                     if not state.prefill_sent:
@@ -229,8 +248,27 @@ class ServerEngine:
         if self.info.metrics:
             self._metrics(before, read_metrics(self.client), state.report)
         report = state.report
+        report.margins_source = state.margins.source(state.n_tokens)
         report.drafted, report.accepted, report.acceptance_source = acceptance(self.info.kind, state.timings, report.metrics_delta)
         yield End(t_us=t_end, reason=reason, n_tokens=state.n_tokens, error=error, server=report)
+
+    def _open(self, endpoint: str, body: dict[str, Any], state: _RequestState) -> Generator[SSEEvent, None, None]:
+        """The request's event stream. A server that rejects a request carrying the
+        log-probability fields as invalid (HTTP 400 or 422: they are optional extras, and a
+        server may not know them) is asked once more without them, and the recording says so.
+        Other statuses (401, 404, 429, 5xx) say nothing about the fields and end the session."""
+        stream = self.client.stream(endpoint, body)
+        try:
+            first = next(stream, None)
+        except ServerError as exc:
+            if not state.margins.asked or _http_status(exc) not in REFUSED:
+                raise
+            state.t_send_us = (time.perf_counter_ns() - state.t0) // 1000  # the answered request's
+            stream = self.client.stream(endpoint, without_logprobs(body))
+            first = next(stream, None)  # refused again: the fields were not the reason
+            state.margins.refused = f"refused by the server ({exc}); asked again without log-probabilities"
+            state.margins.asked = {}
+        return _chain(first, stream)
 
     def _count_prompt(self, config: RunConfig) -> int:
         """The prompt's length in tokens by the local vocabulary (0 = unknown). Only a count for
@@ -244,12 +282,23 @@ class ServerEngine:
 
     def _step(self, chunk: Chunk, t_us: int, state: _RequestState) -> Step:
         raw = chunk.text.encode("utf-8")
-        if chunk.token_ids:
-            ids = chunk.token_ids
+        entries, state.pending = state.pending + (chunk.logprobs or []), []
+        server_ids = chunk.token_ids
+        if server_ids and len(entries) > len(server_ids) and all(e.id is not None for e in entries):
+            server_ids = [e.id for e in entries]  # type: ignore[misc]  # held-back tokens first
+        # The server may send ids for some of the text's tokens only (llama-server sends no
+        # chunk for a token that ends inside a character): then they are not this text's ids.
+        if server_ids and self.tokenizes and not self.vocab.spells(server_ids, raw):  # type: ignore[union-attr]
+            if len(self.vocab.ids(chunk.text)[0]) > len(server_ids):  # type: ignore[union-attr]
+                server_ids = None  # too few for the text: its own tokens, re-tokenized, are closer
+        elif server_ids and not self.tokenizes and spelled_by_server(entries, server_ids, raw) is False:
+            server_ids = None  # no ids rather than too few: the diff compares characters
+        if server_ids:
+            ids = server_ids
             method = "server"
             if self.tokenizes:
                 pieces = [self.vocab.tokenizer.piece(t) for t in ids]  # type: ignore[union-attr]
-                if b"".join(pieces) != raw:
+                if b"".join(pieces) != raw:  # a normalising vocabulary: keep the server's bytes
                     pieces = [raw] + [b""] * (len(ids) - 1)
             else:
                 pieces = [raw] + [b""] * (len(ids) - 1)
@@ -261,7 +310,13 @@ class ServerEngine:
         state.methods.add(method)
         state.report.chunks += 1
         state.n_tokens += len(ids)
-        return Step(ids, [_AR] * len(ids), pieces, [t_us] * len(ids))
+        step = Step(ids, [_AR] * len(ids), pieces, [t_us] * len(ids))
+        if state.margins.asked:
+            token_of = self.vocab.token_of if self.tokenizes else None  # type: ignore[union-attr]
+            top = state.margins.take(entries, ids, raw, token_of)
+            if top is not None:
+                step.margins_milli, step.runner_up = top
+        return step
 
     def _metrics(self, before: dict[str, float], after: dict[str, float], report: ServerReport) -> None:
         if not before or not after:
@@ -273,6 +328,24 @@ class ServerEngine:
             report.metrics_note = "counters went down: the server restarted during the request"
         elif before.get(REQUESTS_PROCESSING, 0) > 0:
             report.metrics_note = "other requests were in flight: the counters include their work"
+
+
+def _chain(first: SSEEvent | None, rest: Iterator[SSEEvent]) -> Generator[SSEEvent, None, None]:
+    """``rest`` with ``first`` (read early, to see whether the request was refused) before it."""
+    if first is not None:
+        yield first
+    yield from rest
+
+
+_HTTP_STATUS = re.compile(r"^HTTP (\d{3})\b")
+#: The statuses of a request refused as invalid (OpenAI and llama-server 400, FastAPI 422).
+REFUSED = (400, 422)
+
+
+def _http_status(exc: ServerError) -> int | None:
+    """The status of an HTTP error answer (``ServerClient.stream`` words it "HTTP 400 ...")."""
+    m = _HTTP_STATUS.match(str(exc))
+    return int(m.group(1)) if m else None
 
 
 class _RequestState:
@@ -289,6 +362,9 @@ class _RequestState:
         self.prefill_sent = False
         self.done = False
         self.interrupted = False
+        self.margins = MarginTally({}, "")
+        #: log-probabilities of tokens that came without text, for the next text chunk
+        self.pending: list[TokenLogprobs] = []
 
     def absorb(self, chunk: Chunk) -> None:
         r = self.report

@@ -1,13 +1,14 @@
 """Token ids for a server session: the streamed text tokenized with a local copy of the
 model's vocabulary, so a server recording diffs against an embedded one token by token.
 
-Servers stream text, not ids (llama-server sends ids only with logprobs, which cost it work
-and would change what is measured). When the model file is here too (``--target``, or a server
-whose model id is a local path, as llama-cpp-python's and mlx-lm's are), each chunk is
-tokenized on its own. A server sends one token's text per chunk, and such a piece tokenizes
-back to that token, so the ids are the server's in practice; the recording still says
-"re-tokenized", because a piece that a byte-level BPE would merge differently on its own
-comes out as other ids with the same text.
+Servers stream text, not ids; llama-server sends ids only with log-probabilities, which a
+greedy session asks for (``spectui.server.logprobs``), and those ids are used where they spell
+the chunk's text. When the model file is here too (``--target``, or a server whose model id is
+a local path, as llama-cpp-python's and mlx-lm's are), each other chunk is tokenized on its
+own. A server sends one token's text per chunk, and such a piece tokenizes back to that token,
+so the ids are the server's in practice; the recording still says "re-tokenized", because a
+piece that a byte-level BPE would merge differently on its own comes out as other ids with
+the same text. The same vocabulary names a runner-up that a server lists by its text only.
 """
 
 from __future__ import annotations
@@ -88,6 +89,19 @@ class LocalVocabulary:
         if b"".join(pieces) != raw:  # a normalising vocabulary: keep the server's bytes
             pieces = [raw] + [b""] * (len(ids) - 1)
         return ids, pieces
+
+    def spells(self, ids: list[int], raw: bytes) -> bool:
+        """Whether ``ids``' pieces join to exactly ``raw`` (a server's ids cover its text)."""
+        assert self.tokenizer is not None
+        return b"".join(self.tokenizer.piece(t) for t in ids) == raw
+
+    def token_of(self, text: str) -> int:
+        """The one token whose piece is ``text``, or -1: a runner-up a server names only by its
+        text. An empty text (a special token printed as nothing, a lone byte of a character
+        dropped by the server's decoding) or one that needs several tokens has no id here."""
+        assert self.tokenizer is not None
+        ids = self.tokenizer.tokenize(text, special=True) if text else []
+        return ids[0] if len(ids) == 1 and self.tokenizer.piece(ids[0]) == text.encode("utf-8") else -1
 
     def count_prompt(self, config: RunConfig) -> int:
         """Prompt tokens as the embedded engine would make them (the model's own template for

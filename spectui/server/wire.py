@@ -7,6 +7,7 @@ Formats, from the servers' sources:
   ``text_completion`` (``choices[0].text``), as llama-server, llama-cpp-python
   (``llama_cpp/server/app.py``) and mlx-lm (``mlx_lm/server.py``, ``generate_response``)
   write them; a last chunk with an empty ``choices`` may carry ``usage``.
+* Log-probabilities (``choices[0].logprobs``), where asked for: ``spectui.server.logprobs``.
 * ``timings``: llama.cpp ``tools/server/server-task.cpp``, ``result_timings::to_json``:
   ``cache_n, prompt_n, prompt_ms, prompt_per_token_ms, prompt_per_second, predicted_n,
   predicted_ms, predicted_per_token_ms, predicted_per_second``, plus ``draft_n`` and
@@ -26,6 +27,8 @@ import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
+
+from spectui.server.logprobs import TokenLogprobs, parse_logprobs
 
 #: llama-server's speculative-decoding counters on ``/metrics``.
 DRAFTS = "llamacpp:spec_decode_num_drafts_total"
@@ -48,6 +51,8 @@ class Chunk:
     text: str = ""  # generated text: content, reasoning and tool-call arguments alike
     finish_reason: str | None = None
     token_ids: list[int] | None = None  # only where the server sends them
+    #: the top log-probabilities of this chunk's tokens, where asked for and sent
+    logprobs: list[TokenLogprobs] | None = None
     usage: dict[str, int] = field(default_factory=dict)
     timings: dict[str, float] | None = None
     system_fingerprint: str = ""
@@ -80,6 +85,7 @@ def parse_chunk(data: str) -> Chunk:
         reason = choice.get("finish_reason")
         chunk.finish_reason = str(reason) if reason is not None else None
         chunk.token_ids = _token_ids(choice.get("logprobs"))
+        chunk.logprobs = parse_logprobs(choice.get("logprobs"))
     if chunk.token_ids is None and _int_list(obj.get("tokens")):  # llama-server's return_tokens
         chunk.token_ids = list(obj["tokens"])
     usage = obj.get("usage")

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import math
 
+import msgspec
+
 from spectui.format import num, section_title, text_table
 from spectui.tune.plan import K_CHOICES, Setting, TierPlan
 from spectui.tune.runner import TuneResult
@@ -64,7 +66,26 @@ def format_text(result: TuneResult) -> str:
     out.append("")
     out.append("settings to use")
     out.extend(f"  {line}" for line in settings_lines(result))
+    out.append("")
+    out.append("exactness (greedy speculative output vs AR)")
+    out.extend(f"  {line}" for line in exactness_lines(result))
     return "\n".join(out)
+
+
+def exactness_lines(result: TuneResult) -> list[str]:
+    """What the backend's numerics do to exactness here, and what ``--deterministic`` costs."""
+    if result.noise is None:
+        return ["not measured"]
+    lines = [f"these settings ({result.threads} threads): {result.noise.describe()}"]
+    if not result.noise.invariant:
+        lines.append("  greedy output may part from AR at near-ties there; spectui diff tells a near-tie from a defect")
+    det = result.deterministic_noise
+    if det is None:
+        lines.append("--deterministic: no batch-invariant setting is known for this backend")
+    else:
+        slower = f"one token costs {result.deterministic_cost:.2f}x these settings' one token"
+        lines.append(f"--deterministic (1 thread, flash attention on): {det.describe()}; {slower}")
+    return lines
 
 
 def settings_lines(result: TuneResult) -> list[str]:
@@ -166,4 +187,10 @@ def to_json(result: TuneResult) -> dict:
             "predicted_per_prompt": p.per_prompt, "measured_per_prompt": p.measured_per_prompt,
         } for p in result.tiers],
         "settings": settings_lines(result),
+        "exactness": {
+            "noise": None if result.noise is None else msgspec.to_builtins(result.noise),
+            "deterministic_noise": None if result.deterministic_noise is None else msgspec.to_builtins(result.deterministic_noise),
+            "deterministic_cost": result.deterministic_cost or None,
+            "lines": exactness_lines(result),
+        },
     })

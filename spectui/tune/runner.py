@@ -21,6 +21,7 @@ from spectui.config import DraftConfig, RunConfig
 from spectui.engine.decode import decode
 from spectui.engine.draft_length import DraftLength
 from spectui.engine.drafters import ModelDrafter, draft_sampling
+from spectui.engine.noise import batch_noise
 from spectui.engine.protocol import Draft
 from spectui.engine.sampling import Sampler
 from spectui.engine.session import Engine
@@ -29,7 +30,7 @@ from spectui.metrics.stats import summarize
 from spectui.models.cost_curves import CostCurve, save_curve
 from spectui.prompts import PromptSpec
 from spectui.recording.reader import Recording
-from spectui.recording.schema import Step
+from spectui.recording.schema import BatchNoise, Step
 from spectui.tune.measure import LONG_DEPTH, Curve, measure_curve, measure_draft_cost
 from spectui.tune.plan import PromptData, TierPlan, plan_tier
 
@@ -55,6 +56,12 @@ class TuneResult:
     source: str = "runs"  # where acceptance came from: "runs" or the --from folder
     key: str = ""  # the target's cost-curve key (``models.cost_curves``): whose result this is
     measured_at: str = ""
+    #: the backend's batch-shape noise at these settings (``spectui.engine.noise``)
+    noise: BatchNoise | None = None
+    #: the same under ``--deterministic``, and its one-token cost in these settings' units
+    #: (1.6: 60% slower per token); None / 0 where no deterministic setting is known
+    deterministic_noise: BatchNoise | None = None
+    deterministic_cost: float = 0.0
 
 
 def prompt_config(base: RunConfig, spec: PromptSpec, max_tokens: int, mode: str = "ar") -> RunConfig:
@@ -200,7 +207,24 @@ class TunePlan:
 
     def phases(self, config: RunConfig) -> int:
         """Progress steps ``run_tune`` reports."""
-        return 2 + len(self.specs) * (1 + self.reps) + int(not config.draft.is_ngram)
+        return 3 + len(self.specs) * (1 + self.reps) + int(not config.draft.is_ngram)
+
+
+def measure_exactness(
+    engine: Engine, context: Sequence[int], reach: int, unit_us: float, progress: Progress
+) -> tuple[BatchNoise, BatchNoise | None, float]:
+    """(noise, deterministic noise, deterministic one-token cost): what greedy exactness looks
+    like at the run's settings, and what ``--deterministic`` would cost on this machine."""
+    progress("batch noise (block vs one-token logits)")
+    sha = engine.target.artifacts().sha256
+    noise = batch_noise(engine.target, sha, reach)
+    det = engine.deterministic_target()
+    if det is None:
+        return noise, None, 0.0
+    try:
+        return noise, batch_noise(det, sha, reach), measure_draft_cost(det, context, unit_us)
+    finally:
+        det.close()
 
 
 def run_tune(config: RunConfig, plan: TunePlan, progress: Progress) -> TuneResult:
@@ -228,6 +252,8 @@ def run_tune(config: RunConfig, plan: TunePlan, progress: Progress) -> TuneResul
             configs = {d.name: configs.get(d.name) for d in data}  # only prompts/ prompts are re-run
         else:
             data = collect_outputs(engine, list(configs.values()), progress)
+        reach = len(contexts[-1]) + plan.max_tokens
+        noise, det_noise, det_cost = measure_exactness(engine, context, reach, curve.unit_us, progress)
         plans = plan_tiers(data, curve, config.draft, draft_cost)
         runnable = {n: c for n, c in configs.items() if c is not None}
         check(engine, [p for p in plans if all(n in runnable for n in p.prompts)], runnable, curve, plan.reps, progress)
@@ -237,4 +263,5 @@ def run_tune(config: RunConfig, plan: TunePlan, progress: Progress) -> TuneResul
             drafter=config.draft.source if model else "ngram", curve=curve, long_curve=long_curve, draft_cost=draft_cost,
             tiers=plans, runtime={k: v for k, v in runtime.items() if k in RUNTIME_KEYS}, source=plan.source,
             key=engine.cost_key(), measured_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            noise=noise, deterministic_noise=det_noise, deterministic_cost=det_cost,
         )

@@ -44,6 +44,13 @@ def test_tune_measures_plans_checks_and_seeds_later_runs(cache_home, tmp_path):
             assert t["measured"] > 0 and set(t["measured_per_prompt"]) == set(t["prompts"])
     assert any("llama-server" in line and "--spec-draft-n-max" in line for line in doc["settings"])
     assert any("mlx_lm" in line for line in doc["settings"])
+    # exactness on this machine: both calibrations, and what --deterministic costs per token
+    exact = doc["exactness"]
+    assert exact["noise"]["depth"] > 0 and exact["noise"]["by_depth"]
+    det = exact["deterministic_noise"]
+    assert det["settings"]["n_threads"] == "1" and det["settings"]["flash_attn"] == "on"
+    assert max(det["by_depth"]) == 0.0, "one thread with flash attention on is batch-invariant"
+    assert exact["deterministic_cost"] > 0 and any(line.startswith("--deterministic") for line in exact["lines"])
     # the curve is stored for this target: a cost-aware run now starts from it
     rec = tmp_path / "seeded.spectui"
     run = run_cli("run", "--headless", "--prompt-name", "short-greeting", *FAST, "--record", str(rec))

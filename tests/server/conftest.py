@@ -7,6 +7,7 @@ Every request these tests make goes to 127.0.0.1.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -16,6 +17,7 @@ import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
@@ -106,3 +108,21 @@ def mlx_model_dir(model_path, tmp_path_factory) -> str:
     from spectui.engine.mlx_gguf import export_mlx_model
 
     return export_mlx_model(model_path, tmp_path_factory.mktemp("mlx") / "smollm2")
+
+
+class JsonHandler(BaseHTTPRequestHandler):
+    """A stand-in server's handler: HTTP/1.0 (the body ends when the connection closes, as
+    mlx-lm's does), quiet, with a JSON reply helper."""
+
+    protocol_version = "HTTP/1.0"
+
+    def log_message(self, *args: object) -> None:  # keep pytest's output clean
+        pass
+
+    def _json(self, status: int, obj: object) -> None:
+        data = json.dumps(obj).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)

@@ -15,7 +15,7 @@ import os
 import signal
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 
 import pytest
 
@@ -27,7 +27,7 @@ from spectui.recording.schema import End, Header, Step
 from spectui.recording.writer import RecordingWriter
 from spectui.server.session import ServerEngine
 from tests.conftest import run_cli
-from tests.server.conftest import free_port, llama_cpp_server_args, start_server
+from tests.server.conftest import JsonHandler, free_port, llama_cpp_server_args, start_server
 
 
 def chunk(text: str) -> bytes:
@@ -35,21 +35,8 @@ def chunk(text: str) -> bytes:
     return f"data: {json.dumps(body)}\n\n".encode()
 
 
-class FaultyServer(BaseHTTPRequestHandler):
+class FaultyServer(JsonHandler):
     """An OpenAI-style endpoint whose completion behaves as ``self.server.fault`` says."""
-
-    protocol_version = "HTTP/1.0"  # the body ends when the connection closes, as mlx-lm's does
-
-    def log_message(self, *args: object) -> None:  # keep pytest's output clean
-        pass
-
-    def _json(self, status: int, obj: object) -> None:
-        data = json.dumps(obj).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
 
     def do_GET(self) -> None:
         if self.path == "/v1/models":

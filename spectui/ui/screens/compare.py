@@ -20,6 +20,7 @@ from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from spectui.compare.divergence import UNCLASSIFIED, DivergenceCause, classify
 from spectui.compare.headers import first_difference
 from spectui.format import DASH, num, pct, signed_size
 from spectui.metrics.live import LiveRun
@@ -64,8 +65,32 @@ def delta_text(base: LiveRun, cand: LiveRun, sb: Summary, sc: Summary, styles: d
         if i == n:
             item("outputs", f"identical ({n} tokens)", good)
         else:
-            item("outputs", f"diverge at token {i}", bad)
+            cause = divergence_cause(base, cand, i)
+            if cause is None or cause.verdict == UNCLASSIFIED:
+                item("outputs", f"diverge at token {i}", bad)
+            elif cause.fails:
+                item("outputs", f"diverge at token {i}: speculation changed the output (margins {_margins(cause)})", bad)
+            else:
+                item("outputs", f"diverge at token {i}: near-tie, numerics (margins {_margins(cause)})", value)
     return out
+
+
+def _margins(cause: DivergenceCause) -> str:
+    return f"{cause.baseline_margin:.3f}+{cause.candidate_margin:.3f} vs noise bound {cause.bound:.3f}"
+
+
+def divergence_cause(base: LiveRun, cand: LiveRun, i: int) -> DivergenceCause | None:
+    """Why two greedy runs on screen part at token ``i`` (``spectui.compare.divergence``)."""
+    hb, hc = base.header, cand.header
+    if hb is None or hc is None or not (hb.config.sampling.greedy and hc.config.sampling.greedy):
+        return None
+    return classify(
+        index=i,
+        baseline=(base.tokens[i], base.top_two[i] if i < len(base.top_two) else None),
+        candidate=(cand.tokens[i], cand.top_two[i] if i < len(cand.top_two) else None),
+        prompt_tokens=len(hb.prompt_tokens),
+        noises=[hb.batch_noise, hc.batch_noise],
+    )
 
 
 class CompareScreen(Screen[None]):

@@ -1,0 +1,146 @@
+"""Batch-shape noise: how far a backend's logits move when the same tokens are evaluated in
+blocks (as verification does) instead of one at a time (as AR does).
+
+Why it matters: greedy speculative output equals AR only if the target's logits do not
+depend on the shape of the evaluation. On llama.cpp's CPU backend with several threads,
+single-token flash attention splits the KV span across threads and sums in another order
+than a block does; past ~256 tokens of context the logits then differ by up to ~1 and AR and
+speculative output can part where the two best tokens are nearly tied. A divergence is
+numerics, not speculation, when the margins of both runs at that token are within what the
+backend's own noise can flip; ``spectui.compare.divergence`` judges that against this.
+
+The calibration walks one text from an empty cache to ``depth`` twice: one token at a time,
+and in blocks cycling through ``BLOCKS``, and keeps the largest difference per 32 positions.
+The whole path is walked, not windows at a few depths, because a block writes the KV cache
+too and the differences it leaves accumulate: on the embedded model, 16-token windows saw
+1.13 where the full path saw 2.08. Only each position's ``TOP`` best logits (by the single
+-token pass) are compared: a near-tie is decided among the best tokens, and keeping whole
+rows of a 49k vocabulary to depth 1024 would take 200 MB.
+
+Calibrations are cached per model, backend and the settings that change the kernels
+(``spectui.models.json_cache``); a run needs one as deep as its prompt plus its budget,
+rounded up to a power of two (at most ``MAX_DEPTH``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import time
+from collections.abc import Sequence
+
+import msgspec
+import numpy as np
+
+from spectui.engine.protocol import Backend
+from spectui.models.json_cache import read_entries, write_entry
+from spectui.prompts import list_prompts
+from spectui.recording.schema import BatchNoise
+
+CACHE_NAME = "batch-noise.json"
+#: block sizes cycled through: verification of 1, 2, 4 and 7 drafted tokens
+BLOCKS = (2, 3, 5, 8)
+DEPTH_STEP = 32
+#: logits compared per position: the single-token pass's best ones
+TOP = 64
+MIN_DEPTH, MAX_DEPTH = 64, 1024
+#: a calibration stops deepening after this long (the single-token pass gets half): the embedded
+#: model reaches depth 512 in ~8 s, MLX on a CPU (~8 tok/s) would need minutes, and divergences
+#: past the depth reached stay unclassified rather than the run waiting
+BUDGET_S = 30.0
+#: what decides the kernels a backend runs (runtime_info keys); other keys do not move logits
+SETTINGS = ("backend", "llama.cpp", "mlx", "device", "dtype", "n_threads", "n_gpu_layers", "flash_attn", "n_batch")
+
+
+def calibration_depth(reach: int, n_ctx: int) -> int:
+    """The depth to calibrate for a run whose context reaches ``reach`` tokens."""
+    depth = MIN_DEPTH
+    while depth < min(reach, MAX_DEPTH):
+        depth *= 2
+    return max(min(depth, n_ctx - 1), 1)
+
+
+def noise_settings(backend: Backend) -> dict[str, str]:
+    runtime = backend.runtime_info()
+    return {k: runtime[k] for k in SETTINGS if runtime.get(k)}
+
+
+def _text_tokens(backend: Backend, n: int) -> list[int]:
+    """``n`` tokens of ordinary text: the shipped prompts, repeated as needed."""
+    text = "\n\n".join(p.text for p in list_prompts()) or __doc__ or "calibration"
+    tokens = backend.tokenize(text, special=False)
+    while len(tokens) < n:
+        tokens = tokens + tokens
+    return tokens[:n]
+
+
+def measure_batch_noise(backend: Backend, tokens: Sequence[int], *, budget_s: float = BUDGET_S) -> BatchNoise:
+    """Walk ``tokens`` one at a time, then in blocks, and compare their logits; as deep as
+    ``budget_s`` allows (``BatchNoise.note`` says where it stopped short).
+
+    Leaves the backend's cache empty.
+    """
+    depth = len(tokens)
+    t0 = time.perf_counter()
+    note = ""
+    top = min(TOP, backend.n_vocab)
+    best = np.empty((depth, top), dtype=np.int64)
+    values = np.empty((depth, top), dtype=np.float32)
+    backend.truncate(0)
+    for i, tok in enumerate(tokens):
+        if i >= DEPTH_STEP and time.perf_counter() - t0 > budget_s / 2:
+            depth, note = i, f"stopped at depth {i} of {len(tokens)}: the {budget_s:g} s budget ran out"
+            break
+        row = backend.eval((tok,), all_logits=False)[-1]
+        idx = np.argpartition(row, -top)[-top:]
+        best[i], values[i] = idx, row[idx]
+    backend.truncate(0)
+    worst = np.zeros(depth, dtype=np.float64)
+    i, b = 0, 0
+    while i < depth:
+        size = min(BLOCKS[b % len(BLOCKS)], depth - i)
+        rows = backend.eval(tokens[i : i + size], all_logits=True)
+        for j in range(size):
+            worst[i + j] = float(np.abs(rows[j][best[i + j]] - values[i + j]).max())
+        i += size
+        b += 1
+    backend.truncate(0)
+    buckets = [float(worst[s : s + DEPTH_STEP].max()) for s in range(0, depth, DEPTH_STEP)]
+    return BatchNoise(
+        depth_step=DEPTH_STEP,
+        by_depth=[round(x, 4) for x in np.maximum.accumulate(buckets).tolist()],
+        depth=depth,
+        blocks=list(BLOCKS),
+        settings=noise_settings(backend),
+        note=note,
+        measured_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        seconds=round(time.perf_counter() - t0, 2),
+    )
+
+
+def noise_key(sha256: str, settings: dict[str, str]) -> str:
+    return f"{sha256}|{json.dumps(settings, sort_keys=True)}"
+
+
+def cached_noise(key: str, depth: int) -> BatchNoise | None:
+    """A cached calibration at least ``depth`` deep (or as deep as its budget went), or None."""
+    raw = read_entries(CACHE_NAME).get(key)
+    if raw is None:
+        return None
+    try:
+        noise = msgspec.convert(raw, BatchNoise)
+    except msgspec.ValidationError:
+        return None
+    return noise if (noise.depth >= depth or noise.note) and noise.by_depth else None
+
+
+def batch_noise(backend: Backend, sha256: str, reach: int) -> BatchNoise:
+    """The backend's calibration for a run reaching ``reach`` tokens: cached, or measured now
+    (then cached)."""
+    depth = calibration_depth(reach, backend.n_ctx)
+    key = noise_key(sha256, noise_settings(backend))
+    noise = cached_noise(key, depth)
+    if noise is None:
+        noise = measure_batch_noise(backend, _text_tokens(backend, depth))
+        write_entry(CACHE_NAME, key, msgspec.to_builtins(noise))
+    return noise
