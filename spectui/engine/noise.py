@@ -27,7 +27,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import msgspec
 import numpy as np
@@ -134,13 +134,15 @@ def cached_noise(key: str, depth: int) -> BatchNoise | None:
     return noise if (noise.depth >= depth or noise.note) and noise.by_depth else None
 
 
-def batch_noise(backend: Backend, sha256: str, reach: int) -> BatchNoise:
+def batch_noise(backend: Backend, sha256: str, reach: int, *, before: Callable[[], object] | None = None) -> BatchNoise:
     """The backend's calibration for a run reaching ``reach`` tokens: cached, or measured now
-    (then cached)."""
+    (then cached; ``before`` is called first, so a dashboard can say why the run waits)."""
     depth = calibration_depth(reach, backend.n_ctx)
     key = noise_key(sha256, noise_settings(backend))
     noise = cached_noise(key, depth)
     if noise is None:
+        if before is not None:
+            before()
         noise = measure_batch_noise(backend, _text_tokens(backend, depth))
         write_entry(CACHE_NAME, key, msgspec.to_builtins(noise))
     return noise

@@ -13,7 +13,7 @@ import datetime as dt
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import msgspec
 
@@ -34,7 +34,7 @@ from spectui.errors import SpectuiError
 from spectui.metrics.memory import MemorySampler
 from spectui.models.cost_curves import curve_key, load_curve, merge_run_curve
 from spectui.models.registry import resolve_model
-from spectui.recording.schema import Artifacts, End, Event, Header, MemorySample, Step
+from spectui.recording.schema import Artifacts, BatchNoise, End, Event, Header, MemorySample, Step
 
 
 class Engine:
@@ -140,6 +140,15 @@ class Engine:
             drafters["ngram"] = NgramDrafter(config.draft.ngram_min, config.draft.ngram_max)
         return FallbackPolicy(config.policy, rungs, drafters)
 
+    def calibrate(self, config: RunConfig, *, before: Callable[[], object] | None = None, prompt_tokens: int = 0) -> BatchNoise | None:
+        """The batch-shape noise a greedy run of ``config`` is judged against (None for a
+        sampled one): cached, or measured now after calling ``before`` (the first greedy run
+        at these settings; ~8 s on the embedded model)."""
+        if not config.sampling.greedy:
+            return None
+        reach = (prompt_tokens or len(self.prepare_prompt(config)[1])) + config.max_tokens
+        return batch_noise(self.target, self.target.artifacts().sha256, reach, before=before)
+
     def deterministic_target(self) -> Backend | None:
         """A second context over the target's weights with the batch-invariant settings
         (``--deterministic``), for measuring what they cost; None where no such setting is
@@ -206,9 +215,7 @@ class Engine:
         draft_length = DraftLength(config.draft) if drafter is not None else None
         policy = self.make_policy(config, drafter)
         header = self.header(config, prompt_text, prompt_tokens)  # fingerprints: not the model's time
-        if config.sampling.greedy:  # what a divergence from AR is judged against; cached
-            reach = len(prompt_tokens) + config.max_tokens
-            header.batch_noise = batch_noise(self.target, header.artifacts.target.sha256, reach)
+        header.batch_noise = self.calibrate(config, prompt_tokens=len(prompt_tokens))
         t0 = time.perf_counter_ns()
         yield header
         samples: deque[MemorySample] = deque()  # appended by the sampler thread, drained here

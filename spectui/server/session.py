@@ -37,7 +37,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
 from spectui import __version__
@@ -46,6 +46,7 @@ from spectui.models.artifacts import host_info
 from spectui.errors import SpectuiError
 from spectui.recording.schema import (
     Artifacts,
+    BatchNoise,
     End,
     Event,
     FinishReason,
@@ -116,6 +117,10 @@ class ServerEngine:
         vocabulary found for the target."""
         loaded = self.config
         return loaded.backend == config.backend and loaded.target == config.target
+
+    def calibrate(self, config: RunConfig, *, before: Callable[[], object] | None = None) -> BatchNoise | None:
+        """Nothing: a server's kernels cannot be driven block by block from here."""
+        return None
 
     def check(self, config: RunConfig) -> None:
         """Settings only: the server alone knows its context size, and says so per request."""

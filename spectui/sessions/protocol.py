@@ -8,11 +8,11 @@ running OpenAI-compatible server). ``spectui.sessions.open.open_engine`` picks o
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Protocol, runtime_checkable
 
 from spectui.config import RunConfig
-from spectui.recording.schema import Event
+from spectui.recording.schema import BatchNoise, Event
 
 
 @runtime_checkable
@@ -39,6 +39,13 @@ class Engine(Protocol):
     def fits(self, config: RunConfig) -> bool:
         """Whether ``config`` runs on this engine as loaded (same target and backend, and the
         draft model it asks for), so a caller may reuse it instead of loading again."""
+        ...
+
+    def calibrate(self, config: RunConfig, *, before: Callable[[], object] | None = None) -> BatchNoise | None:
+        """The batch-shape noise a greedy run of ``config`` will be judged against, measured
+        now if nothing cached covers it (``before`` is called first: it can take seconds), so
+        the run itself starts at once; None where the engine calibrates nothing (a server, a
+        sampled run)."""
         ...
 
     def close(self) -> None:

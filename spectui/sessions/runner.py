@@ -41,6 +41,8 @@ from spectui.sessions.record import record_session
 CLOSE_TIMEOUT_S = 120.0
 #: How often an idle engine thread checks whether it should exit (its reader went away).
 _POLL_S = 0.25
+#: The loading detail the dashboard shows while a first greedy run calibrates its batch noise.
+CALIBRATING = "batch-noise calibration (first greedy run at these settings)"
 
 
 @dataclass
@@ -212,6 +214,9 @@ class SessionRunner:
             return None
         try:
             engine = load(request)
+            # a first greedy run at these settings calibrates the batch noise (seconds): say so
+            # now, rather than leave the dashboard showing a run that has not started
+            engine.calibrate(request.config, before=lambda: request.post(SessionStatus(request.run_id, "loading", CALIBRATING)))
         except SpectuiError as exc:
             request.post(SessionFinished(request.run_id, error=str(exc)))
             return None

@@ -107,3 +107,34 @@ def test_a_slow_calibration_stops_at_its_budget_and_says_so(engine):
     noise = measure_batch_noise(engine.target, _text_tokens(engine.target, 256), budget_s=0.0)
     assert noise.depth == DEPTH_STEP and "budget ran out" in noise.note
     assert noise.at(DEPTH_STEP - 1) is not None and noise.at(DEPTH_STEP + 1) is None
+
+
+def test_the_engine_thread_says_when_a_run_waits_for_its_calibration(model_path, tmp_path, monkeypatch):
+    """The first greedy run at new settings calibrates before it starts (seconds): the
+    dashboard's engine thread posts that as the loading detail; the next run finds it cached."""
+    import queue
+    import threading
+
+    from spectui.config import BackendConfig
+    from spectui.sessions.notes import SessionFinished, SessionStatus
+    from spectui.sessions.runner import CALIBRATING, SessionRequest, SessionRunner
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # nothing calibrated yet
+    notes: queue.Queue = queue.Queue()
+    runner = SessionRunner()
+    thread = threading.Thread(target=runner.serve, daemon=True)
+    thread.start()
+    config = RunConfig(target=model_path, prompt="Say hi.", mode="ar", max_tokens=4, backend=BackendConfig(n_ctx=512))
+    seen = []
+    try:
+        for run_id in (1, 2):
+            runner.submit(SessionRequest(run_id=run_id, config=config, stop=threading.Event(), post=notes.put))
+            while not isinstance(note := notes.get(timeout=300), SessionFinished):
+                if isinstance(note, SessionStatus):
+                    seen.append((note.run_id, note.state, note.detail))
+            assert not note.error, note.error
+    finally:
+        runner.shutdown()
+        thread.join(60)
+    assert (1, "loading", CALIBRATING) in seen
+    assert (2, "loading", CALIBRATING) not in seen

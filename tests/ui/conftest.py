@@ -90,6 +90,9 @@ class GatedEngine:
     def check(self, config) -> None:  # noqa: ANN001
         self.engine.check(config)
 
+    def calibrate(self, config, *, before=None):  # noqa: ANN001, ANN201
+        return self.engine.calibrate(config, before=before)
+
     def __enter__(self) -> "GatedEngine":
         return self
 
