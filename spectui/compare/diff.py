@@ -272,7 +272,7 @@ def _pct(a: float, b: float) -> str:
     return f"{(a / b - 1) * 100:+.1f}%" if a == a and b == b and b > 0 else "n/a"
 
 
-def describe_outputs(o: OutputDiff) -> list[str]:
+def describe_outputs(o: OutputDiff, *, with_cause: bool = True) -> list[str]:
     u = o.unit
     if o.identical:
         return [f"identical: {o.common_length} {u}s", *(f"({n})" for n in o.notes)]
@@ -286,7 +286,7 @@ def describe_outputs(o: OutputDiff) -> list[str]:
         )
     else:
         lines.append(f"identical over the common {o.common_length} {u}s; one output continues past the other")
-    if d.cause is not None and o.n_differing:
+    if with_cause and d.cause is not None and o.n_differing:
         lines.append(f"cause: {d.cause.reason}")
     if o.baseline_length != o.candidate_length:
         lines.append(f"lengths differ: {o.baseline_length} vs {o.candidate_length} {u}s")
@@ -448,12 +448,11 @@ def format_diff_markdown(d: RunDiff) -> str:
     else:
         lines += ["Same mode, drafter and K.", ""]
     lines += ["### Outputs", ""]
-    o = describe_outputs(d.outputs)
+    o = describe_outputs(d.outputs, with_cause=False)
     lines += [o[0], ""]
-    cause = [x for x in o if x.startswith("cause: ")]
-    if cause:
-        lines += [f"**Cause:** {cause[0].removeprefix('cause: ')}", ""]
-        o = [x for x in o if x not in cause]
+    div = d.outputs.first_divergence
+    if div is not None and div.cause is not None and d.outputs.n_differing:
+        lines += [f"**Cause:** {div.cause.reason}", ""]
     if len(o) > 1:
         lines += ["```", *o[1:], "```", ""]
     lines += ["### Speed", ""]

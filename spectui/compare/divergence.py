@@ -33,7 +33,7 @@ import msgspec
 
 from spectui.recording.output import output_tokens, output_top_two
 from spectui.recording.reader import Recording
-from spectui.recording.schema import BatchNoise
+from spectui.recording.schema import BatchNoise, Header
 
 NEAR_TIE, CHANGED, UNCLASSIFIED = "near-tie", "speculation changed the output", "unclassified"
 Verdict = Literal["near-tie", "speculation changed the output", "unclassified"]
@@ -126,21 +126,33 @@ def classify(
     return cause
 
 
-def classify_recordings(baseline: Recording, candidate: Recording, index: int) -> DivergenceCause | None:
-    """The cause of two greedy recordings parting at output ``index``; None for sampled runs
-    (not judged by margins)."""
-    if not (baseline.header.config.sampling.greedy and candidate.header.config.sampling.greedy):
+def classify_runs(
+    index: int, headers: tuple[Header, Header], baseline: tuple[int | None, TopTwo], candidate: tuple[int | None, TopTwo]
+) -> DivergenceCause | None:
+    """``classify`` for two runs described by their headers (a recording, or a run on screen);
+    None unless both are greedy (sampled runs are not judged by margins)."""
+    hb, hc = headers
+    if not (hb.config.sampling.greedy and hc.config.sampling.greedy):
         return None
-
-    def side(rec: Recording) -> tuple[int | None, TopTwo]:
-        tokens, top = output_tokens(rec.events)[0], output_top_two(rec.events)
-        return (tokens[index] if index < len(tokens) else None), (top[index] if index < len(top) else None)
-
     return classify(
         index=index,
-        baseline=side(baseline),
-        candidate=side(candidate),
+        baseline=baseline,
+        candidate=candidate,
         # a server recording has no prompt tokens: the depth comes from the side that has them
-        prompt_tokens=max(len(baseline.header.prompt_tokens), len(candidate.header.prompt_tokens)),
-        noises=[baseline.header.batch_noise, candidate.header.batch_noise],
+        prompt_tokens=max(len(hb.prompt_tokens), len(hc.prompt_tokens)),
+        noises=[hb.batch_noise, hc.batch_noise],
     )
+
+
+def token_at(tokens: Sequence[int], top: Sequence[TopTwo], index: int) -> tuple[int | None, TopTwo]:
+    """One side of a divergence: its token at ``index`` and that token's top-two facts."""
+    return (tokens[index] if index < len(tokens) else None), (top[index] if index < len(top) else None)
+
+
+def classify_recordings(baseline: Recording, candidate: Recording, index: int) -> DivergenceCause | None:
+    """The cause of two recordings parting at output ``index`` (``classify_runs``)."""
+
+    def side(rec: Recording) -> tuple[int | None, TopTwo]:
+        return token_at(output_tokens(rec.events)[0], output_top_two(rec.events), index)
+
+    return classify_runs(index, (baseline.header, candidate.header), side(baseline), side(candidate))

@@ -126,3 +126,11 @@ class JsonHandler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
+
+
+@pytest.fixture(scope="module")
+def ar_server(model_path, server_logs):
+    """llama-cpp-python's server on the embedded model, no drafting: one per test module."""
+    server = start_server(llama_cpp_server_args(model_path), "/v1/models", server_logs)
+    yield server
+    server.stop()

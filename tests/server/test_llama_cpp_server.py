@@ -31,13 +31,6 @@ MAX_TOKENS = 24
 
 
 @pytest.fixture(scope="module")
-def ar_server(model_path, server_logs):
-    server = start_server(llama_cpp_server_args(model_path), "/v1/models", server_logs)
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
 def lookup_server(model_path, server_logs):
     args = llama_cpp_server_args(model_path, "--draft_model", "prompt-lookup-decoding", "--draft_model_num_pred_tokens", "4")
     server = start_server(args, "/v1/models", server_logs)

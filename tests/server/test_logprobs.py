@@ -29,7 +29,7 @@ from spectui.server.logprobs import LLAMA_CPP_PYTHON_COST, TokenLogprobs, parse_
 from spectui.server.session import ServerEngine
 from spectui.server.vocabulary import LocalVocabulary
 from tests.conftest import run_cli
-from tests.server.conftest import JsonHandler, llama_cpp_server_args, start_server
+from tests.server.conftest import JsonHandler, start_server
 from tests.unit.test_diff import replace_token, write_events
 
 # the same prompt as test_llama_cpp_server: an ASCII answer (llama-cpp-python's log-probability
@@ -69,13 +69,6 @@ def steps(rec: Recording) -> list[Step]:
 
 
 @pytest.fixture(scope="module")
-def lcp_server(model_path, server_logs):
-    server = start_server(llama_cpp_server_args(model_path), "/v1/models", server_logs)
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
 def embedded(tmp_path_factory) -> Recording:
     path = tmp_path_factory.mktemp("embedded") / "embedded.spectui"
     proc = run_cli("run", "--headless", "--mode", "ar", "--max-tokens", str(MAX_TOKENS), "--prompt", PROMPT, "--record", str(path))
@@ -84,9 +77,9 @@ def embedded(tmp_path_factory) -> Recording:
 
 
 @pytest.fixture(scope="module")
-def with_margins(lcp_server, tmp_path_factory) -> Recording:
+def with_margins(ar_server, tmp_path_factory) -> Recording:
     """A greedy session that asked llama-cpp-python for its top-2 log-probabilities."""
-    return record(server_config(lcp_server.url), tmp_path_factory.mktemp("lcp") / "margins.spectui", logprobs="always")
+    return record(server_config(ar_server.url), tmp_path_factory.mktemp("lcp") / "margins.spectui", logprobs="always")
 
 
 def test_greedy_server_margins_match_the_embedded_engine(with_margins, embedded):
@@ -109,14 +102,14 @@ def test_greedy_server_margins_match_the_embedded_engine(with_margins, embedded)
     assert sum(s == b for s, b in runners) >= len(runners) - 2
 
 
-def test_llama_cpp_python_is_not_asked_by_default(lcp_server, tmp_path):
-    rec = record(server_config(lcp_server.url), tmp_path / "default.spectui")
+def test_llama_cpp_python_is_not_asked_by_default(ar_server, tmp_path):
+    rec = record(server_config(ar_server.url), tmp_path / "default.spectui")
     assert all(s.margins_milli is None and s.runner_up is None for s in steps(rec))
     assert end_of(rec).server.margins_source == LLAMA_CPP_PYTHON_COST
 
 
-def test_a_sampled_session_records_no_margins(lcp_server, tmp_path):
-    config = server_config(lcp_server.url, sampling=SamplingConfig(temperature=0.8, seed=7))
+def test_a_sampled_session_records_no_margins(ar_server, tmp_path):
+    config = server_config(ar_server.url, sampling=SamplingConfig(temperature=0.8, seed=7))
     rec = record(config, tmp_path / "sampled.spectui", logprobs="always")
     assert steps(rec) and all(s.margins_milli is None and s.runner_up is None for s in steps(rec))
     assert end_of(rec).server.margins_source.startswith("not asked: a sampled session")

@@ -20,7 +20,7 @@ from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from spectui.compare.divergence import UNCLASSIFIED, DivergenceCause, classify
+from spectui.compare.divergence import UNCLASSIFIED, DivergenceCause, classify_runs, token_at
 from spectui.compare.headers import first_difference
 from spectui.format import DASH, num, pct, signed_size
 from spectui.metrics.live import LiveRun
@@ -80,17 +80,11 @@ def _margins(cause: DivergenceCause) -> str:
 
 
 def divergence_cause(base: LiveRun, cand: LiveRun, i: int) -> DivergenceCause | None:
-    """Why two greedy runs on screen part at token ``i`` (``spectui.compare.divergence``)."""
-    hb, hc = base.header, cand.header
-    if hb is None or hc is None or not (hb.config.sampling.greedy and hc.config.sampling.greedy):
+    """Why two runs on screen part at token ``i`` (``spectui.compare.divergence``)."""
+    if base.header is None or cand.header is None:
         return None
-    return classify(
-        index=i,
-        baseline=(base.tokens[i], base.top_two[i] if i < len(base.top_two) else None),
-        candidate=(cand.tokens[i], cand.top_two[i] if i < len(cand.top_two) else None),
-        prompt_tokens=len(hb.prompt_tokens),
-        noises=[hb.batch_noise, hc.batch_noise],
-    )
+    sides = (token_at(base.tokens, base.top_two, i), token_at(cand.tokens, cand.top_two, i))
+    return classify_runs(i, (base.header, cand.header), *sides)
 
 
 class CompareScreen(Screen[None]):
