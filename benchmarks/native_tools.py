@@ -23,7 +23,9 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-TOOLS = ("llama-bench", "llama-completion", "llama-lookup", "llama-speculative-simple")
+#: llama-server too: the server-session tests run against it when it is built (``python
+#: benchmarks/native_tools.py`` builds everything; ``tests/server/test_llama_server.py``)
+TOOLS = ("llama-bench", "llama-completion", "llama-lookup", "llama-speculative-simple", "llama-server")
 
 
 class ToolError(RuntimeError):
@@ -65,7 +67,7 @@ def ensure_tools(bin_dir: str | None = None, *, log=print) -> Path:
     # on macOS by default), static so the binaries do not look for a libllama elsewhere.
     _check([
         "cmake", "-S", str(source), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release", "-DLLAMA_CURL=OFF",
-        "-DBUILD_SHARED_LIBS=OFF", "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_SERVER=OFF",
+        "-DBUILD_SHARED_LIBS=OFF", "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_SERVER=ON",
     ], build / "configure.log")
     _check(["cmake", "--build", str(build), "-j", jobs, "--target", *TOOLS], build / "build.log")
     return out
@@ -181,3 +183,7 @@ def run_speculative_simple(bin_dir: Path, model: str, draft: str, prompt_file: s
 
 def median(xs: list[float]) -> float:
     return statistics.median(xs) if xs else float("nan")
+
+
+if __name__ == "__main__":  # build (or find) the tools: python benchmarks/native_tools.py
+    print(ensure_tools(sys.argv[1] if len(sys.argv) > 1 else None, log=lambda m: print(m, file=sys.stderr)))

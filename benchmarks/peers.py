@@ -1,6 +1,6 @@
 """spectui against its peers, side by side in one run: one table of medians and ratios.
 
-    python benchmarks/peers.py [--reps 5] [--sections ar,ngram,draft,curve,mlx] [--json FILE]
+    python benchmarks/peers.py [--reps 5] [--sections ar,ngram,repeated,draft,curve,mlx] [--json FILE]
                                [--target GGUF] [--also-quant Q4_0,Q8_0,F16]
 
 Sections (each on the target, the embedded model unless ``--target`` names a GGUF, and
@@ -11,7 +11,11 @@ prompts from ``prompts/``, greedy, same threads):
 * ``ngram``: prompt-lookup speculation on the copy tier: spectui (fixed K, and its default, the
   cost-aware K that ``spectui run --mode spec`` uses) vs llama-cpp-python's
   ``LlamaPromptLookupDecoding`` vs ``llama-lookup``, same K, each against spectui AR on the
-  same prompt;
+  same prompt; and spectui's suffix drafter (cost-aware K) without its memory, so it sees
+  what prompt lookup sees;
+* ``repeated``: the repeated tier (an agent's edit loop, a tool-call loop) sent again and again:
+  AR vs the n-gram default vs the suffix drafter with and without its memory of earlier
+  answers (a fresh memory per prompt: the warm-up round seeds it);
 * ``draft``: a draft model, spectui vs ``llama-speculative-simple``, same pair and K;
 * ``curve``: the verify-cost curve (evaluating n tokens at once, relative to one) and, for
   every speculative spectui row, the ideal speedup it implies for the blocks that run really
@@ -65,16 +69,25 @@ from spectui.metrics.stats import summarize
 from spectui.prompts import find_prompt
 from spectui.recording.schema import Step
 
-SECTIONS = ("ar", "ngram", "draft", "curve", "mlx", "profile")
+SECTIONS = ("ar", "ngram", "repeated", "draft", "curve", "mlx", "profile")
 #: the sections that run again on every ``--also-quant`` copy
 PER_WEIGHTS = ("ar", "ngram", "curve")
 AR_PROMPTS = ("medium-reasoning", "load-code-continuation")
 COPY_PROMPTS = ("load-typo-fix", "load-translation-polish", "copy-quote-paragraph", "copy-refactor-rename")
+REPEATED_PROMPTS = ("repeated-edit-loop", "repeated-tool-loop")
+#: the suffix drafter's row on the copy tier: no memory, so it sees what prompt lookup sees
+SUFFIX_ALONE = "spectui suffix (cost-aware K, no memory)"
+SUFFIX_MEMORY = "spectui suffix (cost-aware K, memory)"
 N_CTX = 4096
 #: the n-gram row that is what ``spectui run --mode spec`` does with no ``--k``
 DEFAULT_NGRAM = "spectui n-gram default (cost-aware K)"
 #: the verify-cost curve's sizes the closing summary shows
 SUMMARY_SIZES = (2, 4, 8, 16)
+
+
+def suffix(k: int, *, memory: bool) -> DraftConfig:
+    """spectui's suffix drafter as ``--draft suffix`` runs it: cost-aware K."""
+    return DraftConfig(source="suffix", k=k, adaptive=True, k_max=16, memory=memory)
 
 
 def default_ngram(k: int) -> DraftConfig:
@@ -360,6 +373,7 @@ class Bench:
             rows = {
                 "fixed": Row("ngram", name, f"spectui n-gram K={k}"),
                 "adaptive": Row("ngram", name, DEFAULT_NGRAM),
+                "suffix": Row("ngram", name, SUFFIX_ALONE),
             }
             pld = Row("ngram", name, f"LlamaPromptLookupDecoding K={k}", versus=f"spectui n-gram K={k}")
             lookup = Row("ngram", name, f"llama-lookup K={k}", versus=f"spectui n-gram K={k}")
@@ -371,11 +385,45 @@ class Bench:
                 "ar": self.reference(ar, ar_cfg, ref),
                 "fixed": self.speculative(rows["fixed"], self.config(name, "spec", fixed), ref),
                 "adaptive": self.speculative(rows["adaptive"], self.config(name, "spec", adaptive), ref),
+                "suffix": self.speculative(rows["suffix"], self.config(name, "spec", suffix(k, memory=False)), ref),
                 "pld": self.generated(pld, llm, ptokens, ref),
                 "lookup": self.tool(lookup, lambda n, bin_dir=bin_dir, pfile=pfile: nt.run_lookup(
                     bin_dir, self.model, pfile, n=n, k=k, threads=self.threads, n_ctx=N_CTX), ref, ptext),
             })
             self.add(ar, *rows.values(), pld, lookup)
+
+    # -- the same request again: memory across requests ------------------------------------
+
+    def section_repeated(self) -> None:
+        """An agent's loop re-sends the same request: AR vs prompt lookup vs the suffix drafter
+        with its memory (a fresh one per prompt, in a temporary folder: the warm-up round's
+        answer seeds it, so the measured rounds are second and later identical requests) and
+        without. The first request's rate with a cold memory is the row's note."""
+        from spectui.engine.suffix_memory import SuffixMemory
+
+        k = self.args.k
+        vocab = self.artifacts.vocab_sha256 or self.artifacts.sha256
+        for name in REPEATED_PROMPTS:
+            memory = SuffixMemory(vocab, path=Path(self.tmp) / f"memory-{name}.msgpack")
+            self.engine._suffix_memory = memory
+            ar_cfg = self.config(name, "ar")
+            ar = Row("repeated", name, "spectui AR")
+            rows = {
+                "ngram": Row("repeated", name, DEFAULT_NGRAM),
+                "alone": Row("repeated", name, SUFFIX_ALONE),
+                "memory": Row("repeated", name, SUFFIX_MEMORY),
+            }
+            ref: list[int] = []
+            first = run_spectui(self.engine, self.config(name, "spec", suffix(k, memory=True)))  # a cold memory
+            rows["memory"].note = f"first request (cold memory) {first.rate:.1f} tok/s"
+            self.repeat({
+                "ar": self.reference(ar, ar_cfg, ref),
+                "ngram": self.speculative(rows["ngram"], self.config(name, "spec", default_ngram(k)), ref),
+                "alone": self.speculative(rows["alone"], self.config(name, "spec", suffix(k, memory=False)), ref),
+                "memory": self.speculative(rows["memory"], self.config(name, "spec", suffix(k, memory=True)), ref),
+            })
+            self.engine._suffix_memory = None
+            self.add(ar, *rows.values())
 
     # -- draft model --------------------------------------------------------------------
 

@@ -20,6 +20,17 @@ from spectui.errors import SpectuiError
 MAX_DRAFT_LENGTH = 64
 
 Mode = Literal["ar", "spec"]
+#: The drafters that need no model: ``DraftConfig.source`` names them.
+MODEL_FREE = ("ngram", "suffix")
+Role = Literal["user", "assistant"]
+
+
+class ChatMessage(msgspec.Struct, frozen=True):
+    """One earlier message of a conversation (OpenAI's messages format, without the system
+    one: ``RunConfig.system`` holds that)."""
+
+    role: Role
+    content: str
 
 
 class SamplingConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -44,7 +55,8 @@ class SamplingConfig(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class DraftConfig(msgspec.Struct, frozen=True, kw_only=True):
-    """How drafts are made. ``source`` is ``"ngram"`` or a path to a draft GGUF."""
+    """How drafts are made. ``source`` is ``"ngram"`` (prompt lookup), ``"suffix"`` (suffix
+    decoding over the request and earlier outputs) or a path to a draft GGUF."""
 
     source: str = "ngram"
     k: int = 4
@@ -70,15 +82,32 @@ class DraftConfig(msgspec.Struct, frozen=True, kw_only=True):
     #: by ``cost_seed`` alone, so the blocks it drafts (not only the output) repeat run to
     #: run: ``--deterministic`` turns it off.
     learn_cost: bool = True
+    #: The suffix drafter remembers earlier outputs of the model across requests, in a file per
+    #: vocabulary under the user cache dir (``--no-draft-memory``: this request's text only).
+    memory: bool = True
 
     @property
     def is_ngram(self) -> bool:
         return self.source == "ngram"
 
     @property
+    def is_suffix(self) -> bool:
+        return self.source == "suffix"
+
+    @property
+    def has_model(self) -> bool:
+        """A draft model drafts (not one of the model-free drafters)."""
+        return self.source not in MODEL_FREE
+
+    @property
     def kind(self) -> str:
-        """``"ngram"`` or ``"model"``: the drafter's kind, as recordings and telemetry name it."""
-        return "ngram" if self.is_ngram else "model"
+        """``"ngram"``, ``"suffix"`` or ``"model"``: the drafter's kind, as recordings and telemetry name it."""
+        return self.source if self.source in MODEL_FREE else "model"
+
+    @property
+    def drafter_label(self) -> str:
+        """``n-gram``, ``suffix`` or ``draft model``."""
+        return {"ngram": "n-gram", "suffix": "suffix"}.get(self.source, "draft model")
 
     def k_label(self) -> str:
         """``K=4``, or ``K=1..16 adaptive``."""
@@ -86,7 +115,7 @@ class DraftConfig(msgspec.Struct, frozen=True, kw_only=True):
 
     def label(self, *, model: str = "draft model") -> str:
         """``n-gram K=4`` or ``draft model K=4``; ``model`` names a draft model (its file, say)."""
-        return f"{'n-gram' if self.is_ngram else model} {self.k_label()}"
+        return f"{model if self.has_model else self.drafter_label} {self.k_label()}"
 
     def validate(self) -> None:
         for name, value in (("k", self.k), ("k-min", self.k_min), ("k-max", self.k_max)):
@@ -207,12 +236,39 @@ class RunConfig(msgspec.Struct, frozen=True, kw_only=True):
     prompt_check: str = ""
     #: Apply the model's chat template (from GGUF metadata) around the prompt.
     chat: bool = True
+    #: The system prompt (chat: the template's system message; raw: text put before the rest).
+    system: str = ""
+    #: The conversation so far, before ``prompt`` (the new user message): user and assistant
+    #: messages in turn, starting with a user one. Raw mode continues their text as one document.
+    history: tuple[ChatMessage, ...] = ()
+    #: The conversation this run is a turn of ("" = a single run). A turn right after the
+    #: conversation's previous one keeps the KV cache they built (``Engine.reuses_cache``), so
+    #: its prefill evaluates only the new tokens; a single run always starts from an empty
+    #: cache, so its prefill time is comparable run to run.
+    conversation: str = ""
     max_tokens: int = 256
     sampling: SamplingConfig = SamplingConfig()
     draft: DraftConfig = DraftConfig()
     backend: BackendConfig = BackendConfig()
     policy: PolicyConfig = PolicyConfig()
     envelope: EnvelopeConfig = EnvelopeConfig()
+
+    @property
+    def turn(self) -> int:
+        """The turn of the conversation this run is (1 for a single run)."""
+        return len(self.history) // 2 + 1
+
+    def messages(self) -> list[dict[str, str]]:
+        """The whole conversation for a chat template or a server: system, history, prompt."""
+        out = [{"role": "system", "content": self.system}] if self.system else []
+        out.extend({"role": m.role, "content": m.content} for m in self.history)
+        out.append({"role": "user", "content": self.prompt})
+        return out
+
+    def raw_text(self) -> str:
+        """Raw mode's document: the system text, then every message, then the prompt, as one
+        text the model continues (a reply is its continuation, so nothing is put between)."""
+        return self.system + "".join(m.content for m in self.history) + self.prompt
 
     def label(self) -> str:
         """What the run is, in a few words: ``AR``, ``spec n-gram K=4``, ``spec draft model
@@ -231,9 +287,9 @@ class RunConfig(msgspec.Struct, frozen=True, kw_only=True):
         if self.backend.name == "server":  # K and the drafter are the server's own settings
             return "speculative (drafting configured on the server)"
         d = self.draft
-        drafter = "n-gram" if d.is_ngram else ("draft model " + d.source if draft_path else "draft model")
+        drafter = d.drafter_label + (" " + d.source if draft_path and d.has_model else "")
         k = f"K={d.k}" + (f" adaptive {d.k_min}-{d.k_max}" if d.adaptive else "")
-        p_min = f", p-min {d.p_min:g}" if d.p_min and not d.is_ngram else ""
+        p_min = f", p-min {d.p_min:g}" if d.p_min and d.has_model else ""
         return f"speculative, {drafter}, {k}{p_min}"
 
     def validate(self) -> None:
@@ -243,6 +299,12 @@ class RunConfig(msgspec.Struct, frozen=True, kw_only=True):
             raise SpectuiError(f"max-tokens must be >= 1, got {self.max_tokens}")
         if not self.prompt:
             raise SpectuiError("the prompt is empty")
+        for i, m in enumerate(self.history):
+            expected = "user" if i % 2 == 0 else "assistant"
+            if m.role != expected:
+                raise SpectuiError(f"conversation message {i + 1} is from {m.role!r}; user and assistant messages must alternate, starting with the user")
+        if len(self.history) % 2:
+            raise SpectuiError("the conversation so far ends with a user message: the prompt must follow an assistant reply")
         self.sampling.validate()
         self.draft.validate()
         self.backend.validate()

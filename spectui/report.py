@@ -34,6 +34,7 @@ def report_rows(rec: Recording, s: Summary) -> list[tuple[str, list[tuple[str, s
         ("started", h.started_at),
         ("mode", mode),
         ("sampling", sampling),
+        *([("conversation", f"{c.conversation}, turn {c.turn}")] if c.conversation else []),
         ("prompt", f"{c.prompt_tier + ': ' if c.prompt_tier else ''}{c.prompt[:60]!r}{'...' if len(c.prompt) > 60 else ''}"),
         ("finish", s.finish_reason or "none (the run never wrote its end record)"),
     ]
@@ -42,7 +43,9 @@ def report_rows(rec: Recording, s: Summary) -> list[tuple[str, list[tuple[str, s
     if s.error:
         run.append(("error", s.error))
     speed = [
-        ("prompt tokens", str(s.n_prompt_tokens)),
+        ("prompt tokens", str(s.n_prompt_tokens) + (
+            f" ({s.n_cached_tokens} kept in the cache from earlier turns, {s.n_prompt_tokens - s.n_cached_tokens} evaluated)"
+            if s.n_cached_tokens else "")),
         ("generated tokens", str(s.n_tokens)),
         ("TTFT", f"{num_or_na(s.ttft_ms)} ms"),
         ("prefill", f"{num_or_na(s.prefill_ms)} ms ({num_or_na(s.prefill_tok_s)} tok/s)"),

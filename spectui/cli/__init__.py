@@ -19,15 +19,16 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from collections.abc import Sequence
 
 from spectui import __version__
-from spectui.cli import history, lab, models, quality, recordings, run, tune, views
+from spectui.cli import chat, history, lab, models, quality, recordings, run, tune, views
 from spectui.cli.common import Parser
 from spectui.errors import SpectuiError
 
 #: The command families, in the order ``spectui --help`` lists their subcommands.
-FAMILIES = (run, recordings, views, lab, quality, tune, models, history)
+FAMILIES = (run, chat, recordings, views, lab, quality, tune, models, history)
 
 #: Flags of ``spectui`` itself; any other leading flag starts ``spectui run``.
 _OWN_FLAGS = ("-h", "--help", "--version")
@@ -42,7 +43,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None):  # noqa: ANN001, ANN202
+    """spectui's own warnings (a draft memory file ignored, ...) are one line, as errors are."""
+    if category.__module__.startswith("spectui"):
+        text = str(message)
+        print(text if text.startswith("spectui:") else f"spectui: warning: {text}", file=file or sys.stderr)
+    else:
+        _default_show_warning(message, category, filename, lineno, file, line)
+
+
+_default_show_warning = warnings.showwarning
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    warnings.showwarning = _show_warning
     args_in = list(sys.argv[1:] if argv is None else argv)
     if not args_in or (args_in[0].startswith("-") and args_in[0] not in _OWN_FLAGS):
         args_in.insert(0, "run")  # `spectui` alone, or `spectui --headless ...`, is a run

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from spectui.config import BackendConfig, DraftConfig, EnvelopeConfig, PolicyConfig, RunConfig, SamplingConfig
+from spectui.config import MODEL_FREE, BackendConfig, DraftConfig, EnvelopeConfig, PolicyConfig, RunConfig, SamplingConfig
 from spectui.errors import SpectuiError
 
 if TYPE_CHECKING:
@@ -41,7 +41,10 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     # default None: "spec" for the embedded engine, "ar" with --server (whose drafting, if
     # any, is the server's own configuration: --mode spec only labels the run)
     p.add_argument("--mode", choices=["ar", "spec"], default=None, help=f"default: {d_run.mode}; ar with --server")
-    p.add_argument("--draft", default=d_draft.source, help="'ngram' (prompt lookup) or a draft GGUF path")
+    p.add_argument("--draft", default=d_draft.source,
+                   help="'ngram' (prompt lookup), 'suffix' (suffix decoding: the request and earlier outputs) or a draft GGUF path")
+    p.add_argument("--no-draft-memory", action="store_true",
+                   help="suffix drafting: this request only, no memory of earlier outputs (kept under the user cache dir)")
     p.add_argument("--k", type=int, default=None,
                    help=f"a fixed draft length K (default: cost-aware for n-gram drafting, {d_draft.k} for a draft model)")
     p.add_argument("--adaptive-k", action="store_true",
@@ -71,6 +74,7 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     src.add_argument("--prompt-file", default=None, help="read the prompt from a file ('-' for stdin)")
     src.add_argument("--prompt-name", default=None, help="a prompt from prompts/ by name (its tier and token ceiling come along)")
     p.add_argument("--raw", action="store_true", help="send the prompt as is, without the chat template")
+    p.add_argument("--system", default="", help="system prompt (chat: the template's system message; --raw: text before the prompt)")
     p.add_argument("--ctx", type=int, default=d_back.n_ctx, help="context size in tokens")
     p.add_argument("--batch", type=int, default=d_back.n_batch, help="prompt evaluation batch size")
     p.add_argument("--threads", type=int, default=d_back.n_threads, help="CPU threads (0 = all cores)")
@@ -159,7 +163,7 @@ def config_from_args(args: argparse.Namespace, *, fallback_default: bool = False
         prompt = DEFAULT_PROMPT if args.prompt is None else args.prompt
     # A model-free drafter costs nothing to ask, so with no explicit --k its K is cost-aware:
     # a fixed K=4 halves the speed of prose on a CPU. An explicit --k stays fixed.
-    adaptive = args.adaptive_k or (args.k is None and args.draft == "ngram")
+    adaptive = args.adaptive_k or (args.k is None and args.draft in MODEL_FREE)
     draft_k = args.k if args.k is not None else min(max(DraftConfig().k, args.k_min), args.k_max)
     config = RunConfig(
         target=model_path(args.target),  # a catalogue name (spectui models) or a path
@@ -169,6 +173,7 @@ def config_from_args(args: argparse.Namespace, *, fallback_default: bool = False
         prompt_name=name,
         prompt_check=check,  # canonical (spectui.quality): recordings grade without the prompt file
         chat=not args.raw,
+        system=args.system,
         max_tokens=ceiling if args.max_tokens is None else args.max_tokens,
         sampling=SamplingConfig(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed),
         draft=DraftConfig(
@@ -182,6 +187,7 @@ def config_from_args(args: argparse.Namespace, *, fallback_default: bool = False
             temperature=args.draft_temperature,
             p_min=args.p_min,
             learn_cost=not args.deterministic,
+            memory=not args.no_draft_memory,
         ),
         backend=BackendConfig(
             name="server" if args.server else args.backend,
@@ -220,7 +226,7 @@ def _read_prompt_file(path: str) -> str:
 def model_path(spec: str) -> str:
     """--target / --draft: a name from ``spectui models`` becomes its path; a path, "ngram" or
     the embedded model's name stays as given (the catalogue is searched only for other names)."""
-    if spec in ("", "smollm2", "ngram") or os.path.exists(os.path.expanduser(spec)):
+    if spec in ("", "smollm2", *MODEL_FREE) or os.path.exists(os.path.expanduser(spec)):
         return spec
     from spectui.models.catalogue import resolve_catalogue_name
 

@@ -11,7 +11,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 from spectui.cli.common import StopOnSignal, add_run_arguments, config_from_args, otlp_endpoint, output_path
 from spectui.errors import SpectuiError
@@ -50,7 +50,7 @@ def headless(args: argparse.Namespace) -> int:
 
     from spectui.metrics.stats import summarize
     from spectui.recording.output import OutputText
-    from spectui.recording.schema import End, Header, Step
+    from spectui.recording.schema import Header, Step
     from spectui.recording.writer import default_recording_path
     from spectui.sessions.open import open_engine
     from spectui.sessions.record import record_session
@@ -76,17 +76,8 @@ def headless(args: argparse.Namespace) -> int:
                     out.flush()
     path = recorded[0] if recorded else None
     summary = summarize(events)
-    if args.json:
-        doc = {
-            "text": "".join(parts),
-            "tokens": tokens,
-            "summary": msgspec.to_builtins(summary),
-            "recording": str(path) if path is not None else None,
-        }
-        out.write(msgspec.json.encode(doc).decode() + "\n")
-    else:
-        out.write("\n")
-    out.flush()
+    doc = {"text": "".join(parts), "tokens": tokens, "summary": msgspec.to_builtins(summary)}
+    end_output(out, {**doc, "recording": str(path) if path is not None else None} if args.json else None)
     print(format_summary(config, summary), file=sys.stderr)
     header = events[0] if events and isinstance(events[0], Header) else None
     if header is not None and header.batch_noise is not None:
@@ -95,11 +86,27 @@ def headless(args: argparse.Namespace) -> int:
         print(f"spectui: recorded to {path}", file=sys.stderr)
     if args.otel_file or args.otel_endpoint:  # after the summary: an export failure must not hide it
         export_run(events, file=args.otel_file, endpoint=args.otel_endpoint)
-    end = events[-1]
+    return 1 if engine_failed(events) else 0
+
+
+def end_output(out: TextIO, doc: dict | None) -> None:
+    """The end of a headless session's stdout: its JSON object (``--json``), else the line end
+    after the text streamed."""
+    import msgspec
+
+    out.write(msgspec.json.encode(doc).decode() + "\n" if doc is not None else "\n")
+    out.flush()
+
+
+def engine_failed(events: Sequence[Event]) -> bool:
+    """Whether the session ended in an engine failure (said on stderr, in one line)."""
+    from spectui.recording.schema import End
+
+    end = events[-1] if events else None
     if isinstance(end, End) and end.reason == "error":
         print(f"spectui: error: the engine failed: {end.error}", file=sys.stderr)
-        return 1
-    return 0
+        return True
+    return False
 
 
 def dashboard(args: argparse.Namespace) -> int:

@@ -8,14 +8,15 @@ headless commands stay free of Textual.
 from __future__ import annotations
 
 import argparse
+import os
 
 from spectui.cli.common import add_run_arguments, config_from_args, need_terminal, read_recordings
 from spectui.errors import SpectuiError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    replay = sub.add_parser("replay", help="play a recording in the dashboard at its own pace (no models needed)")
-    replay.add_argument("file")
+    replay = sub.add_parser("replay", help="play a recording (or a conversation's folder, turn by turn) in the dashboard (no models needed)")
+    replay.add_argument("file", help="a recording, or a conversation's folder (spectui chat, the dashboard's composer)")
     replay.add_argument("--speed", default="1", help="0.5, 1, 2, 4 or max (default 1: the original timing)")
     replay.add_argument("--paused", action="store_true", help="open paused at the start: space plays, n steps a block")
     replay.add_argument("--theme", default=None)
@@ -41,7 +42,12 @@ def cmd_replay(args: argparse.Namespace) -> int:
         speed = parse_speed(args.speed)
     except ValueError:
         raise SpectuiError(f"--speed {args.speed!r}: expected 0.5, 1, 2, 4 or max") from None
-    read_recordings([args.file])
+    if os.path.isdir(args.file):  # a conversation: every turn, read (and refused) before the screen opens
+        from spectui.sessions.conversation import turn_paths
+
+        read_recordings([str(p) for p in turn_paths(args.file)])
+    else:
+        read_recordings([args.file])
     need_terminal("replay")
     from spectui.ui.launch import run_replay
 

@@ -39,6 +39,15 @@ def top_two(row: np.ndarray, best: int) -> tuple[int, int]:
     return round(1000.0 * float(row[best] - row[runner])), runner
 
 
+def shared_prefix(cached: Sequence[int], tokens: Sequence[int], limit: int) -> int:
+    """How many leading tokens ``cached`` and ``tokens`` share, at most ``limit``."""
+    n = min(len(cached), len(tokens), limit)
+    i = 0
+    while i < n and cached[i] == tokens[i]:
+        i += 1
+    return i
+
+
 def _margins(logits: np.ndarray, best: Sequence[int], n: int) -> tuple[list[int], list[int]]:
     """``top_two`` of the first ``n`` rows: (margins, runner-up ids)."""
     pairs = [top_two(logits[i], best[i]) for i in range(n)]
@@ -57,6 +66,7 @@ def decode(
     stop: threading.Event | None = None,
     policy: FallbackPolicy | None = None,
     margins: bool = True,
+    reuse: bool = False,
 ) -> Iterator[Prefill | Step | PolicyChange | End]:
     """Yield ``Prefill``, one ``Step`` per decode step, then ``End``.
 
@@ -67,6 +77,11 @@ def decode(
     step they apply to, and a failing drafter or verification block becomes a step down
     instead of the end of the session. A greedy run records each emitted token's margin over
     its runner-up (``top_two``) unless ``margins`` is False (for measuring what that costs).
+
+    ``reuse`` (a conversation's next turn) keeps the longest prefix of ``prompt`` already in
+    the target's cache and evaluates only the rest (at least the last token, whose logits
+    the first step needs); ``Prefill.n_cached`` records how many were kept. Otherwise the
+    cache is emptied first, so every run's prefill does the same work.
     """
     clock = time.perf_counter_ns
     t0 = clock() if t0_ns is None else t0_ns
@@ -78,15 +93,16 @@ def decode(
     piece = target.piece
 
     t_start = clock()
-    target.truncate(0)
+    kept = shared_prefix(target.cached, prompt, len(prompt) - 1) if reuse else 0
+    target.truncate(kept)
     if policy is not None:
         policy.reset(prompt)
     elif drafter is not None:
         drafter.reset(prompt)
-    logits = target.eval(prompt, all_logits=False)
+    logits = target.eval(prompt[kept:], all_logits=False)
     first = sampler.choose(logits[-1])
     t_end = clock()
-    yield Prefill(n_tokens=len(prompt), t_start_us=(t_start - t0) // 1000, t_end_us=(t_end - t0) // 1000)
+    yield Prefill(n_tokens=len(prompt), t_start_us=(t_start - t0) // 1000, t_end_us=(t_end - t0) // 1000, n_cached=kept)
     t_us = (t_end - t0) // 1000
     # the first token costs the prefill, which Prefill records; the step itself is free
     first_step = Step([first], [_AR], [piece(first)], [t_us])

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from spectui.config import DraftConfig, SamplingConfig
+from spectui.engine.decode import shared_prefix
 from spectui.engine.protocol import Backend, Draft
 from spectui.engine.sampling import Sampler
 
@@ -90,8 +91,11 @@ class ModelDrafter:
 
     free = False
 
-    def __init__(self, backend: Backend, sampling: SamplingConfig, *, p_min: float = 0.0) -> None:
+    def __init__(self, backend: Backend, sampling: SamplingConfig, *, p_min: float = 0.0, reuse: bool = False) -> None:
         self.backend = backend
+        #: a conversation's turn: keep the draft cache's prefix shared with the new prompt,
+        #: as the target does (``decode(reuse=True)``)
+        self.reuse = reuse
         self.sampler = Sampler(sampling)
         self.p_min = p_min
         self.collect_confidence = False
@@ -99,14 +103,15 @@ class ModelDrafter:
         self._cached: list[int] = []
 
     def reset(self, prompt: Sequence[int]) -> None:
-        self.backend.truncate(0)
-        self._cached = []
+        kept = shared_prefix(self.backend.cached, prompt, len(prompt)) if self.reuse else 0
+        self.backend.truncate(kept)
+        self._cached = list(prompt[:kept])
         # history is append-only, so everything up to the last proposal's history length
         # still matches the cache: the next sync starts comparing there, not at token 0
-        self._known = 0
-        if prompt:
+        self._known = kept
+        if len(prompt) > kept:
             # prefill now, so that the first proposal only evaluates the first new token
-            self.backend.eval(prompt, all_logits=False)
+            self.backend.eval(prompt[kept:], all_logits=False)
             self._cached = list(prompt)
             self._known = len(prompt)
 

@@ -140,6 +140,7 @@ class LlamaCppBackend:
         self.bos_token = model.special_text(meta.get("tokenizer.ggml.bos_token_id", -1))
         self.eos_token = model.special_text(meta.get("tokenizer.ggml.eos_token_id", -1))
         self.n_past = 0
+        self.cached: list[int] = []
         # One batch, allocated once; sequence ids never change, so they are set here once.
         self._batch = ll.llama_batch_init(self.n_batch, 0, 1)
         b = self._batch
@@ -198,6 +199,7 @@ class LlamaCppBackend:
             if rc != 0:
                 raise RuntimeError(f"llama_decode returned {rc} at position {base}: {_last_error()}")
             self.n_past += chunk
+            self.cached.extend(tokens[start:start + chunk])
             start += chunk
         rows = chunk if all_logits else 1
         ptr = ll.llama_get_logits(self.ctx)
@@ -207,6 +209,7 @@ class LlamaCppBackend:
         if n < self.n_past:
             ll.llama_memory_seq_rm(self.memory, 0, n, -1)
             self.n_past = n
+            del self.cached[n:]
 
     def artifacts(self) -> ModelArtifacts:
         return self.model.artifacts()

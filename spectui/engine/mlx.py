@@ -274,6 +274,7 @@ class MLXBackend:
         self.bos_token = tok.special_text(tok.bos_id)
         self.eos_token = tok.special_text(tok.eos_id)
         self.n_past = 0
+        self.cached: list[int] = []
         self._lock = threading.Lock()
 
     @classmethod
@@ -323,6 +324,7 @@ class MLXBackend:
                 mx.eval([c.state for c in self._cache])
                 start += self.n_batch
                 self.n_past += self.n_batch
+                self.cached.extend(ids[start - self.n_batch:start])
             x = mx.array(ids[start:], dtype=mx.uint32)[None]
             if self._split is not None:
                 body, head = self._split
@@ -334,6 +336,7 @@ class MLXBackend:
             rows = rows.astype(mx.float32)
             mx.eval(rows)
             self.n_past += n - start
+            self.cached.extend(ids[start:])
         return np.asarray(rows)
 
     def truncate(self, n: int) -> None:
@@ -345,6 +348,7 @@ class MLXBackend:
                 if trimmed != self.n_past - max(n, 0):
                     raise RuntimeError(f"the MLX cache trimmed {trimmed} of {self.n_past - n} tokens")
                 self.n_past = max(n, 0)
+                del self.cached[self.n_past:]
 
     def artifacts(self) -> ModelArtifacts:
         return self.model.artifacts()

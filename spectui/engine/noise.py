@@ -134,15 +134,29 @@ def cached_noise(key: str, depth: int) -> BatchNoise | None:
     return noise if (noise.depth >= depth or noise.note) and noise.by_depth else None
 
 
-def batch_noise(backend: Backend, sha256: str, reach: int, *, before: Callable[[], object] | None = None) -> BatchNoise:
+def batch_noise(
+    backend: Backend,
+    sha256: str,
+    reach: int,
+    *,
+    before: Callable[[], object] | None = None,
+    measure_on: Callable[[], Backend] | None = None,
+) -> BatchNoise:
     """The backend's calibration for a run reaching ``reach`` tokens: cached, or measured now
-    (then cached; ``before`` is called first, so a dashboard can say why the run waits)."""
+    (then cached; ``before`` is called first, so a dashboard can say why the run waits).
+    ``measure_on`` opens a second context of the same settings to measure in (closed after),
+    leaving ``backend``'s cache as it is."""
     depth = calibration_depth(reach, backend.n_ctx)
     key = noise_key(sha256, noise_settings(backend))
     noise = cached_noise(key, depth)
     if noise is None:
         if before is not None:
             before()
-        noise = measure_batch_noise(backend, _text_tokens(backend, depth))
+        scratch = measure_on() if measure_on is not None else None
+        try:
+            noise = measure_batch_noise(scratch or backend, _text_tokens(backend, depth))
+        finally:
+            if scratch is not None:
+                scratch.close()
         write_entry(CACHE_NAME, key, msgspec.to_builtins(noise))
     return noise

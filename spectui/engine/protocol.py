@@ -22,6 +22,9 @@ from spectui.recording.schema import ModelArtifacts
 class Backend(Protocol):
     #: number of tokens in the KV cache (the position the next evaluated token gets)
     n_past: int
+    #: the tokens in the KV cache, in order (``len(cached) == n_past``): a conversation's next
+    #: turn keeps the prefix it shares with them
+    cached: list[int]
     n_ctx: int
     n_vocab: int
     #: end-of-generation token ids (EOS, EOT, <|im_end|>, ...)

@@ -23,6 +23,8 @@ from spectui.models.artifacts import host_info
 from spectui.engine.decode import decode
 from spectui.engine.draft_length import DraftLength
 from spectui.engine.drafters import ModelDrafter, NgramDrafter, draft_sampling
+from spectui.engine.suffix import SuffixDrafter
+from spectui.engine.suffix_memory import SuffixMemory
 from spectui.models.gguf import first_vocab_difference, read_gguf
 from spectui.engine.llamacpp import LlamaCppBackend, LlamaModel
 from spectui.engine.noise import batch_noise
@@ -44,6 +46,12 @@ class Engine:
         self.target = target
         self.draft_model = draft_model
         self.config = config
+        #: the conversation whose turns the KV caches hold ("" = none): only its next turn
+        #: keeps their prefix (see ``reuses_cache``)
+        self._cache_owner = ""
+        #: the suffix drafter's memory of this target's vocabulary, opened on first use (its
+        #: load rebuilds an index: about a second at the default cap, paid once per engine)
+        self._suffix_memory: SuffixMemory | None = None
 
     @classmethod
     def load(cls, config: RunConfig) -> Engine:
@@ -52,14 +60,14 @@ class Engine:
             # imported here: mlx and mlx-lm load only for sessions that ask for them
             from spectui.engine.mlx import open_mlx_models
 
-            draft_source = config.draft.source if config.mode == "spec" and not config.draft.is_ngram else None
+            draft_source = config.draft.source if config.mode == "spec" and config.draft.has_model else None
             mlx_target, mlx_draft = open_mlx_models(config.target, draft_source, config.backend)
             return cls(mlx_target, mlx_draft, config)
         if config.backend.name != "llamacpp":  # a server is spectui.sessions.open_engine's to pick
             raise SpectuiError(f"the embedded engine runs llamacpp or mlx, not {config.backend.name!r}")
         target_info = read_gguf(resolve_model(config.target))
         draft_info = None
-        if config.mode == "spec" and not config.draft.is_ngram:
+        if config.mode == "spec" and config.draft.has_model:
             draft_info = read_gguf(resolve_model(config.draft.source))
             difference = first_vocab_difference(target_info, draft_info)
             if difference:
@@ -91,7 +99,7 @@ class Engine:
         loaded = self.config
         if loaded.target != config.target or loaded.backend != config.backend:
             return False
-        if config.mode == "spec" and not config.draft.is_ngram:
+        if config.mode == "spec" and config.draft.has_model:
             return self.draft_model is not None and loaded.draft.source == config.draft.source
         return True
 
@@ -107,27 +115,52 @@ class Engine:
         """The prompt text as the model sees it (chat template applied) and its tokens."""
         t = self.target
         if config.chat and t.chat_template:
-            text = apply_chat_template(t.chat_template, config.prompt, bos_token=t.bos_token, eos_token=t.eos_token)
+            text = apply_chat_template(t.chat_template, config.messages(), bos_token=t.bos_token, eos_token=t.eos_token)
             tokens = t.tokenize(text, special=True)
         else:
-            text = config.prompt
+            text = config.raw_text()
             tokens = t.tokenize(text, special=True, add_bos=True)
         if not tokens:
             raise SpectuiError("the prompt tokenized to nothing")
         if len(tokens) + 1 > t.n_ctx:
+            what = f"the conversation ({config.turn} turns)" if config.history else "the prompt"
             raise SpectuiError(
-                f"the prompt is {len(tokens)} tokens but the context holds {t.n_ctx}; raise --ctx or shorten the prompt"
+                f"{what} is {len(tokens)} tokens but the context holds {t.n_ctx}; raise --ctx or shorten it"
             )
         return text, tokens
 
-    def make_drafter(self, config: RunConfig) -> Drafter | None:
+    def reuses_cache(self, config: RunConfig) -> bool:
+        """Whether ``config``'s run keeps the prefix its prompt shares with the KV caches: a
+        conversation's second turn on, when the caches hold that conversation's earlier turns.
+
+        Only then: splitting a prompt's evaluation differently moves llama.cpp's logits (two
+        batches vs one differed by up to 0.79 on this CPU, one thread or two), so a turn is
+        comparable with a turn of another conversation (its AR baseline) only when both
+        caches were built the same way, turn by turn from empty. A first turn, or a turn
+        after another run used the engine, starts from an empty cache.
+        """
+        return bool(config.conversation and config.history) and self._cache_owner == config.conversation
+
+    def make_drafter(self, config: RunConfig, *, reuse: bool = False) -> Drafter | None:
         if config.mode == "ar":
             return None
         if config.draft.is_ngram:
             return NgramDrafter(config.draft.ngram_min, config.draft.ngram_max)
+        if config.draft.is_suffix:
+            return SuffixDrafter(self.suffix_memory() if config.draft.memory else None)
         if self.draft_model is None:
             raise SpectuiError("this engine was loaded without a draft model")
-        return ModelDrafter(self.draft_model, draft_sampling(config.sampling, config.draft), p_min=config.draft.p_min)
+        return ModelDrafter(
+            self.draft_model, draft_sampling(config.sampling, config.draft), p_min=config.draft.p_min,
+            reuse=reuse,
+        )
+
+    def suffix_memory(self) -> SuffixMemory:
+        """The suffix drafter's memory for this target's vocabulary (a bad file: one warning,
+        an empty memory)."""
+        if self._suffix_memory is None:
+            self._suffix_memory = SuffixMemory.open(self.target.artifacts().vocab_sha256 or self.target.artifacts().sha256)
+        return self._suffix_memory
 
     def make_policy(self, config: RunConfig, drafter: Drafter | None) -> FallbackPolicy | None:
         """The fallback policy for a speculative run that asks for it; its lighter drafter
@@ -147,7 +180,18 @@ class Engine:
         if not config.sampling.greedy:
             return None
         reach = (prompt_tokens or len(self.prepare_prompt(config)[1])) + config.max_tokens
-        return batch_noise(self.target, self.target.artifacts().sha256, reach, before=before)
+        # a conversation's caches hold its turns: measure in a second context, not in them
+        scratch = self._second_context if self.reuses_cache(config) else None
+        return batch_noise(self.target, self.target.artifacts().sha256, reach, before=before, measure_on=scratch)
+
+    def _second_context(self) -> Backend:
+        """A second context over the target's weights and settings (the caller closes it)."""
+        if isinstance(self.target, LlamaCppBackend):
+            return LlamaCppBackend.open(self.target.model.info.path, self.config.backend, share_with=self.target)
+        from spectui.engine.mlx import MLXBackend
+
+        assert isinstance(self.target, MLXBackend)
+        return MLXBackend.open(self.target.model.path, self.config.backend, share_with=self.target)
 
     def deterministic_target(self) -> Backend | None:
         """A second context over the target's weights with the batch-invariant settings
@@ -211,11 +255,13 @@ class Engine:
         config.validate()
         prompt_text, prompt_tokens = self.prepare_prompt(config)
         config = self.seed_cost(config)
-        drafter = self.make_drafter(config)
-        draft_length = DraftLength(config.draft) if drafter is not None else None
-        policy = self.make_policy(config, drafter)
         header = self.header(config, prompt_text, prompt_tokens)  # fingerprints: not the model's time
         header.batch_noise = self.calibrate(config, prompt_tokens=len(prompt_tokens))
+        reuse = self.reuses_cache(config)
+        self._cache_owner = config.conversation
+        drafter = self.make_drafter(config, reuse=reuse)
+        draft_length = DraftLength(config.draft) if drafter is not None else None
+        policy = self.make_policy(config, drafter)
         t0 = time.perf_counter_ns()
         yield header
         samples: deque[MemorySample] = deque()  # appended by the sampler thread, drained here
@@ -223,6 +269,7 @@ class Engine:
         if sampler is not None:
             sampler.start()
         n_tokens = 0
+        output: list[int] = []
         end: End | None = None
         try:
             for event in decode(
@@ -235,6 +282,7 @@ class Engine:
                 t0_ns=t0,
                 stop=stop,
                 policy=policy,
+                reuse=reuse,
             ):
                 while samples:
                     sample = samples.popleft()
@@ -246,6 +294,7 @@ class Engine:
                     break
                 if type(event) is Step:
                     n_tokens += len(event.tokens)
+                    output.extend(event.tokens)
                 yield event
         except Exception as exc:  # an engine failure ends the session, it does not lose it
             end = End(
@@ -259,6 +308,8 @@ class Engine:
                 sampler.stop()
         if draft_length is not None and draft_length.adaptive:
             merge_run_curve(self.cost_key(), draft_length.cost.measured())
+        if isinstance(drafter, SuffixDrafter):  # the whole output into its memory (saved)
+            drafter.finish([*prompt_tokens, *output])
         if sampler is not None:
             samples.append(sampler.sample_now())
             while samples:

@@ -330,8 +330,8 @@ def fill_from_header(run: IndexedRun, h: Header) -> None:
         run.drafter, run.k = "AR", ""
     else:
         d = c.draft
-        name = os.path.basename(d.source) if not d.is_ngram else ""
-        run.drafter = "n-gram" if d.is_ngram else (a.draft.name if a.draft is not None and a.draft.name else name)
+        name = os.path.basename(d.source) if d.has_model else ""
+        run.drafter = d.drafter_label if not d.has_model else (a.draft.name if a.draft is not None and a.draft.name else name)
         run.draft_source, run.k, run.k_value = d.source, d.k_label(), d.k
         run.draft_sha256 = a.draft.sha256 if a.draft is not None else ""
     s = c.sampling

@@ -195,6 +195,14 @@ class LiveRun:
         return "".join(self.texts)
 
     @property
+    def answer(self) -> str:
+        """The generated text as ``recording.output.output_text`` reads it: without the
+        end-of-generation token an embedded run stopped on (what a conversation keeps)."""
+        h, end = self.header, self.end
+        stopped = end is not None and end.reason == "stop" and h is not None and h.artifacts.server is None
+        return "".join(self.texts[:-1] if stopped else self.texts)
+
+    @property
     def finished(self) -> bool:
         return self.end is not None
 

@@ -36,6 +36,8 @@ WARMUP_TOKENS = 64
 
 class Summary(msgspec.Struct, kw_only=True):
     n_prompt_tokens: int = 0
+    #: prompt tokens kept from the KV cache (a conversation's earlier turns), not evaluated
+    n_cached_tokens: int = 0
     n_tokens: int = 0
     finish_reason: str = ""
     error: str = ""
@@ -108,8 +110,9 @@ def summarize(events: Iterable[Event]) -> Summary:
 def fill_prefill(s: Summary, ev: Prefill) -> None:
     s.prefill_ms = (ev.t_end_us - ev.t_start_us) / 1000
     s.n_prompt_tokens = ev.n_tokens
-    if ev.t_end_us > ev.t_start_us:
-        s.prefill_tok_s = ev.n_tokens / ((ev.t_end_us - ev.t_start_us) / 1e6)
+    s.n_cached_tokens = ev.n_cached
+    if ev.t_end_us > ev.t_start_us:  # the rate of the tokens it evaluated
+        s.prefill_tok_s = ev.n_evaluated / ((ev.t_end_us - ev.t_start_us) / 1e6)
 
 
 def fill_times(s: Summary, times_us: list[int]) -> None:

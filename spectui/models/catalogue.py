@@ -367,7 +367,7 @@ def resolve_catalogue_name(spec: str, *, folders: Sequence[str] = ()) -> str:
     """A --target / --draft value as a path: a catalogue name becomes its file or directory;
     anything else (a path, "ngram", the embedded model's name, a name nothing matches) is
     returned as given, for the loaders to take or refuse."""
-    if spec in ("", DEFAULT_MODEL, "ngram") or os.path.exists(os.path.expanduser(spec)):
+    if spec in ("", DEFAULT_MODEL, "ngram", "suffix") or os.path.exists(os.path.expanduser(spec)):
         return spec
     entry = discover(folders).find(spec)
     return entry.path if entry is not None else spec

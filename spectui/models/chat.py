@@ -12,16 +12,21 @@ def _raise(message: str) -> None:
     raise TemplateError(message)
 
 
-def apply_chat_template(template: str, prompt: str, *, bos_token: str = "", eos_token: str = "") -> str:
-    """Render the GGUF's chat template (Jinja, as Hugging Face writes them) for one user turn.
+def apply_chat_template(
+    template: str, prompt: str | list[dict[str, str]], *, bos_token: str = "", eos_token: str = ""
+) -> str:
+    """Render the GGUF's chat template (Jinja, as Hugging Face writes them) for one user turn
+    (``prompt``) or a whole conversation (a list of ``{"role", "content"}`` messages ending
+    with the user's), followed by the assistant's generation prompt.
 
     The template runs in Jinja's immutable sandbox: it comes from a model file, not from us.
     """
+    messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else prompt
     env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"])
     env.globals["raise_exception"] = _raise
     try:
         return env.from_string(template).render(
-            messages=[{"role": "user", "content": prompt}],
+            messages=messages,
             add_generation_prompt=True,
             bos_token=bos_token,
             eos_token=eos_token,

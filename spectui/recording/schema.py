@@ -27,7 +27,7 @@ import msgspec
 from spectui.config import RunConfig
 
 #: ``major.minor``. Readers refuse a newer *major*; minor bumps only add optional fields.
-SCHEMA_VERSION = "1.4"
+SCHEMA_VERSION = "1.5"
 
 
 class TokenOrigin(IntEnum):
@@ -203,10 +203,17 @@ class Prefill(msgspec.Struct, tag=2, kw_only=True):
     #: What the interval measures; "" = the engine's own prompt evaluation. A server session
     #: says whether it is the server's figure (llama-server's prompt_ms) or the client's wait.
     source: str = ""
+    #: 1.5: prompt tokens already in the KV cache (a conversation's earlier turns), kept
+    #: rather than evaluated: the interval covers ``n_tokens - n_cached`` tokens
+    n_cached: int = 0
 
     @property
     def us(self) -> int:
         return self.t_end_us - self.t_start_us
+
+    @property
+    def n_evaluated(self) -> int:
+        return self.n_tokens - self.n_cached
 
 
 class Step(msgspec.Struct, tag=3, array_like=True, gc=False):

@@ -177,13 +177,20 @@ def default_recording_path(
     """
     folder = Path(directory) if directory is not None else recordings_dir()
     stamp = (now or dt.datetime.now()).strftime("%Y-%m-%dT%H-%M-%S")
+    return free_path(folder, f"{stamp}_{mode_slug(config)}_{_model_label(config.target)}")
+
+
+def mode_slug(config: RunConfig) -> str:
+    """``ar``, ``spec-ngram-k4``, ``spec-ngram-k1-16`` (adaptive), ``spec-<draft>-k4``: a run in a file name."""
     if config.mode == "ar":
-        mode = "ar"
-    else:
-        d = config.draft
-        source = "ngram" if d.is_ngram else _model_label(d.source)
-        mode = f"spec-{source}-k{d.k_min}-{d.k_max}" if d.adaptive else f"spec-{source}-k{d.k}"
-    stem = f"{stamp}_{mode}_{_model_label(config.target)}"
+        return "ar"
+    d = config.draft
+    source = d.source if not d.has_model else _model_label(d.source)
+    return f"spec-{source}-k{d.k_min}-{d.k_max}" if d.adaptive else f"spec-{source}-k{d.k}"
+
+
+def free_path(folder: Path, stem: str) -> Path:
+    """``folder/stem.spectui``, or with ``-2``, ``-3``... appended where that exists."""
     path = folder / (stem + SUFFIX)
     n = 2
     while path.exists():
@@ -194,8 +201,13 @@ def default_recording_path(
 
 def new_run_folder(kind: str) -> Path:
     """``recordings/<kind>-<local time>/`` (``-2``, ``-3``... if taken): one folder per sweep,
-    soak or quality set, whose recordings are analysed together."""
-    base = recordings_dir() / f"{kind}-{dt.datetime.now().strftime('%Y-%m-%dT%H-%M-%S')}"
+    soak, quality set or conversation, whose recordings are analysed together."""
+    return new_folder_in(recordings_dir(), kind)
+
+
+def new_folder_in(parent: Path, kind: str) -> Path:
+    """``parent/<kind>-<local time>/``, or with ``-2``, ``-3``... where that is taken (not created)."""
+    base = parent / f"{kind}-{dt.datetime.now().strftime('%Y-%m-%dT%H-%M-%S')}"
     path, n = base, 2
     while path.exists():
         path = base.with_name(f"{base.name}-{n}")

@@ -35,7 +35,7 @@ def model_name(h: Header) -> str:
 def comparability(b: Header, c: Header) -> tuple[list[str], str]:
     """(why the two cannot be compared, what they were compared by) with a server involved."""
     why = []
-    if (b.config.prompt, b.config.chat) != (c.config.prompt, c.config.chat):
+    if (b.config.messages(), b.config.chat) != (c.config.messages(), c.config.chat):
         how = lambda h: "chat" if h.config.chat else "raw"  # noqa: E731
         why.append(f"the prompts differ ({how(b)} {len(b.config.prompt)} chars vs {how(c)} {len(c.config.prompt)} chars)")
     bs, cs = b.artifacts.target.sha256, c.artifacts.target.sha256

@@ -156,9 +156,9 @@ class ServerEngine:
         if plan(self.info.kind, s.greedy, self.logprobs)[0]:
             body.update(request_fields(self.info.kind, config.chat))
         if config.chat:
-            body["messages"] = [{"role": "user", "content": config.prompt}]
+            body["messages"] = config.messages()
             return CHAT_ENDPOINT, body
-        body["prompt"] = config.prompt
+        body["prompt"] = config.raw_text()
         return COMPLETIONS_ENDPOINT, body
 
     def header(self, config: RunConfig, endpoint: str) -> Header:
@@ -191,7 +191,7 @@ class ServerEngine:
                 server=server,
             ),
             # the chat template is applied by the server: only a raw prompt is known exactly
-            prompt_text="" if config.chat else config.prompt,
+            prompt_text="" if config.chat else config.raw_text(),
         )
 
     def run(

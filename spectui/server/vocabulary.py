@@ -110,7 +110,7 @@ class LocalVocabulary:
         assert tk is not None
         if config.chat and tk.chat_template:
             text = apply_chat_template(
-                tk.chat_template, config.prompt, bos_token=tk.special_text(tk.bos_id), eos_token=tk.special_text(tk.eos_id)
+                tk.chat_template, config.messages(), bos_token=tk.special_text(tk.bos_id), eos_token=tk.special_text(tk.eos_id)
             )
             return len(tk.tokenize(text, special=True))
-        return len(tk.tokenize(config.prompt, special=True, add_bos=True))
+        return len(tk.tokenize(config.raw_text(), special=True, add_bos=True))

@@ -151,7 +151,7 @@ def plan_tier(
     draft_cost: float = 0.0,
 ) -> TierPlan:
     """Predictions for every setting over the tier's prompts, the best one, and a verdict."""
-    model = not base.is_ngram
+    model = base.has_model
     per_prompt = {
         d.name: (model_predictions(d, cost, draft_cost, base.k_max if base.adaptive else max(base.k, 1)) if model
                  else ngram_predictions(d, cost, base, seed))

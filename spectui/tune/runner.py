@@ -207,7 +207,7 @@ class TunePlan:
 
     def phases(self, config: RunConfig) -> int:
         """Progress steps ``run_tune`` reports."""
-        return 3 + len(self.specs) * (1 + self.reps) + int(not config.draft.is_ngram)
+        return 3 + len(self.specs) * (1 + self.reps) + int(config.draft.has_model)
 
 
 def measure_exactness(
@@ -231,7 +231,7 @@ def run_tune(config: RunConfig, plan: TunePlan, progress: Progress) -> TuneResul
     """Load the target (and draft), measure, plan every tier, check the plans; the measured
     curve is stored for later runs of this target. Refuses bad input before measuring."""
     configs: dict[str, RunConfig | None] = {s.name: prompt_config(config, s, plan.max_tokens) for s in plan.specs}
-    model = not config.draft.is_ngram
+    model = config.draft.has_model
     with Engine.load(msgspec.structs.replace(config, mode="spec")) as engine:
         for c in configs.values():
             engine.check(c)

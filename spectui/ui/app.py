@@ -85,13 +85,15 @@ class SpectuiApp(App[int]):
         Binding("minus", "k_down", "K-", show=False),
         Binding("right_square_bracket", "temperature_up", "T", key_display="]["),
         Binding("left_square_bracket", "temperature_down", "T-", show=False),
+        Binding("e", "compose", "Edit"),  # type or paste a prompt; in a chat, the next message
+        Binding("n", "new_chat", "New"),  # a new conversation: shown during one only (check_action)
         Binding("p", "pick_prompt", "Prompt"),
         Binding("o", "open_recording", "Open"),
         Binding("h", "history", "History", show=False),  # spectui history over the recordings folder
         Binding("t", "tune", "Tune", show=False),  # the latest spectui tune result; r there tunes
         Binding("M", "pick_models", "Models", show=False),  # the next run's target, then its draft
-        Binding("g", "plot", "Plot"),
-        Binding("b", "toggle_blocks", "Blocks"),
+        Binding("g", "plot", "Plot", show=False),  # out of the 80-column footer: n (new chat) needs the room
+        Binding("b", "toggle_blocks", "Blocks", show=False),  # the legend shows it: "blocks off (b)"
         Binding("v", "compare", "Compare"),
         Binding("c", "cycle_theme", "Theme", show=False),
         Binding("x", "toggle_backend", "Backend", show=False),
@@ -279,6 +281,35 @@ class SpectuiApp(App[int]):
 
         self.push_screen(PromptPicker(), chosen)
 
+    def action_compose(self) -> None:
+        """The composer: the current prompt to edit (a new conversation), or an empty page
+        for the next message of the conversation going on."""
+        from spectui.ui.screens.composer import Composed, Composer
+
+        if isinstance(self.screen, Composer):
+            return
+        ctl = self.controller
+        chat = ctl.chat
+        cfg = ctl.config
+
+        def sent(composed: Composed | None) -> None:
+            if composed is not None:
+                ctl.send_message(composed.text, system=composed.system, chat=composed.chat)
+                self.refresh_bindings()  # n (new chat) shows now
+                if not isinstance(self.screen, LiveScreen):
+                    self.pop_screen()  # the reply streams on the main screen
+
+        follow_up = chat.conversation is not None and chat.conversation.turns
+        text = "" if follow_up else cfg.prompt
+        self.push_screen(
+            Composer(text, system=cfg.system, chat=cfg.chat, turn=chat.next_turn(), context=cfg.backend.n_ctx), sent
+        )
+
+    def action_new_chat(self) -> None:
+        self.controller.new_conversation()
+        self.refresh_bindings()
+        self.notify("a new conversation: e types its first message", timeout=3)
+
     # -- recordings and replay ------------------------------------------------------------
 
     def action_open_recording(self) -> None:
@@ -322,7 +353,7 @@ class SpectuiApp(App[int]):
             d = self.controller.config.draft
             # n-gram: the cost-aware K (as spectui run without --k); a draft model: K as set
             draft = msgspec.structs.replace(d, source=NGRAM, adaptive=True) if source == NGRAM else (
-                msgspec.structs.replace(d, source=source, adaptive=d.adaptive and not d.is_ngram)
+                msgspec.structs.replace(d, source=source, adaptive=d.adaptive and d.has_model)
             )
             self.controller.set_config(target=target, draft=draft)
             with_ = "n-gram drafting" if source == NGRAM else Path(source).name
@@ -368,6 +399,8 @@ class SpectuiApp(App[int]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in self.REPLAY_ACTIONS:
             return self.controller.player is not None
+        if action == "new_chat":  # n: steps a replay instead
+            return self.controller.player is None and self.controller.chat.conversation is not None
         if action in self.LIVE_SETTINGS:
             return self.controller.player is None
         return True

@@ -4,7 +4,8 @@
 (``spectui.sessions.runner.SessionRunner``), routes the notes that come back to the run they
 belong to (the live run, the two runs of a live comparison, or the two interleaved sessions of
 a pair) by ``run_id``, folds each run's events into a ``LiveRun``, queues the second run of a
-comparison behind the first, keeps finished AR runs as baselines, and plays recordings back.
+comparison behind the first, keeps finished AR runs as baselines, keeps the conversation typed in the composer
+(``spectui.ui.chat``), and plays recordings back (``spectui.ui.replay_control``).
 Its ``state`` is a ``RunState``.
 
 Data flow, per token: the engine thread appends each event to its session's ``Outbox`` and
@@ -22,7 +23,6 @@ the notes to the UI thread and shows notifications. Screens read it through a
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
@@ -38,8 +38,10 @@ from spectui.recording.schema import End, Event, Header, MemorySample
 from spectui.sessions.notes import Note, Outbox, SessionEvents, SessionFinished, SessionStatus
 from spectui.sessions.open import EngineFactory
 from spectui.sessions.runner import PairRequest, SessionRequest, SessionRunner
+from spectui.ui.chat import ChatState
 from spectui.ui.labels import artifact_label
 from spectui.ui.replay import ReplayPlayer
+from spectui.ui.replay_control import ReplayControl
 from spectui.ui.state import Baselines, RunState
 
 TEMPERATURE_STEP = 0.1
@@ -60,7 +62,7 @@ class ControllerHost(Protocol):
         """A replay started or ended: the replay keys come or go."""
 
 
-class DashboardController:
+class DashboardController(ReplayControl):
     """The runs of one dashboard (see the module docstring). Methods are called on the UI
     thread only; the engine thread reaches it through ``host.post_note``."""
 
@@ -95,7 +97,8 @@ class DashboardController:
         self.compare: tuple[LiveRun, LiveRun] | None = None  # (baseline, candidate)
         self.compare_files: tuple[str, str] | None = None
         self.compare_interleave = False
-        self._compare_queue: list[tuple[RunConfig, LiveRun]] = []
+        #: the runs of a comparison still to start: (config, run, recording namer or None)
+        self._compare_queue: list[tuple[RunConfig, LiveRun, Any]] = []
         self._pair: dict[int, LiveRun] = {}  # run id -> run, for an interleaved pair in flight
         self._outboxes: dict[int, Outbox] = {}  # run id -> its events in flight to the UI
         self._replay_outbox = Outbox()
@@ -108,6 +111,9 @@ class DashboardController:
         #: breach so far: marked live where it happens, the same fold the verdicts use
         self.envelopes: dict[int, EnvelopeMonitor] = {}
         self.breaches: list[Breach] = []
+        #: the conversation typed in the composer (``e``), its turns on screen
+        self.chat = ChatState()
+        self._replay_turns: list[tuple[Path, Any]] = []  # a replayed conversation's turns still to play (path, Recording)
 
     @property
     def running(self) -> bool:
@@ -189,13 +195,35 @@ class DashboardController:
     def _request(self, run_id: int, config: RunConfig, stop: threading.Event, record_to) -> SessionRequest:  # noqa: ANN001
         return SessionRequest(run_id=run_id, config=config, stop=stop, post=self.host.post_note, record_to=record_to)
 
-    def start_run(self, config: RunConfig | None = None, live: LiveRun | None = None) -> None:
+    def start_run(self, config: RunConfig | None = None, live: LiveRun | None = None, record_to=None) -> None:  # noqa: ANN001
         """Start a session with ``config`` (default: the current one), stopping the one in
-        progress; its events fold into ``live`` (default: a new ``LiveRun``)."""
+        progress; its events fold into ``live`` (default: a new ``LiveRun``) and its recording
+        is named by ``record_to`` (default: a new file in the recordings folder)."""
         if live is None:
             self._compare_queue.clear()  # a plain run ends a live comparison
         stop = self._begin_run(live)
-        self.runner.submit(self._request(self.run_id, config or self.config, stop, self._record_path_factory()))
+        if record_to is None or not self.record:
+            record_to = self._record_path_factory()
+        self.runner.submit(self._request(self.run_id, config or self.config, stop, record_to))
+
+    # -- a conversation -------------------------------------------------------------------
+
+    def send_message(self, text: str, *, system: str, chat: bool) -> None:
+        """The composer's message: the next turn of the conversation, or the first of a new
+        one (also when the system prompt or the template changed: they begin every turn)."""
+        conv = self.chat.conversation
+        if conv is not None and (system != conv.system or chat != self.config.chat):
+            self.chat.new()
+            self.host.notify("a new conversation: the system prompt or the chat template changed", timeout=4)
+        self.config = msgspec.structs.replace(self.config, system=system, chat=chat)
+        config, live = self.chat.begin(self.config, text, recordings=self.recordings_dir if self.record else None)
+        conv = self.chat.conversation
+        self.start_run(config, live, record_to=conv.record_path if conv is not None and conv.folder is not None else None)
+
+    def new_conversation(self) -> None:
+        self.stop_run()
+        self.chat.new()
+        self._touch()
 
     def _begin_run(self, live: LiveRun | None) -> threading.Event:
         """Stop what runs, take a new run id, show ``live``: the common start of every run."""
@@ -206,7 +234,10 @@ class DashboardController:
         self._stop = stop = threading.Event()
         self._outboxes.clear()
         self._pair = {}
+        if self.chat.pending is not None and self.chat.pending.run is not live:
+            self.chat.abandon()  # a turn superseded by another run is no turn
         self.live = live if live is not None else LiveRun()
+        self._replay_turns = []
         if self.player is not None:
             self.player = None
             self.host.replay_mode_changed()
@@ -320,6 +351,7 @@ class DashboardController:
         elif self.live.end is None:  # stopped before it began
             self._set_state(RunState.IDLE)
         self.baselines.note(self.live)
+        self.chat.finished(self.live, note.path)
         if self._compare_queue and self.state in (RunState.DONE, RunState.INTERRUPTED) and self.live.end is not None:
             if self.state is RunState.DONE:
                 self._start_next_compare()
@@ -337,7 +369,12 @@ class DashboardController:
 
     def run_compare(self) -> None:
         """AR then speculative, same prompt and settings, one after the other (never at once:
-        they would share the cores and neither number would be true), or interleaved."""
+        they would share the cores and neither number would be true), or interleaved. On a
+        finished turn of a conversation: that turn against the conversation re-run in the
+        other mode up to it (``Conversation.rerun``), into the conversation's folder."""
+        if self.chat.turn_of(self.live):
+            self._compare_turn(self.chat.turn_of(self.live))
+            return
         base = msgspec.structs.replace(self.config, mode="ar")
         cand = msgspec.structs.replace(self.config, mode="spec")
         self.compare = (LiveRun(), LiveRun())
@@ -345,12 +382,25 @@ class DashboardController:
         if self.compare_interleave:
             self._start_interleaved(base, cand)
             return
-        self._compare_queue[:] = [(base, self.compare[0]), (cand, self.compare[1])]
+        self._compare_queue[:] = [(base, self.compare[0], None), (cand, self.compare[1], None)]
+        self._start_next_compare()
+
+    def _compare_turn(self, turn: int) -> None:
+        conv = self.chat.conversation
+        assert conv is not None
+        shown = self.live
+        reruns = conv.rerun(turn)
+        rerun = LiveRun()
+        self.compare = (rerun, shown) if reruns[-1].mode == "ar" else (shown, rerun)
+        self.compare_files = None
+        record_to = conv.record_path if conv.folder is not None else None
+        # the earlier turns are re-run too (their runs are not shown): see Conversation.rerun
+        self._compare_queue[:] = [(c, LiveRun(), record_to) for c in reruns[:-1]] + [(reruns[-1], rerun, record_to)]
         self._start_next_compare()
 
     def _start_next_compare(self) -> None:
-        config, live = self._compare_queue.pop(0)
-        self.start_run(config, live)
+        config, live, record_to = self._compare_queue.pop(0)
+        self.start_run(config, live, record_to)
 
     def toggle_interleave(self) -> None:
         self.compare_interleave = not self.compare_interleave
@@ -412,89 +462,3 @@ class DashboardController:
             return None
         paths = tuple(self._recorded.get(id(live)) for live in self.compare)
         return (str(paths[0]), str(paths[1])) if all(paths) and all(l.end for l in self.compare) else None
-
-    # -- recordings -----------------------------------------------------------------------
-
-    def open_recording(
-        self, path: str | Path, *, play: bool = False, speed: float = 1.0, paused: bool = False, now: float | None = None
-    ) -> bool:
-        """Show a recording through the same outbox, ``LiveRun`` and repaint as a live run:
-        its final state at once, or (``play``) replayed at ``speed`` times its own pace."""
-        from spectui.recording.reader import read_recording
-        from spectui.recording.timeline import Timeline
-
-        try:
-            rec = read_recording(path)
-        except SpectuiError as exc:
-            self.host.notify(str(exc), title="cannot open recording", severity="error", timeout=8)
-            return False
-        except OSError as exc:
-            self.host.notify(f"{path}: {exc.strerror or exc}", title="cannot open recording", severity="error", timeout=8)
-            return False
-        self.stop_run()
-        self.replay_path = str(path)
-        self.replay_truncated = rec.truncated or not rec.complete
-        now = time.monotonic() if now is None else now
-        self.player = ReplayPlayer(Timeline(rec.events), speed=speed, paused=paused, at_end=not play, now=now)
-        self._set_state(RunState.REPLAY)
-        self._rebuild_replay()
-        if rec.truncated:
-            self.host.notify(
-                f"cut off at byte {rec.truncated_at}: every complete record is shown",
-                title="truncated recording",
-                severity="warning",
-                timeout=6,
-            )
-        if not play:
-            self.baselines.note(self.live)
-        self.host.replay_mode_changed()
-        return True
-
-    def _rebuild_replay(self) -> None:
-        """Show the player's first ``shown`` events at once (open, seek, restart). A new run id
-        and a new outbox drop what was handed out for the old position."""
-        player = self.player
-        assert player is not None
-        self.run_id += 1
-        self.live = LiveRun()
-        self._forget_envelopes()
-        self._replay_outbox = outbox = Outbox()
-        self._outboxes.clear()
-        self._outboxes[self.run_id] = outbox
-        outbox.extend(player.timeline.events[: player.shown])
-        self.drain(clear_wake=False)
-        self._touch()
-
-    def _replay_events(self, indices: range) -> None:
-        """Hand the player's due events over as the engine thread does: into the run's outbox,
-        with a ``SessionEvents`` wake-up when none is pending."""
-        assert self.player is not None
-        outbox, events, run_id = self._replay_outbox, self.player.timeline.events, self.run_id
-        for i in indices:
-            if outbox.put(events[i]):
-                self.host.post_note(SessionEvents(run_id, outbox))
-        if indices:
-            self._touch()
-
-    def replay_tick(self, now: float) -> bool:
-        """Hand out what is due by ``now``; False while nothing plays (the app's replay timer
-        then sleeps until a replay key wakes it)."""
-        player = self.player
-        if player is None or player.paused:
-            return False
-        self._replay_events(player.tick(now))
-        return True
-
-    def replay_control(self, control: Callable[[ReplayPlayer, float], object], now: float) -> bool:
-        """Apply a replay key to the player and catch the screen up with it; True if it plays."""
-        player = self.player
-        if player is None:
-            return False
-        before = player.shown
-        control(player, now)
-        if player.shown < before:
-            self._rebuild_replay()  # backwards (or play again from the start): redraw from zero
-        else:
-            self._replay_events(range(before, player.shown))
-        self._touch()
-        return not player.paused

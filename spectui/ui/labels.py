@@ -78,7 +78,7 @@ def run_label(cfg: RunConfig | None) -> str:
         return "waiting"
     if cfg.mode == "ar":
         return "AR"
-    return f"spec {'n-gram' if cfg.draft.is_ngram else 'draft model'} K={cfg.draft.k}"
+    return f"spec {cfg.draft.drafter_label} K={cfg.draft.k}"
 
 
 def sampling_label(s: SamplingConfig) -> str:
@@ -94,6 +94,8 @@ def prompt_label(cfg: RunConfig) -> str:
     """``tier: first words…`` of the prompt, on one line."""
     words = " ".join(cfg.prompt.split())
     short = words[:PROMPT_CHARS] + "…" if len(words) > PROMPT_CHARS else words
+    if cfg.conversation:  # a chat's turn: which one
+        return f"chat turn {cfg.turn}: {short}"
     return (f"{cfg.prompt_tier}: " if cfg.prompt_tier else "") + short
 
 

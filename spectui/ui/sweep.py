@@ -81,7 +81,7 @@ def plan_lines(plan: SweepPlan, folder: str, max_tokens: int | None) -> tuple[st
         f"{plan.total_runs} runs → {folder}"
     )
     base: RunConfig = plan.base
-    drafter = "n-gram" if base.draft.is_ngram else model_label(base.draft.source)
+    drafter = model_label(base.draft.source) if base.draft.has_model else base.draft.drafter_label
     sampling = "greedy" if base.sampling.temperature == 0 else f"T={base.sampling.temperature:g}"
     budget = f"max {max_tokens} tokens" if max_tokens else "each prompt's token ceiling"
     backend = backend_label(base.backend.name)

@@ -25,6 +25,7 @@ from spectui.ui.labels import (
     run_label,
     sampling_label,
 )
+from spectui.ui.chat import ShownTurn
 from spectui.ui.replay import replay_detail
 from spectui.ui.state import Baseline, RunState
 
@@ -45,6 +46,11 @@ class DashboardView:
     def compare(self) -> tuple[LiveRun, LiveRun] | None:
         """The compared pair (baseline, candidate), once there is one."""
         return self._ctl.compare
+
+    def turns(self) -> list[ShownTurn] | None:
+        """The conversation's turns down to the run on screen (its own last), or None when
+        that run is no turn of a conversation."""
+        return self._ctl.chat.shown_before(self._ctl.live)
 
     def shown_config(self) -> RunConfig:
         """The config of the recording on screen, else the one the next run uses."""

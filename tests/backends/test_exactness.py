@@ -58,6 +58,9 @@ def first_divergence(a: list[int], b: list[int]) -> int | None:
 
 DRAFTERS = {
     "ngram": lambda path: DraftConfig(source="ngram"),
+    # this request only: a memory of the same prompts' earlier outputs would draft them
+    # perfectly and leave nothing rejected to test
+    "suffix": lambda path: DraftConfig(source="suffix", memory=False),
     "model-t1": lambda path: DraftConfig(source=path, temperature=1.0),
 }
 
@@ -104,6 +107,7 @@ def test_token_origins_are_consistent(engine, ar_outputs):
 SEED = tuple(verify_cost(n) for n in range(1, 17))
 ADAPTIVE = {
     "ngram": lambda path: DraftConfig(source="ngram", k=3, adaptive=True, k_min=2, k_max=6, cost_seed=SEED),
+    "suffix": lambda path: DraftConfig(source="suffix", k=3, adaptive=True, k_min=2, k_max=6, cost_seed=SEED),
     # priced by the seed alone (as --deterministic does): whether K grows must not depend on
     # how this machine's timings happen to fall (on one CI host, 3 tokens timed dearer than
     # 3 single ones, and K rightly stayed at 2)

@@ -96,6 +96,7 @@ def pit_values(engine, config: RunConfig, rng: np.random.Generator) -> list[floa
         pytest.param(lambda path: DraftConfig(source=path, k=3, temperature=2.0), id="model-draft-t2"),
         pytest.param(lambda path: DraftConfig(source=path, k=3, temperature=2.0, p_min=0.3), id="model-draft-t2-pmin"),
         pytest.param(lambda path: DraftConfig(source="ngram", k=3), id="ngram"),
+        pytest.param(lambda path: DraftConfig(source="suffix", k=3), id="suffix"),
     ],
 )
 def test_decode_loop_samples_from_target_distribution(engine, draft):

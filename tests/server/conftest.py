@@ -58,14 +58,17 @@ class RunningServer:
                 self.proc.wait(timeout=15)
 
 
-def start_server(module_args: list[str], ready_path: str, log_dir: str) -> RunningServer:
-    """``python -m <module_args> --host 127.0.0.1 --port P``; returns once ``ready_path``
-    answers 200, or fails the test with the server's log."""
+def start_server(module_args: list[str], ready_path: str, log_dir: str, *, program: str | None = None) -> RunningServer:
+    """``python -m <module_args> --host 127.0.0.1 --port P`` (or ``program <module_args> ...``,
+    a server binary); returns once ``ready_path`` answers 200, or fails the test with the
+    server's log."""
     port = free_port()
-    log = os.path.join(log_dir, f"{module_args[0]}-{port}.log")
+    name = os.path.basename(program) if program else module_args[0]
+    log = os.path.join(log_dir, f"{name}-{port}.log")
+    argv = [program] if program else [sys.executable, "-m"]
     with open(log, "w") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", *module_args, "--host", "127.0.0.1", "--port", str(port)],
+            [*argv, *module_args, "--host", "127.0.0.1", "--port", str(port)],
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # a stray signal to the test run does not reach it
@@ -74,7 +77,7 @@ def start_server(module_args: list[str], ready_path: str, log_dir: str) -> Runni
     deadline = time.monotonic() + START_DEADLINE_S
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            pytest.fail(f"{module_args[0]} exited with {proc.returncode} before answering:\n{server.log_tail()}")
+            pytest.fail(f"{name} exited with {proc.returncode} before answering:\n{server.log_tail()}")
         try:
             with urllib.request.urlopen(f"{server.url}{ready_path}", timeout=5) as r:
                 if r.status == 200:
@@ -83,7 +86,7 @@ def start_server(module_args: list[str], ready_path: str, log_dir: str) -> Runni
             pass
         time.sleep(0.25)
     server.stop()
-    pytest.fail(f"{module_args[0]} did not answer {ready_path} within {START_DEADLINE_S:.0f} s:\n{server.log_tail()}")
+    pytest.fail(f"{name} did not answer {ready_path} within {START_DEADLINE_S:.0f} s:\n{server.log_tail()}")
 
 
 def llama_cpp_server_args(model_path: str, *extra: str) -> list[str]:

@@ -86,3 +86,31 @@ class TestPlotView:
     def test_whole_run(self, snap_compare):
         app, before = fixed_app()
         assert snap_compare(app, press=["g"], terminal_size=(120, 40), run_before=before)
+
+
+class TestChat:
+    """A conversation: each user message plainly above its reply (the fixed runs stand in for
+    two turns), and the composer."""
+
+    def test_two_turns(self, snap_compare):
+        from spectui.metrics.live import LiveRun
+        from spectui.recording.reader import read_recording
+        from spectui.ui.chat import ShownTurn
+
+        app, open_fixed = fixed_app()
+
+        async def two_turns(pilot) -> None:  # noqa: ANN001
+            await open_fixed(pilot)
+            first = LiveRun.from_events(read_recording(FIXED_AR).events)
+            app.controller.chat.turns = [
+                ShownTurn("Fix the typos in this text.", first),
+                ShownTurn("Now once more, exactly as before.", app.controller.live),
+            ]
+            app.refresh_now()
+            await pilot.pause()
+
+        assert snap_compare(app, terminal_size=(100, 36), run_before=two_turns)
+
+    def test_composer(self, snap_compare):
+        app = make_app(RunConfig(prompt="Explain speculative decoding\nin two sentences."), record=False)
+        assert snap_compare(app, press=["e"], terminal_size=(90, 24))

@@ -14,9 +14,11 @@ import shutil
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
+from spectui.metrics.stats import summarize
 from spectui.recording.reader import read_recording
 from spectui.recording.schema import Step
 
@@ -42,6 +44,15 @@ class Tmux:
 
     def pane(self, fmt: str) -> str:
         return self("display-message", "-p", "-t", "e2e", fmt).strip()
+
+    def quit(self) -> None:
+        """``q``, then wait for the pane's process to end."""
+        self("send-keys", "-t", "e2e", "q")
+        deadline = time.monotonic() + WAIT_S
+        while self.pane("#{pane_dead}") != "1":
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the app did not quit; the screen was:\n{self.screen()}")
+            time.sleep(0.2)
 
     def wait_for(self, predicate, what: str, timeout: float = WAIT_S) -> str:  # noqa: ANN001
         deadline = time.monotonic() + timeout
@@ -98,15 +109,107 @@ def test_dashboard_in_tmux(tmp_path):
         assert "38;5;" in colours or "48;5;" in colours
         assert "38;2;" not in colours and "48;2;" not in colours
 
-        tmux("send-keys", "-t", "e2e", "q")
-        deadline = time.monotonic() + WAIT_S
-        while tmux.pane("#{pane_dead}") != "1":
-            if time.monotonic() > deadline:
-                raise AssertionError(f"the app did not quit; the screen was:\n{tmux.screen()}")
-            time.sleep(0.2)
+        tmux.quit()
         after = tmux.screen()
         assert status_file.read_text().strip() == "0", after
         assert tmux.pane("#{alternate_on}") == "0"  # the terminal is back on its normal screen
         assert "Traceback" not in after and "Quit" not in after  # no error, no dashboard left
     finally:
         subprocess.run(["tmux", "-L", tmux.socket, "kill-server"], capture_output=True, timeout=30)
+
+
+def _launch(tmux: Tmux, tmp_path, recordings, *args: str) -> Path:  # noqa: ANN001
+    status_file = tmp_path / "exit-status"
+    command = (
+        f"sh -c 'env -u COLORTERM TERM=xterm-256color SPECTUI_RECORDINGS={recordings} "
+        f"{sys.executable} -m spectui run {' '.join(args)}; echo $? > {status_file}'"
+    )
+    tmux("new-session", "-d", "-s", "e2e", "-x", "110", "-y", "34", "-c", str(REPO), command)
+    tmux("set-option", "-t", "e2e", "remain-on-exit", "on")
+    tmux.wait_for(lambda s: "idle" in s and "Quit" in s, "the dashboard")
+    return status_file
+
+
+def _paste(tmux: Tmux, tmp_path, text: str) -> None:  # noqa: ANN001
+    """Paste as a terminal does: bracketed (-p: the app asked for it), line ends as CR."""
+    buffer = tmp_path / "paste.txt"
+    buffer.write_text(text)
+    tmux("load-buffer", "-b", "e2e", str(buffer))
+    tmux("paste-buffer", "-p", "-b", "e2e", "-t", "e2e")
+
+
+def _compose(tmux: Tmux, tmp_path, *, paste: str | None = None, typed: str | None = None) -> None:  # noqa: ANN001
+    tmux("send-keys", "-t", "e2e", "e")
+    tmux.wait_for(lambda s: "Compose" in s and "ctrl+s send" in s, "the composer")
+    tmux("send-keys", "-t", "e2e", "F7")  # select what it holds: the new text replaces it
+    if paste is not None:
+        _paste(tmux, tmp_path, paste)
+    if typed is not None:
+        tmux("send-keys", "-t", "e2e", "-l", typed)  # typed, key by key
+    time.sleep(0.5)  # let the pane deliver the keys before the send
+    tmux("send-keys", "-t", "e2e", "C-s")
+    tmux.wait_for(lambda s: "ctrl+s send" not in s, "the composer to close")
+
+
+def _turn_files(recordings) -> list[Path]:  # noqa: ANN001
+    return sorted(recordings.glob("chat-*/turn-*.spectui"))
+
+
+def test_a_chat_in_tmux_pastes_a_file_and_follows_up(tmp_path):
+    """Type a prompt with e and ctrl+s, follow up with a request to repeat the reply, paste a
+    3,000-token file, and have one longer than the context refused in one line."""
+    from spectui.recording.schema import Prefill
+    from spectui.sessions.conversation import rerun_paths, turn_paths
+
+    tmux = Tmux(f"spectui-chat-{os.getpid()}")
+    recordings = tmp_path / "recordings"
+    source = (REPO / "spectui" / "ui" / "controller.py").read_text()
+    try:
+        status = _launch(tmux, tmp_path, recordings, "--threads", "1", "--max-tokens", "56")
+        _compose(tmux, tmp_path, paste="Write a Python function that returns the squares of a list of numbers.")
+        tmux.wait_for(lambda s: len(_turn_files(recordings)) == 1 and "done" in s, "the first reply")
+        _compose(tmux, tmp_path, typed="Repeat the function you just wrote exactly, word for word.")
+        tmux.wait_for(lambda s: len(_turn_files(recordings)) == 2 and "done" in s and "› Repeat the function" in s, "the second reply")
+        (chat,) = {p.parent for p in _turn_files(recordings)}
+
+        # a new conversation, opened with a pasted file of about 3,000 tokens
+        tmux("send-keys", "-t", "e2e", "n")
+        _compose(tmux, tmp_path, paste="Summarise this file:\n\n" + source[:12000])
+        tmux.wait_for(lambda s: len(_turn_files(recordings)) == 3 and "done" in s, "the reply to the pasted file")
+        (pasted,) = [p for p in _turn_files(recordings) if p.parent != chat]
+        rec = read_recording(pasted)
+        assert "def _record_path_factory" in rec.header.config.prompt and "\r" not in rec.header.config.prompt
+        assert next(e for e in rec.events if type(e) is Prefill).n_tokens >= 3000
+
+        # a file longer than the context: one line with the numbers, no run, no recording
+        tmux("send-keys", "-t", "e2e", "n")
+        _compose(tmux, tmp_path, paste="Summarise this file:\n\n" + source)
+        screen = tmux.wait_for(lambda s: "context holds 4096" in s and "error" in s, "the refusal")
+        # the notification wraps its one line; the header holds it too, cut to its width
+        assert re.search(r"the prompt is \d{4} tokens but", screen), screen
+        assert len(_turn_files(recordings)) == 3
+
+        tmux.quit()
+        assert status.read_text().strip() == "0", tmux.screen()
+    finally:
+        subprocess.run(["tmux", "-L", tmux.socket, "kill-server"], capture_output=True, timeout=30)
+
+    # the same conversation re-run AR (the dashboard is gone: one llama.cpp process at a time)
+    first, second = turn_paths(chat)
+    out = subprocess.run(
+        [sys.executable, "-m", "spectui", "chat", "--rerun", str(chat), "--threads", "1"],
+        capture_output=True, text=True, timeout=600, cwd=REPO,
+        env={**os.environ, "SPECTUI_RECORDINGS": str(recordings)},
+    )
+    assert out.returncode == 0, out.stderr
+    ar = sorted(rerun_paths(chat))
+    assert [read_recording(p).header.config.mode for p in ar] == ["ar", "ar"]
+
+    def tokens(path) -> list[int]:  # noqa: ANN001
+        return [t for e in read_recording(path).events if type(e) is Step for t in e.tokens]
+
+    assert [tokens(p) for p in ar] == [tokens(first), tokens(second)]  # greedy speculation is exact, turn by turn
+    p1, p2 = (next(e for e in read_recording(p).events if type(e) is Prefill) for p in (first, second))
+    assert p1.n_cached == 0 and p2.n_cached > p1.n_tokens and p2.n_evaluated < 40
+    s1, s2 = (summarize(read_recording(p).events) for p in (first, second))
+    assert s2.acceptance_rate > (s1.acceptance_rate if s1.drafted else 0.0)

@@ -88,7 +88,7 @@ class LiveScreen(Screen[None]):
         a live run and for everything a few times a second (see ``app.DETAIL_HZ``).
         """
         try:
-            self.query_one(TokenStream).update_from(self.view.live, restyle=full)
+            self.query_one(TokenStream).update_from(self.view.live, restyle=full, turns=self.view.turns())
             if full:
                 self._redraw_details()
         except NoMatches:

@@ -42,8 +42,13 @@ _ORIGIN_CSS = """
     {w} > .token-stream--bonus {{ color: $text-accent; text-style: bold; }}
     {w} > .token-stream--boundary {{ color: $text-muted; }}
     {w} > .token-stream--policy {{ color: $text-warning; text-style: reverse; }}
+    {w} > .token-stream--user {{ color: $text-muted; text-style: italic; }}
 """
-_COMPONENTS = {*ORIGIN_CLASSES.values(), "token-stream--boundary", "token-stream--policy"}
+_COMPONENTS = {*ORIGIN_CLASSES.values(), "token-stream--boundary", "token-stream--policy", "token-stream--user"}
+
+
+def _stopped(live: LiveRun) -> bool:
+    return live.end is not None and live.end.reason == "stop"
 
 
 class TokenStream(ScrollView, can_focus=True):
@@ -81,6 +86,8 @@ class TokenStream(ScrollView, can_focus=True):
         self._stale = True
         self._eog = False
         self._base_style: Style | None = None
+        self._turns: list | None = None
+        self._turn_key: tuple[int, ...] = ()
 
     @property
     def plain_text(self) -> str:
@@ -90,11 +97,11 @@ class TokenStream(ScrollView, can_focus=True):
     def watch_show_blocks(self) -> None:
         self._stale = True
         if self._live is not None:
-            self.update_from(self._live)
+            self.update_from(self._live, turns=self._turns)
 
     def on_resize(self) -> None:
         if self._live is not None:
-            self.update_from(self._live)  # re-wraps at the new width
+            self.update_from(self._live, turns=self._turns)  # re-wraps at the new width
 
     # -- layout -----------------------------------------------------------------------------
 
@@ -109,12 +116,14 @@ class TokenStream(ScrollView, can_focus=True):
         get = self.get_component_rich_style
         return tuple(get(name) for name in sorted(_COMPONENTS))
 
-    def update_from(self, live: LiveRun, *, restyle: bool = True) -> None:
+    def update_from(self, live: LiveRun, *, restyle: bool = True, turns: list | None = None) -> None:
         """Show ``live``'s tokens. ``restyle=False`` skips looking up the styles again (the
-        fast repaints of a live run; a theme change comes with a full repaint)."""
+        fast repaints of a live run; a theme change comes with a full repaint). ``turns``: a
+        conversation's ``ShownTurn``s down to ``live``'s own, drawn above it (each user
+        message plainly, each reply coloured as a run is)."""
         width = self.scrollable_content_region.width
         if width < 1:  # not laid out yet: on_resize brings it back
-            self._live, self._stale = live, True
+            self._live, self._turns, self._stale = live, turns, True
             return
         if restyle or self._styles is None:
             styles = self._current_styles()
@@ -123,7 +132,8 @@ class TokenStream(ScrollView, can_focus=True):
             styles = self._styles
         # A run that ended on an end-of-generation token: that token (e.g. "<|im_end|>") is
         # shown muted, as the end marker it is rather than as text the model wrote.
-        eog = live.end is not None and live.end.reason == "stop"
+        eog = _stopped(live)
+        turn_key = tuple(id(t.run) for t in turns) if turns else ()
         rebuilt = (
             live is not self._live
             or self._stale
@@ -131,24 +141,75 @@ class TokenStream(ScrollView, can_focus=True):
             or width != self._width
             or len(live.tokens) < self._n
             or eog != self._eog
+            or turn_key != self._turn_key
         )
+        old_done, old_tail = len(self._done), self._tail_lines
+        new_run = live is not self._live or turn_key != self._turn_key
         if rebuilt:
             self._live, self._styles, self._stale, self._eog, self._width = live, styles, False, eog, width
+            self._turns, self._turn_key = turns, turn_key
             self._parts, self._done, self._tail, self._tail_lines = [], [], Text(), []
             self._n = self._next_block = self._next_mark = 0
+            if turns:
+                self._lay_out_turns(turns)
         n_new = len(live.texts)
-        if n_new == self._n and self._tail_lines:
+        if n_new == self._n and self._tail_lines and not rebuilt:
             return
-        old_done, old_tail = len(self._done), self._tail_lines
+        self._next_block, self._next_mark = self._append(live, self._n, n_new, self._next_block, self._next_mark, eog)
+        self._n = n_new
+        self._tail_lines = self._wrap(self._tail)
+
+        # Follow the end of the stream unless the reader scrolled back.
+        follow = self.scroll_y >= self.max_scroll_y - 1
+        old_total = old_done + len(old_tail)
+        total = len(self._done) + len(self._tail_lines)
+        self.virtual_size = Size(width, total)
+        if rebuilt or (follow and total != old_total):
+            if new_run:  # a new run (a chat's next turn under the earlier ones) starts at its end
+                self.call_after_refresh(lambda: self.scroll_to(y=self.max_scroll_y, animate=False))
+            elif follow:
+                self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True)
+            self.refresh()
+            return
+        # Most repaints add a few tokens to the last line: repaint from the first line that
+        # changed, not the whole view.
+        first = old_done
+        while first < min(total, old_total) and self._line(first) == old_tail[first - old_done]:
+            first += 1
+        if first < total:
+            self.refresh_lines(first, total - first)
+
+    def _lay_out_turns(self, turns: list) -> None:
+        """The earlier turns, finished, then the current turn's user message."""
+        user = self.get_component_rich_style("token-stream--user")
+        for turn in turns[:-1]:
+            self._user_message(turn.user, user)
+            run = turn.run
+            self._append(run, 0, len(run.texts), 0, 0, _stopped(run))
+            self._finish_paragraph()
+            self._done.append(Strip.blank(0))
+        self._user_message(turns[-1].user, user)
+
+    def _user_message(self, text: str, style: Style) -> None:
+        for line in ("› " + text).split("\n"):
+            self._done.extend(self._wrap(Text(line, style)))
+        self._done.append(Strip.blank(0))
+
+    def _finish_paragraph(self) -> None:
+        self._done.extend(self._wrap(self._tail))
+        self._tail = Text()
+
+    def _append(self, live: LiveRun, start: int, end: int, b: int, m: int, eog: bool) -> tuple[int, int]:
+        """Lay out tokens ``start:end`` of ``live`` into the growing paragraph; returns the next
+        block boundary and policy mark to look at."""
         get = self.get_component_rich_style
         origin_style = {o: get(cls) for o, cls in ORIGIN_CLASSES.items()}
         ar_style = origin_style[int(TokenOrigin.AR)]
         bar_style = get("token-stream--boundary")
         parts, starts, show = self._parts, live.block_starts, self.show_blocks
         texts, origins = live.texts, live.origins
-        b, m = self._next_block, self._next_mark
         marks, changes = live.policy_marks, live.policy_changes
-        for i in range(self._n, n_new):
+        for i in range(start, end):
             while b < len(starts) and starts[b] <= i:
                 if show and starts[b] == i and i > 0:
                     self._tail.append(BOUNDARY, bar_style)
@@ -162,33 +223,13 @@ class TokenStream(ScrollView, can_focus=True):
             if not piece:
                 continue
             parts.append(piece)
-            style = bar_style if eog and i == n_new - 1 else origin_style.get(origins[i], ar_style)
+            style = bar_style if eog and i == len(texts) - 1 else origin_style.get(origins[i], ar_style)
             first, *rest = piece.split("\n")
             self._tail.append(first, style)
             for line in rest:  # each newline finishes a paragraph: wrapped once, kept
-                self._done.extend(self._wrap(self._tail))
-                self._tail = Text()  # (not Text(line, style): a base style would leak
+                self._finish_paragraph()  # (not Text(line, style): a base style would leak
                 self._tail.append(line, style)  # into every later token of the paragraph)
-        self._next_block, self._next_mark, self._n = b, m, n_new
-        self._tail_lines = self._wrap(self._tail)
-
-        # Follow the end of the stream unless the reader scrolled back.
-        follow = self.scroll_y >= self.max_scroll_y - 1
-        old_total = old_done + len(old_tail)
-        total = len(self._done) + len(self._tail_lines)
-        self.virtual_size = Size(width, total)
-        if rebuilt or (follow and total != old_total):
-            if follow:
-                self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True)
-            self.refresh()
-            return
-        # Most repaints add a few tokens to the last line: repaint from the first line that
-        # changed, not the whole view.
-        first = old_done
-        while first < min(total, old_total) and self._line(first) == old_tail[first - old_done]:
-            first += 1
-        if first < total:
-            self.refresh_lines(first, total - first)
+        return b, m
 
     def _line(self, index: int) -> Strip:
         n_done = len(self._done)
