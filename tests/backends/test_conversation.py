@@ -59,7 +59,9 @@ def test_every_turn_equals_ar_and_the_follow_up_copies_more(engine, ar_chat, dra
         assert tokens_of(spec) == tokens_of(ar), f"turn {turn}: speculative output differs from AR"
     assert [t.reply for t in conv.turns] == [t.reply for t in ar_conv.turns]
     first, second = (summarize(r) for r in runs)
-    assert second.drafted > 0 and second.acceptance_rate > first.acceptance_rate if first.drafted else second.accepted > 0
+    # the share of each reply that came from accepted drafts (not the rate: a cost-aware K
+    # drafts little where nothing is copyable, and a rate over a few drafts says little)
+    assert second.accepted / second.n_tokens > first.accepted / first.n_tokens, (first.accepted, second.accepted)
 
 
 def test_a_follow_up_evaluates_only_its_new_tokens(engine, ar_chat):

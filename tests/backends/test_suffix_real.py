@@ -28,8 +28,10 @@ def fresh_memory(engine, tmp_path, monkeypatch):
 
 
 def run(engine, **draft) -> tuple[list[int], object]:  # noqa: ANN001
+    # K priced by the cost model alone (learn_cost off): what it drafts must not depend on how
+    # this machine's timings fall
     config = RunConfig(target=engine.config.target, backend=engine.config.backend, prompt=PROMPT, max_tokens=96,
-                       draft=DraftConfig(source="suffix", **draft))
+                       draft=DraftConfig(source="suffix", learn_cost=False, **draft))
     events = list(engine.run(config, memory_interval_s=None))
     return [t for e in events if type(e) is Step for t in e.tokens], summarize(events)
 

@@ -75,7 +75,9 @@ async def test_a_two_turn_chat_reuses_the_cache_copies_and_equals_ar(tmp_path):
         assert p1.n_cached == 0 and p2.n_cached > p1.n_tokens  # turn 1's prompt and reply kept
         assert p2.n_evaluated < 40, p2  # only the template's markers and the new message
         s1, s2 = (summarize(read_recording(p).events) for p in (first, second))
-        assert s2.acceptance_rate > (s1.acceptance_rate if s1.drafted else 0.0)
+        # the share of the reply that came from accepted drafts: a rate over a handful of drafts
+        # (a cost-aware K drafts little where nothing is copyable) would say little
+        assert s2.accepted / s2.n_tokens > s1.accepted / s1.n_tokens, (s1.accepted, s2.accepted)
 
         # v on the last turn: the conversation re-run AR up to it, compared side by side
         await pilot.press("v")
