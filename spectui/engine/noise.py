@@ -33,7 +33,7 @@ import msgspec
 import numpy as np
 
 from spectui.engine.protocol import Backend
-from spectui.models.json_cache import read_entries, write_entry
+from spectui.models.json_cache import read_entry, write_entry
 from spectui.prompts import list_prompts
 from spectui.recording.schema import BatchNoise
 
@@ -124,14 +124,8 @@ def noise_key(sha256: str, settings: dict[str, str]) -> str:
 
 def cached_noise(key: str, depth: int) -> BatchNoise | None:
     """A cached calibration at least ``depth`` deep (or as deep as its budget went), or None."""
-    raw = read_entries(CACHE_NAME).get(key)
-    if raw is None:
-        return None
-    try:
-        noise = msgspec.convert(raw, BatchNoise)
-    except msgspec.ValidationError:
-        return None
-    return noise if (noise.depth >= depth or noise.note) and noise.by_depth else None
+    noise = read_entry(CACHE_NAME, key, BatchNoise)
+    return noise if noise is not None and (noise.depth >= depth or noise.note) and noise.by_depth else None
 
 
 def batch_noise(

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 import msgspec
 
 from spectui import __version__
-from spectui.config import RunConfig
+from spectui.config import BackendConfig, RunConfig
 from spectui.models.artifacts import host_info
 from spectui.engine.decode import decode
 from spectui.engine.draft_length import DraftLength
@@ -184,14 +184,16 @@ class Engine:
         scratch = self._second_context if self.reuses_cache(config) else None
         return batch_noise(self.target, self.target.artifacts().sha256, reach, before=before, measure_on=scratch)
 
-    def _second_context(self) -> Backend:
-        """A second context over the target's weights and settings (the caller closes it)."""
+    def _second_context(self, settings: BackendConfig | None = None) -> Backend:
+        """A second context over the target's weights, with its settings or ``settings``
+        (the caller closes it)."""
+        settings = settings or self.config.backend
         if isinstance(self.target, LlamaCppBackend):
-            return LlamaCppBackend.open(self.target.model.info.path, self.config.backend, share_with=self.target)
+            return LlamaCppBackend.open(self.target.model.info.path, settings, share_with=self.target)
         from spectui.engine.mlx import MLXBackend
 
         assert isinstance(self.target, MLXBackend)
-        return MLXBackend.open(self.target.model.path, self.config.backend, share_with=self.target)
+        return MLXBackend.open(self.target.model.path, settings, share_with=self.target)
 
     def deterministic_target(self) -> Backend | None:
         """A second context over the target's weights with the batch-invariant settings
@@ -199,8 +201,7 @@ class Engine:
         known (MLX). The caller closes it."""
         if not isinstance(self.target, LlamaCppBackend):
             return None
-        settings = msgspec.structs.replace(self.config.backend, n_threads=1, flash_attn="on", deterministic=True)
-        return LlamaCppBackend.open(self.target.model.info.path, settings, share_with=self.target)
+        return self._second_context(msgspec.structs.replace(self.config.backend, n_threads=1, flash_attn="on", deterministic=True))
 
     def cost_key(self) -> str:
         """The key of this target's verify-cost curve on this host (``models.cost_curves``)."""
@@ -268,8 +269,7 @@ class Engine:
         sampler = MemorySampler(t0, samples.append, memory_interval_s) if memory_interval_s else None
         if sampler is not None:
             sampler.start()
-        n_tokens = 0
-        output: list[int] = []
+        output: list[int] = []  # every emitted token: the error End's count, the suffix memory
         end: End | None = None
         try:
             for event in decode(
@@ -293,14 +293,13 @@ class Engine:
                     end = event
                     break
                 if type(event) is Step:
-                    n_tokens += len(event.tokens)
                     output.extend(event.tokens)
                 yield event
         except Exception as exc:  # an engine failure ends the session, it does not lose it
             end = End(
                 t_us=(time.perf_counter_ns() - t0) // 1000,
                 reason="error",
-                n_tokens=n_tokens,
+                n_tokens=len(output),
                 error=f"{type(exc).__name__}: {exc}",
             )
         finally:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import msgspec
 
-from spectui.models.json_cache import read_entries, write_entry
+from spectui.models.json_cache import read_entry, write_entry
 
 CACHE_NAME = "verify-cost.json"
 #: weight a run's own measurement gets against the curve earlier runs left (tune's is kept)
@@ -41,12 +41,8 @@ def curve_key(sha256: str, backend: str, n_threads: int, n_gpu_layers: int) -> s
 
 def load_curve(key: str, *, cache: Path | None = None) -> CostCurve | None:
     """The cached curve for ``key``, or None (none yet, or an unreadable cache)."""
-    raw = read_entries(CACHE_NAME, cache).get(key)
-    if raw is None:
-        return None
-    try:
-        curve = msgspec.convert(raw, CostCurve)
-    except msgspec.ValidationError:
+    curve = read_entry(CACHE_NAME, key, CostCurve, cache)
+    if curve is None:
         return None
     ok = curve.relative and curve.relative[0] == 1.0 and all(c > 0 and math.isfinite(c) for c in curve.relative)
     return curve if ok else None

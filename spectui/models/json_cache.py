@@ -10,8 +10,13 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import TypeVar
+
+import msgspec
 
 from spectui.models.artifacts import cache_dir
+
+T = TypeVar("T")
 
 
 def cache_path(name: str, cache: Path | None = None) -> Path:
@@ -25,6 +30,18 @@ def read_entries(name: str, cache: Path | None = None) -> dict[str, dict]:
     except (OSError, ValueError):
         return {}
     return known if isinstance(known, dict) else {}
+
+
+def read_entry(name: str, key: str, kind: type[T], cache: Path | None = None) -> T | None:
+    """The entry ``key`` of the cache file ``name`` as a ``kind`` (a msgspec Struct), or None
+    when there is none or it no longer has that shape (an older spectui's entry)."""
+    raw = read_entries(name, cache).get(key)
+    if raw is None:
+        return None
+    try:
+        return msgspec.convert(raw, kind)
+    except msgspec.ValidationError:
+        return None
 
 
 def write_entry(name: str, key: str, value: object, cache: Path | None = None) -> None:

@@ -24,7 +24,7 @@ from spectui.errors import SpectuiError
 from spectui.recording.output import output_text
 from spectui.recording.reader import iter_events, read_recording
 from spectui.recording.schema import End, Event, Header
-from spectui.recording.writer import SUFFIX, free_path, mode_slug, new_run_folder
+from spectui.recording.writer import SUFFIX, free_path, mode_slug, new_folder_in, new_run_folder
 
 #: How a turn's reply may end and still be part of the conversation: what the user saw of an
 #: interrupted or cut-off reply is what the model sees next turn. An error ends no turn.
@@ -51,10 +51,13 @@ class Conversation:
         self.turns: list[Turn] = []
 
     @classmethod
-    def start(cls, *, system: str = "", record: bool = True, folder: Path | None = None) -> Conversation:
-        """A new conversation, recorded into ``folder`` or a new ``recordings/chat-<time>/``."""
+    def start(
+        cls, *, system: str = "", record: bool = True, folder: Path | None = None, parent: Path | None = None
+    ) -> Conversation:
+        """A new conversation, recorded into ``folder``, else a new ``chat-<time>/`` folder in
+        ``parent`` (default: the recordings folder)."""
         if record and folder is None:
-            folder = new_run_folder("chat")
+            folder = new_folder_in(parent, "chat") if parent is not None else new_run_folder("chat")
         return cls(system=system, folder=folder if record else None)
 
     @property
@@ -167,7 +170,3 @@ def _turns(folder: str | Path, *, main: bool) -> list[tuple[Path, Header]]:
             by_turn[header.config.turn] = (path, header)
     return [by_turn[t] for t in sorted(by_turn)]
 
-
-def is_conversation_folder(path: str | Path) -> bool:
-    p = Path(path)
-    return p.is_dir() and any(p.glob("turn-*" + SUFFIX))

@@ -299,10 +299,10 @@ class SpectuiApp(App[int]):
                 if not isinstance(self.screen, LiveScreen):
                     self.pop_screen()  # the reply streams on the main screen
 
-        follow_up = chat.conversation is not None and chat.conversation.turns
-        text = "" if follow_up else cfg.prompt
+        turn = chat.next_turn()  # a follow-up starts on an empty page
         self.push_screen(
-            Composer(text, system=cfg.system, chat=cfg.chat, turn=chat.next_turn(), context=cfg.backend.n_ctx), sent
+            Composer("" if turn > 1 else cfg.prompt, system=cfg.system, chat=cfg.chat, turn=turn, context=cfg.backend.n_ctx),
+            sent,
         )
 
     def action_new_chat(self) -> None:

@@ -14,7 +14,6 @@ from pathlib import Path
 
 from spectui.config import RunConfig
 from spectui.metrics.live import LiveRun
-from spectui.recording.writer import new_folder_in
 from spectui.sessions.conversation import KEPT_ENDS, Conversation
 
 
@@ -43,8 +42,7 @@ class ChatState:
         """The run of the next turn (a new conversation, recorded under ``recordings``, if none
         is going) and the ``LiveRun`` it is shown in."""
         if self.conversation is None:
-            folder = new_folder_in(recordings, "chat") if recordings is not None else None
-            self.conversation = Conversation(system=base.system, folder=folder)
+            self.conversation = Conversation.start(system=base.system, record=recordings is not None, parent=recordings)
             self.turns = []
         config = self.conversation.next_config(base, text)
         self.pending = ShownTurn(text, LiveRun())
