@@ -116,6 +116,10 @@ class _Acceptance:
     def rate(self) -> float:
         return self.accepted / self.tried
 
+    def start_from(self, rate: float) -> None:
+        """A prior of ``rate`` (with the prior's weight) where that is above the default."""
+        self.accepted = max(self.accepted, rate * self.tried)
+
     def observe(self, accepted: int, tried: int) -> None:
         self.accepted = ACCEPT_DECAY * self.accepted + accepted
         self.tried = ACCEPT_DECAY * self.tried + tried
@@ -149,6 +153,13 @@ class DraftLength:
         rates = self._by_match.get(match)
         if rates is None:
             rates = self._by_match[match] = _Acceptance()
+            # A longer match is worth at least what a shorter one has earned: a new class
+            # starts from the nearest shorter one's rate when that beats the prior. Without
+            # it a copy that runs on (the suffix drafter's match grows 4 -> 8 -> 16) fell
+            # back to the prior at each new class and stopped drafting mid-quote.
+            shorter = [m for m in self._by_match if 0 < m < match]
+            if shorter:
+                rates.start_from(self._by_match[max(shorter)].rate)
         return rates
 
     def acceptance(self, match: int = 0) -> float:

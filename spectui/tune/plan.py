@@ -14,8 +14,9 @@ import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from spectui.config import DraftConfig
+from spectui.config import MODEL_FREE, DraftConfig
 from spectui.metrics.predict import break_even_acceptance
+from spectui.tune.ceiling import copy_ceiling, perfect_ceiling
 from spectui.tune.replay import replay
 
 #: fixed draft lengths tune considers
@@ -24,6 +25,8 @@ K_CHOICES = tuple(range(1, 17))
 P_CHOICES = (0.0, 0.2, 0.4, 0.6, 0.8, 0.9)
 #: a setting must beat AR by this much to be called a gain (measurement noise on a CPU)
 GAIN = 1.03
+#: the model-free drafters tune replays, as its labels name them
+LOOKUP_NAMES = {"ngram": "n-gram", "suffix": "suffix"}
 
 
 @dataclass(frozen=True)
@@ -31,24 +34,34 @@ class Setting:
     """A way to run: AR, prompt lookup (fixed K, or cost-aware when ``k`` is None), or a
     draft model at fixed K with a confidence threshold."""
 
-    drafter: str  # "ar", "ngram" or "model"
+    drafter: str  # "ar", "model" or a model-free drafter: "ngram", "suffix"
     k: int | None = None
     p_min: float = 0.0
+
+    @property
+    def model_free(self) -> bool:
+        return self.drafter in MODEL_FREE
 
     def label(self) -> str:
         if self.drafter == "ar":
             return "AR"
-        if self.drafter == "ngram":
-            return "n-gram, cost-aware K" if self.k is None else f"n-gram K={self.k}"
+        if self.model_free:
+            name = LOOKUP_NAMES[self.drafter]
+            return f"{name}, cost-aware K" if self.k is None else f"{name} K={self.k}"
         return f"draft model K={self.k}" + (f" p-min {self.p_min:g}" if self.p_min else "")
 
+    def fixed_prefix(self) -> str:
+        """What the labels of this drafter's fixed-K settings start with: ``n-gram K=``."""
+        return Setting(self.drafter, 0).label().removesuffix("0")
+
     def draft_config(self, base: DraftConfig, seed: Sequence[float]) -> DraftConfig:
-        """The ``DraftConfig`` that runs this setting (the cost-aware K seeded with ``seed``)."""
+        """The ``DraftConfig`` that runs this setting (the cost-aware K seeded with ``seed``).
+        The suffix drafter runs without its memory, as it is replayed (``lookup_drafter``)."""
         if self.k is None:
-            return DraftConfig(source="ngram", adaptive=True, k_min=base.k_min, k_max=base.k_max,
-                               ngram_min=base.ngram_min, ngram_max=base.ngram_max, cost_seed=tuple(seed))
+            return DraftConfig(source=self.drafter, adaptive=True, k_min=base.k_min, k_max=base.k_max,
+                               ngram_min=base.ngram_min, ngram_max=base.ngram_max, cost_seed=tuple(seed), memory=False)
         return DraftConfig(source=base.source, k=self.k, ngram_min=base.ngram_min, ngram_max=base.ngram_max,
-                           temperature=base.temperature, p_min=self.p_min)
+                           temperature=base.temperature, p_min=self.p_min, memory=False)
 
 
 @dataclass
@@ -81,12 +94,22 @@ class TierPlan:
     per_prompt: dict[str, float] = field(default_factory=dict)
     measured: float | None = None
     measured_per_prompt: dict[str, float] = field(default_factory=dict)
+    #: what the weights allow (``ceiling``), medians over the prompts: the best copying
+    #: drafter there could be, and a drafter that is never wrong
+    copy_ceiling: float = math.nan
+    perfect_ceiling: float = math.nan
 
 
-def ngram_predictions(data: PromptData, cost: Callable[[int], float], base: DraftConfig, seed: Sequence[float]) -> dict[Setting, tuple[float, float]]:
-    """(speedup, acceptance) of every prompt-lookup setting over one prompt's output."""
+def lookup_name(base: DraftConfig) -> str:
+    """The model-free drafter tune replays for ``base``: its own, or prompt lookup."""
+    return base.kind if base.kind in MODEL_FREE else "ngram"
+
+
+def lookup_predictions(data: PromptData, cost: Callable[[int], float], base: DraftConfig, seed: Sequence[float]) -> dict[Setting, tuple[float, float]]:
+    """(speedup, acceptance) of every setting of the model-free drafter over one prompt's output."""
     out = {}
-    for setting in [Setting("ngram", None), *(Setting("ngram", k) for k in K_CHOICES)]:
+    name = lookup_name(base)
+    for setting in [Setting(name, None), *(Setting(name, k) for k in K_CHOICES)]:
         r = replay(data.prompt, data.output, cost, setting.draft_config(base, seed), data.budget)
         out[setting] = (r.speedup, r.acceptance)
     return out
@@ -128,7 +151,7 @@ def per_position(data: Sequence[PromptData], cost: Callable[[int], float], base:
         reached[j] += n
         kept[j] += k
 
-    longest = DraftConfig(k=max(K_CHOICES), ngram_min=base.ngram_min, ngram_max=base.ngram_max)
+    longest = DraftConfig(source=lookup_name(base), k=max(K_CHOICES), ngram_min=base.ngram_min, ngram_max=base.ngram_max)
     for d in data:
         if d.blocks:
             for _, drafted, accepted in d.blocks:
@@ -154,7 +177,7 @@ def plan_tier(
     model = base.has_model
     per_prompt = {
         d.name: (model_predictions(d, cost, draft_cost, base.k_max if base.adaptive else max(base.k, 1)) if model
-                 else ngram_predictions(d, cost, base, seed))
+                 else lookup_predictions(d, cost, base, seed))
         for d in data
     }
     settings = list(next(iter(per_prompt.values())))
@@ -184,6 +207,8 @@ def plan_tier(
         break_even=break_even,
         verdict="",
         per_prompt=per_prompt_best,
+        copy_ceiling=statistics.median(copy_ceiling(d.prompt, d.output, cost, max(K_CHOICES)) for d in data),
+        perfect_ceiling=statistics.median(perfect_ceiling(len(d.output), cost, max(K_CHOICES)) for d in data),
     )
     plan.verdict = verdict(plan, best_fixed, predicted[best_fixed], accept[best_fixed])
     return plan

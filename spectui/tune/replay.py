@@ -1,7 +1,8 @@
 """Replay a drafting policy over a greedy output: exact acceptance, predicted speedup.
 
 Under greedy decoding the target's output does not depend on drafting, so one AR run fixes
-it, and what any prompt-lookup drafter would have had accepted at any step is known exactly:
+it, and what any model-free drafter (prompt lookup, the suffix drafter) would have had
+accepted at any step is known exactly:
 the common prefix of its proposal and the output from that step on. Replaying the drafter
 (and a K policy) over the output therefore gives every block's size and acceptance without
 running the target again; with a verify-cost curve, the time each block costs and the
@@ -17,6 +18,8 @@ from dataclasses import dataclass, field
 from spectui.config import DraftConfig
 from spectui.engine.draft_length import DraftLength
 from spectui.engine.drafters import NgramDrafter
+from spectui.engine.protocol import Drafter
+from spectui.engine.suffix import SuffixDrafter
 
 
 @dataclass
@@ -53,6 +56,15 @@ def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
     return n
 
 
+def lookup_drafter(draft: DraftConfig) -> Drafter:
+    """The model-free drafter ``draft`` names. The suffix drafter is replayed without its
+    memory: the memory may hold the very outputs being replayed (from earlier runs of these
+    prompts), which would predict a first request from its repeats."""
+    if draft.is_suffix:
+        return SuffixDrafter(None)
+    return NgramDrafter(draft.ngram_min, draft.ngram_max)
+
+
 def replay(
     prompt: Sequence[int],
     output: Sequence[int],
@@ -60,11 +72,12 @@ def replay(
     draft: DraftConfig,
     budget: int = 0,
 ) -> Replay:
-    """Replay ``draft`` (n-gram; K fixed, or cost-aware with ``cost`` as its timings) over
-    ``output``, the greedy continuation of ``prompt``; ``cost(n)`` is the verify-cost curve.
-    ``budget`` is the run's token budget (0: the output's length); an output that ended on
-    an end-of-generation token before it may be drafted past, as a real run would."""
-    drafter = NgramDrafter(draft.ngram_min, draft.ngram_max)
+    """Replay ``draft`` (prompt lookup or the suffix drafter; K fixed, or cost-aware with
+    ``cost`` as its timings) over ``output``, the greedy continuation of ``prompt``;
+    ``cost(n)`` is the verify-cost curve. ``budget`` is the run's token budget (0: the
+    output's length); an output that ended on an end-of-generation token before it may be
+    drafted past, as a real run would."""
+    drafter = lookup_drafter(draft)
     drafter.reset(prompt)
     length = DraftLength(draft)
     history = [*prompt, output[0]]

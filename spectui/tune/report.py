@@ -21,6 +21,11 @@ def _curve_row(label: str, curve) -> list[str]:
     return [label, str(curve.depth), f"{curve.unit_us / 1000:.1f} ms", *(f"{curve.cost(n):.2f}" for n in SHOWN_SIZES)]
 
 
+def fixed_k_label(result: TuneResult) -> str:
+    """The label of the fixed-K settings of this result's drafter, ``{}`` for K."""
+    return Setting(result.drafter).fixed_prefix() + "{}"
+
+
 def agreement(plan: TierPlan) -> float | None:
     """measured / predicted - 1 for the tier (None: not checked)."""
     if plan.measured is None or not plan.best_speedup:
@@ -54,9 +59,11 @@ def format_text(result: TuneResult) -> str:
     for p in result.tiers:
         out.append(f"  {p.verdict}")
     out.append("")
+    out.extend(ceiling_lines(result))
+    out.append("")
     out.append("predicted speedup per fixed K (x AR)")
     ks = [k for k in K_CHOICES if k in (1, 2, 3, 4, 6, 8, 12, 16)]
-    label = "draft model K={}" if result.draft_cost else "n-gram K={}"
+    label = fixed_k_label(result)
     per_k = [[p.tier, *(num(p.predicted.get(label.format(k)), ".2f") for k in ks)] for p in result.tiers]
     out.append(text_table(["tier", *(f"K={k}" for k in ks)], per_k, right=set(range(1, len(ks) + 1)), rules_before={0}))
     out.append("")
@@ -70,6 +77,22 @@ def format_text(result: TuneResult) -> str:
     out.append("exactness (greedy speculative output vs AR)")
     out.extend(f"  {line}" for line in exactness_lines(result))
     return "\n".join(out)
+
+
+def ceiling_lines(result: TuneResult) -> list[str]:
+    """What the weights allow per tier (``tune.ceiling``) beside what the best setting gets."""
+    rows = [[p.tier, f"{p.best_speedup:.2f}x", num(p.copy_ceiling, ".2f", "x"), num(p.perfect_ceiling, ".2f", "x"),
+             num(p.best_speedup / p.copy_ceiling * 100 if p.copy_ceiling else math.nan, ".0f", "%")]
+            for p in result.tiers]
+    out = ["what these weights allow (x AR, from the curve over each tier's greedy outputs)",
+           text_table(["tier", "best setting", "copying at best", "perfect drafter", "best of copying"], rows,
+                      right={1, 2, 3, 4}, rules_before={0})]
+    top = max((p.perfect_ceiling for p in result.tiers if not math.isnan(p.perfect_ceiling)), default=math.nan)
+    if not math.isnan(top):
+        out.append("  copying at best: a drafter that knew which earlier text to copy and where each copy ends; "
+                   "perfect: one never wrong.")
+        out.append(f"  Past {top:.2f}x only cheaper verification helps: the curve above, spectui tune --weights.")
+    return out
 
 
 def exactness_lines(result: TuneResult) -> list[str]:
@@ -102,6 +125,8 @@ def settings_lines(result: TuneResult) -> list[str]:
         k = s.k if s.k is not None else _fixed_k_for_peers(p)
         if s.drafter == "ngram":
             lines.append(f"{pad}llama-server  --spec-type ngram-simple --spec-draft-n-max {k}")
+        elif s.model_free:  # no suffix drafter there: the n-gram pool shared across requests is nearest
+            lines.append(f"{pad}llama-server  --spec-type ngram-mod --spec-draft-n-max {k}   (nearest: no suffix drafter)")
         else:
             p_min = f" --spec-draft-p-min {s.p_min:g}" if s.p_min else ""
             lines.append(f"{pad}llama-server  -md DRAFT.gguf --spec-draft-n-max {k}{p_min}")
@@ -112,7 +137,8 @@ def settings_lines(result: TuneResult) -> list[str]:
 
 def _fixed_k_for_peers(plan: TierPlan) -> int:
     """Peers have no cost-aware K: the best fixed K is the nearest thing."""
-    fixed = {int(label.split("=")[1]): v for label, v in plan.predicted.items() if label.startswith("n-gram K=")}
+    prefix = plan.best.fixed_prefix()
+    fixed = {int(label.split("=")[1]): v for label, v in plan.predicted.items() if label.startswith(prefix)}
     return max(fixed, key=fixed.get) if fixed else 4
 
 
@@ -121,6 +147,8 @@ def spectui_flags(s: Setting, result: TuneResult) -> str:
         return "spectui run --mode ar"
     if s.drafter == "ngram":
         return "spectui run --mode spec" + ("" if s.k is None else f" --k {s.k}") + "   (n-gram; no --k = cost-aware K)"
+    if s.model_free:
+        return f"spectui run --mode spec --draft {s.drafter}" + ("" if s.k is None else f" --k {s.k}") + "   (no --k = cost-aware K)"
     return f"spectui run --mode spec --draft {result.drafter} --k {s.k}" + (f" --p-min {s.p_min:g}" if s.p_min else "")
 
 
@@ -144,7 +172,7 @@ def format_charts(result: TuneResult, width: int = 60, height: int = 14, *, colo
     left.label("tokens at once", axis="x")
     right = fig.subplot(1, 2)
     right.title("predicted speedup vs AR")
-    label = "draft model K={}" if result.draft_cost else "n-gram K={}"
+    label = fixed_k_label(result)
     for p in result.tiers:
         pts = [(k, p.predicted.get(label.format(k), math.nan)) for k in K_CHOICES]
         pts = [(k, v) for k, v in pts if not math.isnan(v)]
@@ -183,6 +211,7 @@ def to_json(result: TuneResult) -> dict:
                      "spectui": spectui_flags(p.best, result)},
             "predicted": p.best_speedup, "measured": p.measured, "agreement": agreement(p),
             "acceptance": p.acceptance, "break_even": p.break_even, "per_position": p.per_position,
+            "copy_ceiling": p.copy_ceiling, "perfect_ceiling": p.perfect_ceiling,
             "predicted_by_setting": p.predicted,
             "predicted_per_prompt": p.per_prompt, "measured_per_prompt": p.measured_per_prompt,
         } for p in result.tiers],

@@ -32,7 +32,7 @@ from spectui.prompts import PromptSpec
 from spectui.recording.reader import Recording
 from spectui.recording.schema import BatchNoise, Step
 from spectui.tune.measure import LONG_DEPTH, Curve, measure_curve, measure_draft_cost
-from spectui.tune.plan import PromptData, TierPlan, plan_tier
+from spectui.tune.plan import PromptData, TierPlan, lookup_name, plan_tier
 
 #: how long a model drafter's acceptance run drafts, when the configuration does not say
 MODEL_PROBE_K = 8
@@ -47,7 +47,7 @@ class TuneResult:
     model: str
     quant: str
     threads: int
-    drafter: str  # "ngram" or the draft model's name
+    drafter: str  # "ngram", "suffix" or the draft model's name
     curve: Curve
     long_curve: Curve | None
     draft_cost: float  # a draft model's token, in target one-token evaluations (0: n-gram)
@@ -260,7 +260,7 @@ def run_tune(config: RunConfig, plan: TunePlan, progress: Progress) -> TuneResul
         info = engine.target.artifacts()
         return TuneResult(
             model=info.name or os.path.basename(info.path), quant=info.quant, threads=int(runtime.get("n_threads", "0") or 0),
-            drafter=config.draft.source if model else "ngram", curve=curve, long_curve=long_curve, draft_cost=draft_cost,
+            drafter=config.draft.source if model else lookup_name(config.draft), curve=curve, long_curve=long_curve, draft_cost=draft_cost,
             tiers=plans, runtime={k: v for k, v in runtime.items() if k in RUNTIME_KEYS}, source=plan.source,
             key=engine.cost_key(), measured_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
             noise=noise, deterministic_noise=det_noise, deterministic_cost=det_cost,

@@ -42,6 +42,10 @@ def test_tune_measures_plans_checks_and_seeds_later_runs(cache_home, tmp_path):
         assert t["best"]["spectui"].startswith("spectui run --mode")
         if t["best"]["drafter"] != "ar":  # checked by real runs, prompt by prompt
             assert t["measured"] > 0 and set(t["measured_per_prompt"]) == set(t["prompts"])
+        # what the weights allow: no prompt-lookup setting is predicted past the copying
+        # ceiling, and copying never past a drafter that is never wrong
+        assert 1.0 <= t["copy_ceiling"] <= t["perfect_ceiling"] + 1e-9
+        assert max(t["predicted_by_setting"].values()) <= t["copy_ceiling"] + 1e-9
     assert any("llama-server" in line and "--spec-draft-n-max" in line for line in doc["settings"])
     assert any("mlx_lm" in line for line in doc["settings"])
     # exactness on this machine: both calibrations, and what --deterministic costs per token

@@ -84,6 +84,9 @@ async def test_t_shows_the_stored_result(tuned, cache):
         plan = tuned.tiers[0]
         tier_row = next(line for line in text.splitlines() if line.strip().startswith(plan.tier + " ") and plan.best.label() in line)
         assert f"{plan.best_speedup:.2f}x" in tier_row  # predicted; measured "-" (no check rounds)
+        # and what the weights allow: the copying and perfect-drafter ceilings
+        assert "copying at best" in text and "perfect drafter" in text
+        assert tier_row.split()[-2:] == [f"{plan.copy_ceiling:.2f}x", f"{plan.perfect_ceiling:.2f}x"], tier_row
         body = detail(app)
         assert plan.verdict in body and plan.verdict[:40] in text
         assert "settings to use" in body and "spectui run --mode spec" in body

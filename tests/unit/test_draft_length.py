@@ -131,6 +131,23 @@ def test_acceptance_is_kept_per_match_length():
     assert d.acceptance(4) > 0.9 > 0.1 > d.acceptance(1)
 
 
+
+def test_a_longer_match_starts_from_what_a_shorter_one_earned():
+    d = adaptive()
+    teach(d, {n: 1.0 + 0.6 * (n - 1) for n in range(1, 18)})
+    fresh = d.acceptance(5)  # the prior: nothing has been drafted yet
+    for _ in range(6):
+        d.update(8, 8, 8, 5200.0, match=3)  # a copy found by a 4-7 token context: all kept
+    # the copy runs on and its context grows past 8: still a copy, keep drafting long
+    assert d.acceptance(4) == d.acceptance(3) > 0.9
+    assert d.k_for(4) >= 8
+    # but a shorter match does not inherit from a longer one, and a poor record is no prior
+    assert d.acceptance(1) == fresh
+    e = adaptive()
+    for _ in range(6):
+        e.update(8, 8, 0, 5200.0, match=2)
+    assert e.acceptance(4) == fresh
+
 def test_seed_gives_the_shape_until_the_run_measures():
     seed = (1.0, 1.3, 1.5, 1.6, 2.5)  # a curve with cheap blocks of 2-4 (repacked Q4_0)
     cost = VerifyCost(16, seed)

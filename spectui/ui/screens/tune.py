@@ -97,9 +97,11 @@ def format_result(doc: dict) -> str:
         agree = t.get("agreement")
         off = "-" if agree is None else f"{agree:+.0%}" + ("" if abs(agree) <= AGREEMENT else " !")
         rows.append([t.get("tier", "?"), (t.get("best") or {}).get("label", "?"), num(t.get("acceptance"), ".2f"),
-                     num(t.get("break_even"), ".2f"), _x(t.get("predicted")), _x(t.get("measured")), off])
-    out.append(text_table(["tier", "setting", "accept", "break-even", "predicted", "measured", "off by"], rows,
-                          right={2, 3, 4, 5, 6}, rules_before={0}))
+                     num(t.get("break_even"), ".2f"), _x(t.get("predicted")), _x(t.get("measured")), off,
+                     _x(t.get("copy_ceiling")), _x(t.get("perfect_ceiling"))])
+    # the last two: what the weights allow (``spectui.tune.ceiling``)
+    out.append(text_table(["tier", "setting", "accept", "break-even", "predicted", "measured", "off by",
+                           "copying at best", "perfect drafter"], rows, right={2, 3, 4, 5, 6, 7, 8}, rules_before={0}))
     out.append("")
     out.extend(f"  {t['verdict']}" for t in doc.get("tiers", []) if t.get("verdict"))
     out.append("")
@@ -128,6 +130,7 @@ class _ChartResult:
     long_curve: _ChartCurve | None
     draft_cost: float
     tiers: list[_ChartTier]
+    drafter: str = "ngram"
 
     @classmethod
     def of(cls, doc: dict) -> _ChartResult:
@@ -137,7 +140,8 @@ class _ChartResult:
 
         tiers = [_ChartTier(t.get("tier", "?"), {k: math.nan if v is None else v for k, v in (t.get("predicted_by_setting") or {}).items()})
                  for t in doc.get("tiers", [])]
-        return cls(curve(doc.get("curve")), curve(doc.get("long_curve")), doc.get("draft_cost") or 0.0, tiers)
+        return cls(curve(doc.get("curve")), curve(doc.get("long_curve")), doc.get("draft_cost") or 0.0, tiers,
+                   doc.get("drafter") or "ngram")
 
 
 def format_charts(doc: dict, width: int = 60, height: int = 14) -> str:

@@ -1,0 +1,129 @@
+"""Would verifying a second candidate pay? The suffix drafter's runner-up against its rows' cost.
+
+    python benchmarks/tree_value.py [--target GGUF] [--also-quant F16] [--tiers unseen,copy,repeated]
+
+Tree verification (several continuations in one target evaluation) pays when the drafter's
+second choice is often right where its first is wrong, and extra rows are nearly free. Both
+are measured here, on AR's greedy output (fixed by greedy decoding, so no speculative run is
+needed): the suffix drafter (its memory holding the previous answer on the repeated tier) is
+replayed with the cost-aware K over the output, and at every block with a rejected token its
+second most frequent continuation at that point is checked. A second branch there would have
+kept that token and as much more as the history lets it copy (``longest_copies``), up to
+the block's length.
+
+``free branch`` is the replay's speedup if those rescued tokens cost nothing: more than any
+tree can get. ``one row more`` charges each block one extra row, from the verify-cost curve
+measured here: less than a real tree pays, which cannot know where the draft will fail and
+must branch at every position it wants to cover. The issue's rule: build it
+only if this shows it pays.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+
+import quant
+from defaults import config, prompt_files
+from peers import verify_cost_curve
+
+from spectui.config import DraftConfig
+from spectui.engine.draft_length import DraftLength
+from spectui.engine.session import Engine
+from spectui.engine.suffix import SuffixDrafter
+from spectui.recording.schema import Step
+from spectui.tune.ceiling import longest_copies
+from spectui.tune.replay import common_prefix
+
+K_MAX = 16
+
+
+def runner_up(drafter: SuffixDrafter, kept: list[int]) -> int | None:
+    """The second most frequent token after the history's longest repeated context followed
+    by ``kept`` (the drafted tokens the target accepted): where the draft went wrong."""
+    index = drafter.index
+    v, n = index.repeat()
+    for t in kept:
+        if not n:
+            return None
+        v, n = index.step(v, n, t) or (0, 0)
+    if not n:
+        return None
+    ranked = sorted(index.continuations(v).items(), key=lambda kv: -kv[1])
+    return ranked[1][0] if len(ranked) > 1 else None
+
+
+def replay_with_branch(prompt: list[int], output: list[int], cost, seed) -> dict:
+    """The cost-aware suffix replay, and what a second branch at the first position adds."""
+    drafter = SuffixDrafter(None)
+    drafter.reset(prompt)
+    length = DraftLength(DraftConfig(source="suffix", k=4, adaptive=True, k_max=K_MAX, cost_seed=seed))
+    copies = longest_copies(prompt, output, K_MAX)
+    history = [*prompt, output[0]]
+    i, n = 1, len(output)
+    tokens = cost_plain = cost_extra = rescued = 0.0
+    blocks = missed = second_right = 0
+    while i < n:
+        proposal = drafter.propose(history, min(K_MAX, n - i - 1)) if n - i > 1 else None
+        k = min(length.k_for(proposal.match), n - i - 1) if proposal is not None and proposal.tokens else 0
+        draft = proposal.tokens[:k] if k else []
+        got = common_prefix(draft, output[i:])
+        step = cost(len(draft) + 1)
+        if draft:
+            blocks += 1
+            cost_extra += cost(len(draft) + 2) - step
+            if got < len(draft):  # a branch where it went wrong: the runner-up, then copying on
+                missed += 1
+                if runner_up(drafter, draft[:got]) == output[i + got]:
+                    second_right += 1
+                    rescued += min(len(draft) - got, max(copies[i + got], 1))
+        elif proposal is not None and proposal.tokens:
+            length.shadow(proposal.tokens[0] == output[i], proposal.match)
+        length.update(k, len(draft), got, step * 1000.0, proposal.match if proposal is not None else 0)
+        emitted = min(got + 1, n - i)
+        tokens += emitted
+        cost_plain += step
+        history.extend(output[i:i + emitted])
+        i += emitted
+    return {
+        "blocks": blocks, "missed": missed, "second_right": second_right,
+        "single": tokens / cost_plain, "free_branch": (tokens + rescued) / cost_plain,
+        "one_row_more": (tokens + rescued) / (cost_plain + cost_extra),
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--target", default=None)
+    ap.add_argument("--also-quant", default="F16")
+    ap.add_argument("--tiers", default="unseen,copy,repeated")
+    args = ap.parse_args()
+    prompts = prompt_files(args.tiers.split(","))
+    for weights in quant.weight_formats(args.target, args.also_quant, log=lambda m: print(m, file=sys.stderr)):
+        rows = []
+        with Engine.load(config(prompts[0][2], "ar", weights.path, [])) as engine:
+            _, first = engine.prepare_prompt(config(prompts[0][2], "ar", weights.path, []))
+            _, curve = verify_cost_curve(engine, first, range(1, K_MAX + 3), reps=7)
+            seed = tuple(curve[n] for n in range(1, K_MAX + 2))
+            for name, tier, path in prompts:
+                cfg = config(path, "ar", weights.path, [])
+                _, prompt = engine.prepare_prompt(cfg)
+                output = [t for e in engine.run(cfg, memory_interval_s=None) if type(e) is Step for t in e.tokens]
+                history = prompt + output if tier == "repeated" else prompt  # memory: the previous answer
+                r = replay_with_branch(history, output, curve.__getitem__, seed)
+                rows.append(r)
+                print(f"{weights.quant:5} {name:28} blocks {r['blocks']:3}  rejected {r['missed']:3}  "
+                      f"runner-up right {r['second_right']:2}  single x{r['single']:.2f}  free branch x{r['free_branch']:.2f}  "
+                      f"one row more x{r['one_row_more']:.2f}", flush=True)
+        missed = sum(r["missed"] for r in rows)
+        right = sum(r["second_right"] for r in rows)
+        print(f"{weights.quant:5} curve n=2 {curve[2]:.2f}, n=9 {curve[9]:.2f}; runner-up right in {right} of {missed} missed "
+              f"drafted tokens; median single x{statistics.median(r['single'] for r in rows):.2f}, free branch "
+              f"x{statistics.median(r['free_branch'] for r in rows):.2f}, one row more "
+              f"x{statistics.median(r['one_row_more'] for r in rows):.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
