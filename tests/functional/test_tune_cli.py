@@ -70,10 +70,16 @@ def test_tune_from_recordings_replays_their_outputs(cache_home, tmp_path):
         proc = run_cli("run", "--headless", "--prompt-name", name, "--mode", mode, *FAST,
                        "--record", str(folder / f"{name}.spectui"))
         assert proc.returncode == 0, proc.stderr
-    doc = tune_json("--from", str(folder), "--reps", "0")
-    assert doc["acceptance_from"] == str(folder)
+    # the suffix drafter, replayed over the recorded outputs (the n-gram is the default above)
+    doc = tune_json("--from", str(folder), "--reps", "0", "--draft", "suffix")
+    assert doc["acceptance_from"] == str(folder) and doc["drafter"] == "suffix"
     assert {t["tier"] for t in doc["tiers"]} == {"copy", "short"}
     assert all(t["measured"] is None for t in doc["tiers"])  # --reps 0: predicted only
+    for t in doc["tiers"]:
+        assert "suffix, cost-aware K" in t["predicted_by_setting"] and "suffix K=16" in t["predicted_by_setting"]
+        assert not any(label.startswith("n-gram") for label in t["predicted_by_setting"])
+        if t["best"]["drafter"] == "suffix":
+            assert t["best"]["spectui"].startswith("spectui run --mode spec --draft suffix")
 
 
 def test_write_quant_writes_a_requantized_copy_and_never_overwrites(tmp_path):
