@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import quant
-from defaults import config, prompt_files
+from defaults import config, outcome, prompt_files, run
 from peers import verify_cost_curve
 
 from spectui.config import DraftConfig
@@ -47,8 +47,6 @@ from spectui.engine.protocol import Draft
 from spectui.engine.sampling import Sampler
 from spectui.engine.session import Engine
 from spectui.engine.suffix_memory import SuffixMemory
-from spectui.metrics.stats import summarize
-from spectui.recording.schema import Step
 from spectui.tune.ceiling import copy_ceiling, perfect_ceiling
 
 #: the longest block the oracle may draft (spectui's K ceiling)
@@ -79,15 +77,6 @@ class OracleDrafter:
         pass
 
 
-def rate_and_tokens(events: list) -> tuple[float, list[int], float]:
-    s = summarize(events)
-    return s.decode_tok_s, [t for e in events if type(e) is Step for t in e.tokens], s.acceptance_rate
-
-
-def run_engine(engine: Engine, cfg) -> tuple[float, list[int], float]:
-    return rate_and_tokens(list(engine.run(cfg, memory_interval_s=None)))
-
-
 def prompt_tokens(engine: Engine, cfg) -> list[int]:
     return engine.prepare_prompt(cfg)[1]
 
@@ -97,11 +86,11 @@ def best_block(curve: dict[int, float]) -> int:
     return max(range(1, ORACLE_K + 1), key=lambda k: (k + 1) / curve[k + 1])
 
 
-def run_oracle(engine: Engine, cfg, answer: list[int], k: int) -> tuple[float, list[int], float]:
+def run_oracle(engine: Engine, cfg, answer: list[int], k: int) -> tuple[float, float, float, list[int]]:
+    """Like ``defaults.run``, with the oracle drafting at a fixed ``k`` in spectui's loop."""
     prompt = prompt_tokens(engine, cfg)
-    events = list(decode(engine.target, prompt, sampler=Sampler(cfg.sampling), max_tokens=cfg.max_tokens,
-                         drafter=OracleDrafter(answer), draft_length=DraftLength(DraftConfig(source="ngram", k=k))))
-    return rate_and_tokens(events)
+    return outcome(list(decode(engine.target, prompt, sampler=Sampler(cfg.sampling), max_tokens=cfg.max_tokens,
+                               drafter=OracleDrafter(answer), draft_length=DraftLength(DraftConfig(source="ngram", k=k)))))
 
 
 def bench_weights(weights: quant.Weights, prompts: list[tuple[str, str, str]], reps: int, tmp: str) -> list[dict]:
@@ -126,15 +115,15 @@ def bench_weights(weights: quant.Weights, prompts: list[tuple[str, str, str]], r
             parted: dict[str, int | None] = {}
             answer: list[int] = []
             for rep in range(reps + 1):
-                ar_rate, answer, _ = run_engine(engine, ar_cfg)
+                ar_rate, _, _, answer = run(engine, ar_cfg)
                 sides = {
                     "oracle": lambda: run_oracle(engine, ar_cfg, answer, oracle_k),
-                    "default": lambda: run_engine(engine, default_cfg),
-                    "suffix": lambda: run_engine(engine, suffix_cfg),
+                    "default": lambda: run(engine, default_cfg),
+                    "suffix": lambda: run(engine, suffix_cfg),
                 }
                 order = list(sides) if rep % 2 else list(reversed(sides))  # drift cancels
                 for side in order:
-                    rate, tokens, acc = sides[side]()
+                    rate, acc, _, tokens = sides[side]()
                     if tokens != answer and side not in parted:
                         parted[side] = next((i for i, (a, b) in enumerate(zip(tokens, answer)) if a != b), len(tokens))
                     if rep:

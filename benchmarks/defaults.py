@@ -49,7 +49,11 @@ def config(path: str, mode: str, target: str, extra: list[str]):
 
 
 def run(engine: Engine, cfg) -> tuple[float, float, float, list[int]]:
-    events = list(engine.run(cfg, memory_interval_s=None))
+    """(decode tok/s, acceptance, mean K drafted, output tokens) of one run."""
+    return outcome(list(engine.run(cfg, memory_interval_s=None)))
+
+
+def outcome(events: list) -> tuple[float, float, float, list[int]]:
     s = summarize(events)
     steps = [e for e in events if type(e) is Step]
     drafted = [e.drafted for e in steps[1:] if e.drafted]

@@ -25,16 +25,14 @@ import statistics
 import sys
 
 import quant
-from defaults import config, prompt_files
+from defaults import config, prompt_files, run
 from peers import verify_cost_curve
 
 from spectui.config import DraftConfig
-from spectui.engine.draft_length import DraftLength
 from spectui.engine.session import Engine
 from spectui.engine.suffix import SuffixDrafter
-from spectui.recording.schema import Step
 from spectui.tune.ceiling import longest_copies
-from spectui.tune.replay import common_prefix
+from spectui.tune.replay import replay
 
 K_MAX = 16
 
@@ -55,41 +53,25 @@ def runner_up(drafter: SuffixDrafter, kept: list[int]) -> int | None:
 
 
 def replay_with_branch(prompt: list[int], output: list[int], cost, seed) -> dict:
-    """The cost-aware suffix replay, and what a second branch at the first position adds."""
-    drafter = SuffixDrafter(None)
-    drafter.reset(prompt)
-    length = DraftLength(DraftConfig(source="suffix", k=4, adaptive=True, k_max=K_MAX, cost_seed=seed))
+    """The cost-aware suffix replay (``tune.replay``), and what a second branch at the point
+    where each block went wrong adds."""
     copies = longest_copies(prompt, output, K_MAX)
-    history = [*prompt, output[0]]
-    i, n = 1, len(output)
-    tokens = cost_plain = cost_extra = rescued = 0.0
-    blocks = missed = second_right = 0
-    while i < n:
-        proposal = drafter.propose(history, min(K_MAX, n - i - 1)) if n - i > 1 else None
-        k = min(length.k_for(proposal.match), n - i - 1) if proposal is not None and proposal.tokens else 0
-        draft = proposal.tokens[:k] if k else []
-        got = common_prefix(draft, output[i:])
-        step = cost(len(draft) + 1)
-        if draft:
-            blocks += 1
-            cost_extra += cost(len(draft) + 2) - step
-            if got < len(draft):  # a branch where it went wrong: the runner-up, then copying on
-                missed += 1
-                if runner_up(drafter, draft[:got]) == output[i + got]:
-                    second_right += 1
-                    rescued += min(len(draft) - got, max(copies[i + got], 1))
-        elif proposal is not None and proposal.tokens:
-            length.shadow(proposal.tokens[0] == output[i], proposal.match)
-        length.update(k, len(draft), got, step * 1000.0, proposal.match if proposal is not None else 0)
-        emitted = min(got + 1, n - i)
-        tokens += emitted
-        cost_plain += step
-        history.extend(output[i:i + emitted])
-        i += emitted
+    extra = {"cost": 0.0, "rescued": 0, "missed": 0, "second_right": 0}
+
+    def branch(drafter, i: int, draft: list[int], got: int) -> None:
+        extra["cost"] += cost(len(draft) + 2) - cost(len(draft) + 1)
+        if got < len(draft):  # a branch where it went wrong: the runner-up, then copying on
+            extra["missed"] += 1
+            if runner_up(drafter, draft[:got]) == output[i + got]:
+                extra["second_right"] += 1
+                extra["rescued"] += min(len(draft) - got, max(copies[i + got], 1))
+
+    draft = DraftConfig(source="suffix", k=4, adaptive=True, k_max=K_MAX, cost_seed=seed, memory=False)
+    r = replay(prompt, output, cost, draft, on_block=branch)
     return {
-        "blocks": blocks, "missed": missed, "second_right": second_right,
-        "single": tokens / cost_plain, "free_branch": (tokens + rescued) / cost_plain,
-        "one_row_more": (tokens + rescued) / (cost_plain + cost_extra),
+        "blocks": r.blocks, "missed": extra["missed"], "second_right": extra["second_right"],
+        "single": r.speedup, "free_branch": (r.tokens + extra["rescued"]) / r.cost,
+        "one_row_more": (r.tokens + extra["rescued"]) / (r.cost + extra["cost"]),
     }
 
 
@@ -109,7 +91,7 @@ def main() -> int:
             for name, tier, path in prompts:
                 cfg = config(path, "ar", weights.path, [])
                 _, prompt = engine.prepare_prompt(cfg)
-                output = [t for e in engine.run(cfg, memory_interval_s=None) if type(e) is Step for t in e.tokens]
+                *_, output = run(engine, cfg)
                 history = prompt + output if tier == "repeated" else prompt  # memory: the previous answer
                 r = replay_with_branch(history, output, curve.__getitem__, seed)
                 rows.append(r)

@@ -71,12 +71,14 @@ def replay(
     cost: Callable[[int], float],
     draft: DraftConfig,
     budget: int = 0,
+    on_block: Callable[[Drafter, int, list[int], int], None] | None = None,
 ) -> Replay:
     """Replay ``draft`` (prompt lookup or the suffix drafter; K fixed, or cost-aware with
     ``cost`` as its timings) over ``output``, the greedy continuation of ``prompt``;
     ``cost(n)`` is the verify-cost curve. ``budget`` is the run's token budget (0: the
     output's length); an output that ended on an end-of-generation token before it may be
-    drafted past, as a real run would."""
+    drafted past, as a real run would. ``on_block(drafter, i, draft, kept)`` sees every
+    verified block (drafted at output position ``i``) before the history moves past it."""
     drafter = lookup_drafter(draft)
     drafter.reset(prompt)
     length = DraftLength(draft)
@@ -108,6 +110,8 @@ def replay(
             for j in range(len(tokens)):
                 r.reached[j] += 1
                 r.kept[j] += j < got
+            if on_block is not None:
+                on_block(drafter, i, tokens, got)
         elif length.adaptive and proposal is not None and proposal.tokens:
             length.shadow(proposal.tokens[0] == output[i], match)
         length.update(k, len(tokens), got, step_cost * 1000.0, match)

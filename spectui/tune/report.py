@@ -8,7 +8,7 @@ import math
 import msgspec
 
 from spectui.format import num, section_title, text_table
-from spectui.tune.plan import K_CHOICES, Setting, TierPlan
+from spectui.tune.plan import K_CHOICES, LOOKUP_NAMES, Setting, TierPlan
 from spectui.tune.runner import TuneResult
 
 #: a prediction and its check agree when within this share of each other
@@ -145,10 +145,10 @@ def _fixed_k_for_peers(plan: TierPlan) -> int:
 def spectui_flags(s: Setting, result: TuneResult) -> str:
     if s.drafter == "ar":
         return "spectui run --mode ar"
-    if s.drafter == "ngram":
-        return "spectui run --mode spec" + ("" if s.k is None else f" --k {s.k}") + "   (n-gram; no --k = cost-aware K)"
-    if s.model_free:
-        return f"spectui run --mode spec --draft {s.drafter}" + ("" if s.k is None else f" --k {s.k}") + "   (no --k = cost-aware K)"
+    if s.model_free:  # n-gram is the default drafter: no --draft for it
+        draft = "" if s.drafter == "ngram" else f" --draft {s.drafter}"
+        k = "" if s.k is None else f" --k {s.k}"
+        return f"spectui run --mode spec{draft}{k}   ({LOOKUP_NAMES[s.drafter]}; no --k = cost-aware K)"
     return f"spectui run --mode spec --draft {result.drafter} --k {s.k}" + (f" --p-min {s.p_min:g}" if s.p_min else "")
 
 

@@ -199,21 +199,23 @@ def test_incremental_matching_equals_brute_force():
 # -- proposals ------------------------------------------------------------------------
 
 
-def test_a_repeated_sequence_drafts_the_copy():
-    rng = random.Random(1)
-    text = rng.sample(range(1000), 60)
+def drafter_over_distinct_tokens(seed: int) -> tuple[list[int], SuffixDrafter]:
+    """60 distinct tokens (every context occurs once) and a drafter reset on them."""
+    text = random.Random(seed).sample(range(1000), 60)
     drafter = SuffixDrafter()
     drafter.reset(text)
+    return text, drafter
+
+
+def test_a_repeated_sequence_drafts_the_copy():
+    text, drafter = drafter_over_distinct_tokens(1)
     draft = drafter.propose(text + text[:20], 16)
     assert draft.tokens == text[20:36]
     assert draft.match == match_bucket(20) == 5
 
 
 def test_a_weak_match_drafts_less_than_a_strong_one():
-    rng = random.Random(2)
-    text = rng.sample(range(1000), 60)
-    drafter = SuffixDrafter()
-    drafter.reset(text)
+    text, drafter = drafter_over_distinct_tokens(2)
     strong = drafter.propose(text + text[:3], 16)
     assert strong.tokens == text[3:6] and strong.match == 2  # 3 tokens matched: at most 3 drafted
     drafter.reset(text)
