@@ -1,6 +1,8 @@
 """Memory sampling on a daemon thread: process RSS, system headroom, swap traffic, pressure,
 MLX allocator state when MLX is in use, and the machine around the run (thermal state,
-throttling, fans, power, other processes' CPU: ``spectui.metrics.host``).
+throttling, fans, power, other processes' CPU). Everything that differs by OS (swap counters,
+pressure, the GPU working-set limit, the slow signals) comes from ``spectui.metrics.host``'s one
+interface, whose implementation is chosen once per OS.
 
 Counters that matter for a verdict are kept since the session began (the sampler's first
 reading): swap-ins, time at red memory pressure, throttle events.
@@ -13,8 +15,6 @@ origin (``t0_ns`` from ``time.perf_counter_ns``) so they line up with ``Step`` t
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import sys
 import threading
 import time
@@ -23,10 +23,9 @@ from typing import Any
 
 import psutil
 
-from spectui.metrics.host import HostSignals, OtherLoad
+from spectui.metrics.host import HostSignals, OtherLoad, new_host
 from spectui.recording.schema import MemorySample
 
-_PSI_PATH = "/proc/pressure/memory"
 #: macOS kern.memorystatus_vm_pressure_level "critical": the brief's red state
 MAC_RED_LEVEL = 4.0
 #: Linux has no levels; PSI "some avg10" at or above this percent counts as red. At 10% some
@@ -42,48 +41,24 @@ def is_red_pressure(pressure: float, platform: str = sys.platform) -> bool:
     return pressure >= (MAC_RED_LEVEL if platform == "darwin" else LINUX_RED_PSI)
 
 
-def headroom_bytes(available: int, mlx_active: int = -1, mlx_working_set: int = 0) -> int:
+def headroom_bytes(available: int, gpu_used: int = -1, gpu_working_set: int = 0) -> int:
     """How many more bytes can be allocated before the system starts swapping.
 
     ``available`` is psutil's ``virtual_memory().available``: on Linux the kernel's
     MemAvailable estimate, on macOS free + inactive pages; both already count page cache
     the kernel can drop without swapping, so it is the right starting point (``free``
-    alone would be far too pessimistic). With MLX on Apple silicon, GPU allocations
-    beyond Metal's ``max_recommended_working_set_size`` get paged even while the system
-    still looks roomy, so when MLX is in use (``mlx_active >= 0``, ``mlx_working_set >
-    0``) headroom is capped at that working set minus what MLX already holds. Never
-    negative. (Container cgroup limits are not considered: on Linux MemAvailable is the
-    host's view.)
+    alone would be far too pessimistic). On Apple silicon, GPU allocations beyond Metal's
+    recommended working set get paged even while the system still looks roomy, so when the
+    run holds GPU memory (``gpu_used >= 0`` and ``gpu_working_set > 0``: MLX's active memory
+    and its ``max_recommended_working_set_size``, or llama.cpp's Metal buffers and the
+    device's ``recommendedMaxWorkingSetSize``) headroom is capped at that working set minus
+    what is held. Never negative. (Container cgroup limits are not considered: on Linux
+    MemAvailable is the host's view.)
     """
     headroom = available
-    if mlx_active >= 0 and mlx_working_set > 0:
-        headroom = min(headroom, mlx_working_set - mlx_active)
+    if gpu_used >= 0 and gpu_working_set > 0:
+        headroom = min(headroom, gpu_working_set - gpu_used)
     return max(0, headroom)
-
-
-class _MacPressure:
-    """kern.memorystatus_vm_pressure_level via sysctlbyname (no subprocess: ~1 µs)."""
-
-    def __init__(self) -> None:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.dylib", use_errno=True)
-        self._sysctlbyname = libc.sysctlbyname
-        self._sysctlbyname.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t), ctypes.c_void_p, ctypes.c_size_t]
-        self._sysctlbyname.restype = ctypes.c_int
-
-    def read(self) -> float:
-        value = ctypes.c_int(0)
-        size = ctypes.c_size_t(ctypes.sizeof(value))
-        if self._sysctlbyname(b"kern.memorystatus_vm_pressure_level", ctypes.byref(value), ctypes.byref(size), None, 0):
-            return -1.0
-        return float(value.value)
-
-
-def _linux_pressure() -> float:
-    # "some avg10=0.12 avg60=... total=..." : percent of the last 10 s in which at least
-    # one task stalled on memory. Absent on old kernels; unreadable when PSI is disabled.
-    with open(_PSI_PATH, "rb") as f:
-        line = f.readline()
-    return float(line.split(b"avg10=", 1)[1].split(None, 1)[0])
 
 
 class MemorySampler:
@@ -104,9 +79,9 @@ class MemorySampler:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._swap_prev: tuple[int, int, int] | None = None  # (t_ns, sin, sout)
-        self._pressure: Callable[[], float] | None = self._pressure_source()
+        self._host = new_host()  # this OS's readers, chosen once
         self._mlx_working_set: int | None = None  # read once: a device constant
-        self._host = HostSignals()
+        self._slow = HostSignals(self._host)
         self._other = OtherLoad(self._process)
         # the session's baselines, set by the first reading
         self._sin0: int | None = None
@@ -120,25 +95,31 @@ class MemorySampler:
         with self._lock:
             now = time.perf_counter_ns()
             vm = psutil.virtual_memory()
-            swap = psutil.swap_memory()
-            # sin/sout are cumulative bytes since boot; rates come from the deltas. They
-            # are 0 where psutil cannot tell (e.g. some containers), which reads as "no swap".
+            swap = psutil.swap_memory()  # ``used`` only: its sin is pageins on macOS
+            # cumulative bytes since boot, from the host's own swap counters; rates come from
+            # the deltas. None where the OS does not tell (swap-ins then read not available).
+            swapped = self._swap_bytes()
             sin_rate = sout_rate = 0
-            if self._swap_prev is not None:
+            if swapped is not None and self._swap_prev is not None:
                 t_prev, sin_prev, sout_prev = self._swap_prev
                 dt = (now - t_prev) / 1e9
                 if dt > 0:
-                    sin_rate = int(max(0, swap.sin - sin_prev) / dt)
-                    sout_rate = int(max(0, swap.sout - sout_prev) / dt)
-            self._swap_prev = (now, swap.sin, swap.sout)
-            active, cache, peak, working_set = self._mlx()
+                    sin_rate = int(max(0, swapped[0] - sin_prev) / dt)
+                    sout_rate = int(max(0, swapped[1] - sout_prev) / dt)
+            if swapped is not None:
+                self._swap_prev = (now, swapped[0], swapped[1])
+                if self._sin0 is None:
+                    self._sin0 = swapped[0]
+            mlx_active, cache, peak, mlx_working_set = self._mlx()
+            if mlx_active >= 0 and mlx_working_set > 0:
+                gpu_used, working_set = mlx_active, mlx_working_set
+            else:  # no MLX: the Metal device llama.cpp allocates on, if any
+                gpu_used, working_set = self._gpu_memory()
             pressure = self._read_pressure()
-            if self._sin0 is None:
-                self._sin0 = swap.sin
             if self._prev_ns is not None and is_red_pressure(pressure):
                 self._red_ms += (now - self._prev_ns) / 1e6
             self._prev_ns = now
-            host = self._host.read(now / 1e9)
+            host = self._slow.read(now / 1e9)
             throttles = None
             if host.throttle_count is not None:
                 if self._throttle0 is None:
@@ -148,16 +129,16 @@ class MemorySampler:
                 t_us=(now - self.t0_ns) // 1000,
                 rss=self._process.memory_info().rss,
                 available=vm.available,
-                headroom=headroom_bytes(vm.available, active, working_set),
+                headroom=headroom_bytes(vm.available, gpu_used, working_set),
                 swap_used=swap.used,
                 swap_in_rate=sin_rate,
                 swap_out_rate=sout_rate,
                 pressure=pressure,
-                mlx_active=active,
+                mlx_active=mlx_active,
                 mlx_cache=cache,
                 mlx_peak=peak,
-                swap_in_total=max(0, swap.sin - self._sin0),
-                red_pressure_ms=round(self._red_ms) if self._pressure is not None else None,
+                swap_in_total=max(0, swapped[0] - self._sin0) if swapped is not None and self._sin0 is not None else None,
+                red_pressure_ms=round(self._red_ms) if self._host.has_pressure() else None,
                 throttle_events=throttles,
                 cpu_freq_pct=host.cpu_freq_pct,
                 temperature_mc=host.temperature_mc,
@@ -174,25 +155,24 @@ class MemorySampler:
         except Exception:  # noqa: BLE001 - e.g. psutil.AccessDenied in a locked-down container
             return None
 
-    def _pressure_source(self) -> Callable[[], float] | None:
+    def _swap_bytes(self) -> tuple[int, int] | None:
         try:
-            if sys.platform == "darwin":
-                source: Callable[[], float] = _MacPressure().read
-            elif sys.platform.startswith("linux"):
-                source = _linux_pressure
-            else:
-                return None
-            source()  # probe once: a source that fails now is never retried
-            return source
-        except Exception:
+            return self._host.swap_bytes()
+        except Exception:  # noqa: BLE001 - e.g. psutil refused in a locked-down container
             return None
 
-    def _read_pressure(self) -> float:
-        if self._pressure is None:
-            return -1.0
+    def _gpu_memory(self) -> tuple[int, int]:
         try:
-            return self._pressure()
-        except Exception:
+            used, limit = self._host.gpu_memory()
+        except Exception:  # noqa: BLE001 - a missing GPU reading must not stop the sampler
+            return -1, 0
+        # only a run that holds GPU memory is bound by the GPU's working set
+        return (used, limit) if used > 0 else (-1, 0)
+
+    def _read_pressure(self) -> float:
+        try:
+            return self._host.pressure()
+        except Exception:  # noqa: BLE001
             return -1.0
 
     def _mlx(self) -> tuple[int, int, int, int]:

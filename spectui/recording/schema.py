@@ -27,7 +27,7 @@ import msgspec
 from spectui.config import RunConfig
 
 #: ``major.minor``. Readers refuse a newer *major*; minor bumps only add optional fields.
-SCHEMA_VERSION = "1.5"
+SCHEMA_VERSION = "1.6"
 
 
 class TokenOrigin(IntEnum):
@@ -174,6 +174,18 @@ class BatchNoise(msgspec.Struct, kw_only=True):
         return f"block and one-token logits differ by up to {worst:.3g} from depth {onset} (calibrated to {self.depth})"
 
 
+class Redaction(msgspec.Struct, kw_only=True):
+    """1.6: this recording is a redacted copy (``spectui export --redact``,
+    ``spectui.recording.redact``): its texts are placeholders and its token ids stand-ins."""
+
+    #: random, shared by the copies redacted together: only their token stand-ins compare
+    batch: str = ""
+    redacted_at: str = ""  # wall clock, ISO 8601 UTC
+    #: the prompt's quality check on the original output, graded before the text went
+    #: (None: the prompt carries no check)
+    quality_passed: bool | None = None
+
+
 class Header(msgspec.Struct, tag=1, kw_only=True):
     schema_version: str = SCHEMA_VERSION
     spectui_version: str = ""
@@ -189,6 +201,12 @@ class Header(msgspec.Struct, tag=1, kw_only=True):
     #: 1.4: the backend's measured batch-shape noise for this model and these settings, for
     #: classifying a divergence from AR (greedy embedded runs; None: not calibrated).
     batch_noise: BatchNoise | None = None
+    #: 1.6: set on a redacted copy (no prompt, output or token ids in it); None: the original
+    redaction: Redaction | None = None
+    #: 1.6: the node the session ran on, as ``--host`` named it (an ssh destination), the
+    #: recording made here from its stream; "" = run on the machine that recorded it.
+    #: ``artifacts.host`` and the memory samples are then the node's.
+    node: str = ""
 
 
 INTERLEAVED_CLOCK = "own-steps (interleaved; the other session's time removed)"
@@ -273,7 +291,8 @@ class MemorySample(msgspec.Struct, tag=4, array_like=True, gc=False):
     cpu_freq_pct: int | None = None
     #: the hottest thermal sensor, milli-degrees Celsius
     temperature_mc: int | None = None
-    #: the OS's thermal warning level: 0 nominal, higher is hotter (macOS ``pmset -g therm``)
+    #: the OS's thermal level, 0 nominal, higher is hotter: macOS ``NSProcessInfo.thermalState``
+    #: (0 nominal, 1 fair, 2 serious, 3 critical), else pmset's thermal warning level
     thermal_level: int | None = None
     fan_rpm: int | None = None
     on_ac_power: bool | None = None

@@ -1,16 +1,34 @@
 """The host samplers: the real ones on this machine (what it does not expose reads as not
-available), the Linux readers on a sysfs tree laid out as a laptop's, and pmset's text."""
+available), the Linux readers on a sysfs tree laid out as a laptop's, and pmset's text (the
+macOS readers on outputs captured from real Macs: test_host_macos.py)."""
 
 from __future__ import annotations
 
 import glob
 import os
+import sys
 import time
 
-from spectui.metrics.host import HostSignals, LinuxHost, parse_pmset_batt, parse_pmset_lowpower, parse_pmset_therm
+import pytest
+
+from spectui.metrics.host import HOST_CLASS, Host, HostSignals, LinuxHost, host_class
+from spectui.metrics.host.linux import parse_psi_some_avg10
+from spectui.metrics.host.macos import MacHost
+from spectui.metrics.host.macos_text import parse_pmset_batt, parse_pmset_lowpower, parse_pmset_therm
 from spectui.metrics.memory import MemorySampler, is_red_pressure
 
+linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads this Linux host's /sys and /proc")
 
+
+def test_one_implementation_per_os_chosen_once():
+    assert host_class("linux") is LinuxHost and host_class("darwin") is MacHost and host_class("win32") is Host
+    assert HOST_CLASS is host_class(sys.platform)
+    blank = Host()  # an OS without an implementation: everything not available, nothing made up
+    assert blank.slow() == type(blank.slow())() and blank.swap_bytes() is None
+    assert blank.pressure() == -1.0 and blank.gpu_memory() == (-1, 0) and not blank.has_pressure()
+
+
+@linux_only
 def test_real_sampler_on_this_host_fills_what_it_exposes_and_nothing_else():
     s = MemorySampler(time.perf_counter_ns(), lambda _: None)
     first, second = s.sample_now(), s.sample_now()
@@ -28,6 +46,37 @@ def test_real_sampler_on_this_host_fills_what_it_exposes_and_nothing_else():
     if not glob.glob("/sys/class/power_supply/*"):
         assert second.on_ac_power is None
     assert second.thermal_level is None  # a macOS-only level
+    # swap-ins are the kernel's swap counter (pswpin), read since the session began
+    assert second.swap_in_total is not None and second.swap_in_total >= 0
+    assert LinuxHost().gpu_memory() == (-1, 0)  # no GPU working-set limit on Linux
+
+
+@linux_only
+def test_linux_swap_and_pressure_on_this_host():
+    def vmstat() -> dict[str, int]:
+        with open("/proc/vmstat") as f:
+            return {k: int(v) for k, v in (line.split() for line in f)}
+
+    host = LinuxHost()
+    before = vmstat()
+    sin, sout = host.swap_bytes()
+    after = vmstat()
+    # the kernel's swap counters (pswpin/pswpout, 4 KiB pages as psutil counts them), not
+    # pgpgin: pages read from files never count as swap
+    assert before["pswpin"] * 4096 <= sin <= after["pswpin"] * 4096
+    assert before["pswpout"] * 4096 <= sout <= after["pswpout"] * 4096
+    assert host.has_pressure() == os.path.exists("/proc/pressure/memory")
+    if host.has_pressure():
+        assert host.pressure() >= 0
+
+
+def test_psi_line_and_a_missing_psi(tmp_path):
+    assert parse_psi_some_avg10(b"some avg10=12.50 avg60=3.00 avg300=0.50 total=123456\n") == 12.5
+    psi = tmp_path / "memory"
+    psi.write_text("some avg10=0.31 avg60=0.10 avg300=0.02 total=99\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n")
+    assert LinuxHost(str(tmp_path), psi_path=str(psi)).pressure() == 0.31
+    gone = LinuxHost(str(tmp_path), psi_path=str(tmp_path / "absent"))
+    assert not gone.has_pressure() and gone.pressure() == -1.0
 
 
 def write(root, rel: str, text: str) -> None:
@@ -51,23 +100,23 @@ def test_linux_readers_on_a_laptop_sysfs(tmp_path):
     write(tmp_path, "class/power_supply/BAT0/status", "Charging")
     write(tmp_path, "firmware/acpi/platform_profile", "balanced")
     host = LinuxHost(str(tmp_path))
-    r = host.read()
+    r = host.slow()
     assert (r.throttle_count, r.cpu_freq_pct, r.temperature_mc, r.fan_rpm) == (6, 75, 61500, 2150)
     assert r.on_ac_power is True and r.low_power_mode is False
     write(tmp_path, "class/power_supply/AC/online", "0")
     write(tmp_path, "class/power_supply/BAT0/status", "Discharging")
     write(tmp_path, "firmware/acpi/platform_profile", "low-power")
-    r = host.read()
+    r = host.slow()
     assert r.on_ac_power is False and r.low_power_mode is True
 
 
 def test_linux_readers_on_a_bare_vm(tmp_path):
-    r = LinuxHost(str(tmp_path)).read()
+    r = LinuxHost(str(tmp_path)).slow()
     assert r == type(r)()  # every field None: not available
 
 
 def test_host_signals_refresh_on_their_own_schedule():
-    h = HostSignals(every_s=10.0)
+    h = HostSignals(Host(), every_s=10.0)
     a = h.read(100.0)
     assert h.read(105.0) is a and h.read(111.0) is not a
 

@@ -110,11 +110,11 @@ def test_linux_pressure_reads_psi() -> None:
 
 def test_headroom_bytes() -> None:
     assert headroom_bytes(8 * 2**30) == 8 * 2**30
-    # MLX: capped by what Metal recommends minus what MLX holds, when that is smaller
-    assert headroom_bytes(8 * 2**30, mlx_active=2 * 2**30, mlx_working_set=5 * 2**30) == 3 * 2**30
-    assert headroom_bytes(2 * 2**30, mlx_active=2 * 2**30, mlx_working_set=10 * 2**30) == 2 * 2**30
-    assert headroom_bytes(8 * 2**30, mlx_active=6 * 2**30, mlx_working_set=5 * 2**30) == 0  # never negative
-    assert headroom_bytes(8 * 2**30, mlx_active=-1, mlx_working_set=5 * 2**30) == 8 * 2**30  # MLX not in use
+    # Apple silicon: capped by what Metal recommends minus what the run's GPU allocations hold
+    assert headroom_bytes(8 * 2**30, gpu_used=2 * 2**30, gpu_working_set=5 * 2**30) == 3 * 2**30
+    assert headroom_bytes(2 * 2**30, gpu_used=2 * 2**30, gpu_working_set=10 * 2**30) == 2 * 2**30
+    assert headroom_bytes(8 * 2**30, gpu_used=6 * 2**30, gpu_working_set=5 * 2**30) == 0  # never negative
+    assert headroom_bytes(8 * 2**30, gpu_used=-1, gpu_working_set=5 * 2**30) == 8 * 2**30  # no GPU memory held
 
 
 def test_mlx_figures_only_from_an_imported_mlx(monkeypatch: pytest.MonkeyPatch) -> None:
