@@ -23,12 +23,12 @@ import warnings
 from collections.abc import Sequence
 
 from spectui import __version__
-from spectui.cli import chat, history, lab, models, quality, recordings, run, tune, views
+from spectui.cli import chat, history, lab, models, node, quality, recordings, run, tune, views
 from spectui.cli.common import Parser
 from spectui.errors import SpectuiError
 
 #: The command families, in the order ``spectui --help`` lists their subcommands.
-FAMILIES = (run, chat, recordings, views, lab, quality, tune, models, history)
+FAMILIES = (run, chat, recordings, views, lab, quality, tune, models, history, node)
 
 #: Flags of ``spectui`` itself; any other leading flag starts ``spectui run``.
 _OWN_FLAGS = ("-h", "--help", "--version")

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from spectui.cli.common import StopOnSignal, add_run_arguments, config_from_args, gave_prompt
+from spectui.cli.common import StopOnSignal, add_host_argument, add_run_arguments, config_from_args, gave_prompt
 from spectui.cli.run import end_output, engine_failed
 from spectui.errors import SpectuiError
 
@@ -39,6 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     rec.add_argument("--record-dir", metavar="DIR", default=None, help="the conversation's folder (default: recordings/chat-<time>/)")
     rec.add_argument("--no-record", action="store_true", help="do not record the turns")
     add_run_arguments(chat)
+    add_host_argument(chat)
     chat.set_defaults(func=cmd_chat)
 
 
@@ -142,7 +143,7 @@ def _converse(args: argparse.Namespace, base: RunConfig, conv: Conversation, tur
 
     out = sys.stdout
     failed = False
-    with open_engine(base) as engine, StopOnSignal() as stop:
+    with open_engine(base, host=args.host) as engine, StopOnSignal() as stop:
         for item in turns:
             if isinstance(item, tuple):  # a turn given in the file: history, not generated
                 conv.add(*item, given=True)

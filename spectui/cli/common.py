@@ -118,7 +118,7 @@ def add_envelope_arguments(p: argparse.ArgumentParser, *, override: bool = False
         g.add_argument("--allow-battery", action="store_true", help="do not fail on battery power or low-power mode")
 
 
-def envelope_from_args(args: argparse.Namespace) -> EnvelopeConfig:
+def envelope_from_args(args: argparse.Namespace, *, resolve: bool = True) -> EnvelopeConfig:
     """The envelope the flags declare; an unset headroom floor is 10/24 of this host's memory."""
     import psutil
 
@@ -135,7 +135,7 @@ def envelope_from_args(args: argparse.Namespace) -> EnvelopeConfig:
         require_ac_power=not getattr(args, "allow_battery", False),
     )
     env.validate()
-    return env if given is not None else resolve_envelope(env, psutil.virtual_memory().total)
+    return env if given is not None or not resolve else resolve_envelope(env, psutil.virtual_memory().total)
 
 
 def gave_prompt(args: argparse.Namespace) -> bool:
@@ -151,6 +151,8 @@ def config_from_args(args: argparse.Namespace, *, fallback_default: bool = False
 
     tier = name = check = ""
     ceiling = RunConfig().max_tokens
+    # --host: model names and paths are the node's, resolved there (spectui.cli.node.prepare)
+    on_node = bool(getattr(args, "host", None))
     if args.prompt_name is not None:
         spec = find_prompt(args.prompt_name)
         prompt, tier, ceiling, name, check = spec.text, spec.tier, spec.max_tokens, spec.name, spec.check
@@ -166,7 +168,7 @@ def config_from_args(args: argparse.Namespace, *, fallback_default: bool = False
     adaptive = args.adaptive_k or (args.k is None and args.draft in MODEL_FREE)
     draft_k = args.k if args.k is not None else min(max(DraftConfig().k, args.k_min), args.k_max)
     config = RunConfig(
-        target=model_path(args.target),  # a catalogue name (spectui models) or a path
+        target=args.target if on_node else model_path(args.target),  # a catalogue name (spectui models) or a path
         mode=args.mode or ("ar" if args.server else RunConfig().mode),
         prompt=prompt,
         prompt_tier=tier,
@@ -177,7 +179,7 @@ def config_from_args(args: argparse.Namespace, *, fallback_default: bool = False
         max_tokens=ceiling if args.max_tokens is None else args.max_tokens,
         sampling=SamplingConfig(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed),
         draft=DraftConfig(
-            source=model_path(args.draft),
+            source=args.draft if on_node else model_path(args.draft),
             k=draft_k,
             adaptive=adaptive,
             k_min=args.k_min,
@@ -207,10 +209,18 @@ def config_from_args(args: argparse.Namespace, *, fallback_default: bool = False
             acceptance_floor=args.fallback_floor,
             window_blocks=args.fallback_window,
         ),
-        envelope=envelope_from_args(args),
+        # on a node, its own memory sets the undeclared headroom floor (spectui.cli.node)
+        envelope=envelope_from_args(args, resolve=not on_node),
     )
     config.validate()
     return config
+
+
+def add_host_argument(p: argparse.ArgumentParser) -> None:
+    """``--host NODE``: run on another machine over SSH (``spectui.remote``)."""
+    p.add_argument("--host", metavar="NODE", default=None,
+                   help="run on NODE over SSH (an ssh destination: a ~/.ssh/config alias, user@host, ssh://user@host:port);"
+                   " the node needs the same spectui, the recording is written here")
 
 
 def _read_prompt_file(path: str) -> str:

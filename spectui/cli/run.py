@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from spectui.cli.common import StopOnSignal, add_run_arguments, config_from_args, otlp_endpoint, output_path
+from spectui.cli.common import StopOnSignal, add_host_argument, add_run_arguments, config_from_args, otlp_endpoint, output_path
 from spectui.errors import SpectuiError
 
 if TYPE_CHECKING:
@@ -27,6 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--headless", action="store_true", help="no dashboard: text on stdout, summary on stderr")
     run.add_argument("--theme", default=None, help="dashboard theme: spectui-dark, spectui-light, spectui-256, ...")
     add_run_arguments(run)
+    add_host_argument(run)
     run.add_argument("--json", action="store_true", help="print one JSON object (text, token ids, summary) on stdout")
     rec = run.add_mutually_exclusive_group()
     rec.add_argument("--record", metavar="FILE", default=None, help="recording path (default: a readable name under recordings/)")
@@ -63,7 +64,7 @@ def headless(args: argparse.Namespace) -> int:
     text = OutputText()
     parts: list[str] = []
     out = sys.stdout
-    with open_engine(config) as engine, StopOnSignal() as stop:
+    with open_engine(config, host=args.host) as engine, StopOnSignal() as stop:
         for ev in record_session(engine, config, record_to, stop=stop, on_start=recorded.append):
             events.append(ev)
             if type(ev) is Step:
@@ -99,12 +100,16 @@ def end_output(out: TextIO, doc: dict | None) -> None:
 
 
 def engine_failed(events: Sequence[Event]) -> bool:
-    """Whether the session ended in an engine failure (said on stderr, in one line)."""
+    """Whether the session ended in an engine failure, or was cut short by a fault rather than
+    asked to stop (a node's connection lost: interrupted, with the reason); said on stderr in one line."""
     from spectui.recording.schema import End
 
     end = events[-1] if events else None
     if isinstance(end, End) and end.reason == "error":
         print(f"spectui: error: the engine failed: {end.error}", file=sys.stderr)
+        return True
+    if isinstance(end, End) and end.reason == "interrupted" and end.error:
+        print(f"spectui: error: cut short after {end.n_tokens} tokens: {end.error}", file=sys.stderr)
         return True
     return False
 

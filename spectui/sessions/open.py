@@ -10,10 +10,15 @@ from spectui.sessions.protocol import Engine
 EngineFactory = Callable[[RunConfig], Engine]
 
 
-def open_engine(config: RunConfig) -> Engine:
+def open_engine(config: RunConfig, *, host: str | None = None) -> Engine:
     """The engine ``config`` asks for: a running server (``--server URL``) or models loaded
-    here (llama.cpp or MLX). Every check that can fail on bad input runs here, before
-    anything decodes. Both are imported on use: llama.cpp, MLX or HTTP load only when asked."""
+    here (llama.cpp or MLX), or either of them on a node reached over SSH (``host``,
+    ``spectui.remote``). Every check that can fail on bad input runs here, before
+    anything decodes. Each is imported on use: llama.cpp, MLX, HTTP or SSH load only when asked."""
+    if host:
+        from spectui.remote.engine import RemoteEngine
+
+        return RemoteEngine.load(config, host)
     if config.backend.name == "server":
         from spectui.server.session import ServerEngine
 

@@ -54,8 +54,10 @@ def record_session(
     writer: RecordingWriter | None = None
     try:
         header = next(events)  # validation happens here: raising now leaves no file
-        # who else uses the CPU: a snapshot now, the busiest others named in the End record
-        others_before, started = cpu_snapshot(), time.perf_counter()
+        # who else uses the CPU: a snapshot now, the busiest others named in the End record;
+        # a node's run (``--host``) names its own machine's, measured there
+        local = not getattr(header, "node", "")
+        others_before, started = (cpu_snapshot() if local else None), time.perf_counter()
         if interleaved:
             header = msgspec.structs.replace(header, clock=INTERLEAVED_CLOCK)
         path = record_to(config) if callable(record_to) else (Path(record_to) if record_to is not None else None)
@@ -69,7 +71,7 @@ def record_session(
         for ev in events:
             if away_us:
                 ev = shift_event(ev, away_us)
-            if type(ev) is End:
+            if type(ev) is End and others_before is not None:
                 top = top_other_processes(others_before, time.perf_counter() - started)
                 ev = msgspec.structs.replace(ev, other_processes=top)
             if writer is not None:
