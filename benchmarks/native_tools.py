@@ -23,6 +23,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from spectui.paths import cache_dir
+
 #: llama-server too: the server-session tests run against it when it is built (``python
 #: benchmarks/native_tools.py`` builds everything; ``tests/server/test_llama_server.py``)
 TOOLS = ("llama-bench", "llama-completion", "llama-lookup", "llama-speculative-simple", "llama-server")
@@ -33,8 +35,7 @@ class ToolError(RuntimeError):
 
 
 def cache_root() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(Path.home(), ".cache")
-    return Path(base) / "spectui" / "llama.cpp"
+    return cache_dir() / "llama.cpp"
 
 
 def installed_version() -> str:

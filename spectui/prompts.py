@@ -11,7 +11,7 @@ optionally ``call: get_weather`` (see ``spectui.quality``). ``PromptSpec.check``
 canonical one-line form, which runs record in their header. ``DEFAULT_PROMPT`` is the prompt
 of a run that names none, here so the CLI and the dashboard share it.
 
-Imports only ``spectui.quality`` and ``spectui.errors``.
+Imports only ``spectui.quality``, ``spectui.paths`` and ``spectui.errors``.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from spectui.errors import SpectuiError
+from spectui.paths import shipped_dir
 from spectui.quality import check_from_meta
 
 DEFAULT_CEILING = 256
@@ -49,14 +50,15 @@ class PromptSpec:
 
 
 def prompts_dir() -> Path:
-    """$SPECTUI_PROMPTS, else ./prompts, else the prompts/ folder beside the package."""
+    """$SPECTUI_PROMPTS, else ./prompts, else the shipped prompts (``spectui.paths.shipped_dir``:
+    the wheel's copy, or the checkout's top-level ``prompts/``)."""
     env = os.environ.get("SPECTUI_PROMPTS")
     if env:
         return Path(env).expanduser()
     local = Path("prompts")
     if local.is_dir():
         return local
-    return Path(__file__).resolve().parent.parent / "prompts"
+    return shipped_dir("prompts")
 
 
 def parse_prompt(text: str, name: str, path: str = "") -> PromptSpec:

@@ -19,6 +19,8 @@ os.environ["SPECTUI_RECORDINGS"] = tempfile.mkdtemp(prefix="spectui-test-recordi
 # Nor read or write the user's cache: verify-cost curves left there by earlier runs (or by
 # `spectui tune`) would change what a cost-aware K does in a test.
 os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="spectui-test-cache-")
+# Nor the user's data directory (the history index lives there; platformdirs honours XDG_* on Linux).
+os.environ["XDG_DATA_HOME"] = tempfile.mkdtemp(prefix="spectui-test-data-")
 
 
 @pytest.fixture(scope="session")

@@ -14,8 +14,8 @@ a second on this project's 2-core CPU (``benchmarks/suffix_memory.py``): the loa
 is paid by every process that opens the memory, and recent answers are the useful ones.
 
 Persisted per vocabulary (token ids mean nothing under another one) in
-``$XDG_CACHE_HOME/spectui/draft-memory/<vocab sha256>.msgpack`` (``~/.cache`` without
-XDG_CACHE_HOME): the stored sequences, not the index, which is rebuilt on load, so the file
+``draft-memory/<vocab sha256>.msgpack`` in the user cache directory (``spectui.paths``;
+``~/.cache/spectui`` on Linux): the stored sequences, not the index, which is rebuilt on load, so the file
 format does not depend on the index's layout. Written atomically (a temporary file, then
 ``os.replace``). It is a cache: safe to delete; a file that cannot be read (corrupt,
 truncated, another vocabulary's, another format version's) is ignored with one

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+from spectui import paths
 from spectui.errors import SpectuiError
 from spectui.recording.schema import Header
 from spectui.recording.writer import SUFFIX
@@ -38,14 +39,9 @@ _BATCH = 500
 
 
 def default_index_path() -> Path:
-    """``history.sqlite`` in the user data directory (platformdirs' where installed, else
-    $XDG_DATA_HOME/spectui or ~/.local/share/spectui, where recordings also default to)."""
-    try:
-        from platformdirs import user_data_dir
-    except ImportError:
-        base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
-        return Path(base) / "spectui" / INDEX_FILE
-    return Path(user_data_dir("spectui", appauthor=False)) / INDEX_FILE
+    """``history.sqlite`` in the user data directory (``spectui.paths``), beside the default
+    recordings folder."""
+    return paths.data_dir() / INDEX_FILE
 
 
 @dataclass(slots=True)

@@ -19,12 +19,8 @@ from pathlib import Path
 import psutil
 
 from spectui.models.gguf import GGUFInfo
+from spectui.paths import cache_dir
 from spectui.recording.schema import HostInfo, ModelArtifacts
-
-
-def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "spectui"
 
 
 def file_sha256(path: str, *, cache: Path | None = None) -> str:

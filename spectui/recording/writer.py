@@ -41,6 +41,7 @@ from types import TracebackType
 
 import msgspec
 
+from spectui import paths
 from spectui.config import RunConfig
 from spectui.errors import SpectuiError
 from spectui.recording.schema import Event, MemorySample
@@ -143,15 +144,9 @@ class RecordingWriter:
 
 
 def recordings_dir() -> Path:
-    """$SPECTUI_RECORDINGS, else ./recordings if it exists, else the user data directory."""
-    env = os.environ.get("SPECTUI_RECORDINGS")
-    if env:
-        return Path(env).expanduser()
-    local = Path("recordings")
-    if local.is_dir():
-        return local
-    data = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
-    return Path(data) / "spectui" / "recordings"
+    """$SPECTUI_RECORDINGS, else ``recordings/`` in the user data directory (``spectui.paths``):
+    never the current directory's ``recordings/``, which in a checkout holds tracked samples."""
+    return paths.recordings_dir()
 
 
 def _slug(text: str, limit: int = 40) -> str:

@@ -1,4 +1,4 @@
-"""Themes from the top-level ``themes/`` folder: one small TOML file per Textual ``Theme``.
+"""Themes from the top-level ``themes/`` folder (shipped inside the wheel too): one small TOML file per Textual ``Theme``.
 
 A file holds ``Theme``'s fields (``name``, ``primary``, ..., ``dark``, optional
 ``[variables]``). Widgets use theme variables only, so a new file is a new look with no code.
@@ -7,10 +7,17 @@ A file holds ``Theme``'s fields (``name``, ``primary``, ..., ``dark``, optional
 from __future__ import annotations
 
 import os
-import tomllib
+import sys
 from pathlib import Path
 
 from textual.theme import Theme
+
+from spectui.paths import shipped_dir
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # the same parser, before it joined the standard library
+    import tomli as tomllib
 
 DEFAULT_THEME = "spectui-dark"
 _FIELDS = {
@@ -20,14 +27,15 @@ _FIELDS = {
 
 
 def themes_dir() -> Path:
-    """$SPECTUI_THEMES, else ./themes, else the themes/ folder beside the package."""
+    """$SPECTUI_THEMES, else ./themes, else the shipped themes (``spectui.paths.shipped_dir``:
+    the wheel's copy, or the checkout's top-level ``themes/``)."""
     env = os.environ.get("SPECTUI_THEMES")
     if env:
         return Path(env).expanduser()
     local = Path("themes")
     if local.is_dir():
         return local
-    return Path(__file__).resolve().parents[2] / "themes"
+    return shipped_dir("themes")
 
 
 def load_theme(path: str | os.PathLike[str]) -> Theme:

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from spectui.config import DraftConfig, RunConfig
 from spectui.errors import SpectuiError
+from spectui.paths import data_dir
 from spectui.recording import reader
 from spectui.recording.reader import RecordingError, iter_events, read_recording
 from spectui.recording.schema import (
@@ -469,6 +470,9 @@ def test_default_recording_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     monkeypatch.delenv("SPECTUI_RECORDINGS")
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    assert default_recording_path(RunConfig()).parent == tmp_path / "data" / "spectui" / "recordings"
+    assert default_recording_path(RunConfig()).parent == data_dir() / "recordings"
+    if sys.platform.startswith("linux"):  # platformdirs honours XDG_DATA_HOME on Linux only
+        assert data_dir() == tmp_path / "data" / "spectui"
+    # a recordings/ folder in the current directory (a checkout's tracked samples) is not used
     (tmp_path / "recordings").mkdir()
-    assert default_recording_path(RunConfig()).parent == Path("recordings")
+    assert default_recording_path(RunConfig()).parent == data_dir() / "recordings"
