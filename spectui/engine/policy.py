@@ -52,10 +52,15 @@ def shrink_k(k: int) -> int:
 
 
 def ladder(config: RunConfig) -> list[Rung]:
+    """The rungs of ``config``'s plan, richest first. A rung's K caps the draft length, so the
+    top rung is the plan's own bound: K for a fixed K, ``k_max`` for the cost-aware K (which
+    picks each step's K below it). A top rung at the configured K would cap the cost-aware K
+    there and make a run with the policy on draft differently from one without it while the
+    policy has not acted: the same settings must run the same plan."""
     if config.mode == "ar":
         return [Rung("ar")]
-    kind = config.draft.kind  # "ngram" or "model": the rung names are the drafter kinds
-    k = config.draft.k
+    kind = config.draft.kind  # "ngram", "suffix" or "model": the rung names are the drafter kinds
+    k = config.draft.k_max if config.draft.adaptive else config.draft.k
     rungs = [Rung(kind, k)]
     if shrink_k(k) < k:
         rungs.append(Rung(kind, shrink_k(k)))

@@ -66,6 +66,22 @@ class PairRequest:
     requests: tuple[SessionRequest, SessionRequest]
 
 
+@dataclass
+class JobRequest:
+    """Work other than a session on the engine this thread keeps loaded (the dashboard's tune,
+    for one): ``job`` is called on the engine thread with the engine that runs ``config``,
+    reusing the loaded one when it fits, so a second copy of the weights is never loaded
+    beside it. ``done(result, error)`` is called on the engine thread when it ends (``error``
+    is "" on success, "stopped" when ``stop`` was set before it began)."""
+
+    config: RunConfig
+    job: Callable[[Engine], object]
+    done: Callable[[object, str], object]
+    stop: threading.Event
+    #: told what is being loaded when the engine must be loaded first
+    loading: Callable[[str], object] = lambda what: None
+
+
 class _Stream:
     """One session on the engine thread: ``record_session`` writes each event, then it goes
     into the session's outbox for the reader. ``pump`` runs the session to its next step."""
@@ -106,6 +122,15 @@ class _Stream:
         self.request.post(SessionFinished(self.request.run_id, path=self.path, error=self.error))
 
 
+def _refuse(request: SessionRequest | PairRequest | JobRequest, error: str) -> None:
+    """Tell the sender of a request that will never run (``error`` says why, or is "")."""
+    if isinstance(request, JobRequest):
+        request.done(None, error or "the engine is shut down")
+        return
+    for r in request.requests if isinstance(request, PairRequest) else (request,):
+        r.post(SessionFinished(r.run_id, error=error))
+
+
 class SessionRunner:
     def __init__(self, engine_factory: EngineFactory | None = None) -> None:
         self.engines = EngineCache(engine_factory)
@@ -131,11 +156,10 @@ class SessionRunner:
         """``serve`` is running on the engine thread (started and not yet returned)."""
         return self._started and not self._done.is_set()
 
-    def submit(self, request: SessionRequest | PairRequest) -> None:
+    def submit(self, request: SessionRequest | PairRequest | JobRequest) -> None:
         with self._lock:
             if self.closed:
-                for r in request.requests if isinstance(request, PairRequest) else (request,):
-                    r.post(SessionFinished(r.run_id, error="the engine is shut down"))
+                _refuse(request, "the engine is shut down")
                 return
             self._outstanding += 1
         self._requests.put(request)
@@ -164,6 +188,8 @@ class SessionRunner:
                 try:
                     if isinstance(request, PairRequest):
                         self._pair_session(request)
+                    elif isinstance(request, JobRequest):
+                        self._job(request)
                     else:
                         self._session(request)
                 finally:
@@ -183,8 +209,7 @@ class SessionRunner:
                 if request is not None:
                     with self._lock:
                         self._outstanding -= 1
-                    for r in request.requests if isinstance(request, PairRequest) else (request,):
-                        r.post(SessionFinished(r.run_id))
+                    _refuse(request, "")
             self._done.set()
 
     @property
@@ -237,6 +262,23 @@ class SessionRunner:
         while stream.pump():
             pass
         stream.finish()
+
+    def _job(self, request: JobRequest) -> None:
+        """One job on the loaded engine. Always ends with one ``done`` call."""
+        if request.stop.is_set():
+            request.done(None, "stopped")
+            return
+        what = request.config.target or "embedded default model"
+        try:
+            engine = self.engines.get(request.config, before_load=lambda: request.loading(what))
+            result = request.job(engine)
+        except SpectuiError as exc:
+            request.done(None, str(exc))
+            return
+        except Exception as exc:  # a job's bug must not kill the engine thread
+            request.done(None, f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
+            return
+        request.done(result, "")
 
     def _pair_session(self, pair: PairRequest) -> None:
         """Two sessions, one block each in turn, on two engines (see ``PairRequest``)."""

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-import os
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ from spectui.engine.protocol import Draft
 from spectui.engine.sampling import Sampler
 from spectui.engine.session import Engine
 from spectui.errors import SpectuiError
+from spectui.format import model_name
 from spectui.metrics.stats import summarize
 from spectui.models.cost_curves import CostCurve, save_curve
 from spectui.prompts import PromptSpec
@@ -227,41 +227,53 @@ def measure_exactness(
         det.close()
 
 
+def tune_config(config: RunConfig) -> RunConfig:
+    """The configuration tune loads its engine with: the draft model too, where there is one."""
+    return msgspec.structs.replace(config, mode="spec")
+
+
 def run_tune(config: RunConfig, plan: TunePlan, progress: Progress) -> TuneResult:
-    """Load the target (and draft), measure, plan every tier, check the plans; the measured
-    curve is stored for later runs of this target. Refuses bad input before measuring."""
+    """Load the target (and draft) and ``tune_engine`` on it."""
+    with Engine.load(tune_config(config)) as engine:
+        return tune_engine(engine, config, plan, progress)
+
+
+def tune_engine(engine: Engine, config: RunConfig, plan: TunePlan, progress: Progress) -> TuneResult:
+    """Measure, plan every tier and check the plans on a loaded ``engine`` (one that
+    ``fits(tune_config(config))``: the dashboard hands over the engine its sessions run on);
+    the measured curve is stored for later runs of this target. Refuses bad input before
+    measuring."""
     configs: dict[str, RunConfig | None] = {s.name: prompt_config(config, s, plan.max_tokens) for s in plan.specs}
     model = config.draft.has_model
-    with Engine.load(msgspec.structs.replace(config, mode="spec")) as engine:
-        for c in configs.values():
-            engine.check(c)
-        runtime = engine.target.runtime_info()
-        contexts = sorted((engine.prepare_prompt(c)[1] for c in configs.values()), key=len)
-        context = contexts[len(contexts) // 2]  # the median prompt's depth
-        curve, long_curve = measure_curves(engine, context, progress)
-        remember_curve(engine, curve, dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
-        draft_cost = 0.0
-        if model:
-            progress("draft model cost per token")
-            draft_cost = measure_draft_cost(engine.draft_model, context, curve.unit_us)
-            data = collect_model_blocks(engine, list(configs.values()), plan.model_k, progress)
-        elif plan.recordings is not None:
-            data = outputs_from_recordings(plan.recordings, engine.target.artifacts().sha256)
-            if not data:
-                raise SpectuiError(f"no greedy recording of this target in {plan.source}")
-            configs = {d.name: configs.get(d.name) for d in data}  # only prompts/ prompts are re-run
-        else:
-            data = collect_outputs(engine, list(configs.values()), progress)
-        reach = len(contexts[-1]) + plan.max_tokens
-        noise, det_noise, det_cost = measure_exactness(engine, context, reach, curve.unit_us, progress)
-        plans = plan_tiers(data, curve, config.draft, draft_cost)
-        runnable = {n: c for n, c in configs.items() if c is not None}
-        check(engine, [p for p in plans if all(n in runnable for n in p.prompts)], runnable, curve, plan.reps, progress)
-        info = engine.target.artifacts()
-        return TuneResult(
-            model=info.name or os.path.basename(info.path), quant=info.quant, threads=int(runtime.get("n_threads", "0") or 0),
-            drafter=config.draft.source if model else lookup_name(config.draft), curve=curve, long_curve=long_curve, draft_cost=draft_cost,
-            tiers=plans, runtime={k: v for k, v in runtime.items() if k in RUNTIME_KEYS}, source=plan.source,
-            key=engine.cost_key(), measured_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-            noise=noise, deterministic_noise=det_noise, deterministic_cost=det_cost,
-        )
+    for c in configs.values():
+        engine.check(c)
+    runtime = engine.target.runtime_info()
+    contexts = sorted((engine.prepare_prompt(c)[1] for c in configs.values()), key=len)
+    context = contexts[len(contexts) // 2]  # the median prompt's depth
+    curve, long_curve = measure_curves(engine, context, progress)
+    remember_curve(engine, curve, dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
+    draft_cost = 0.0
+    if model:
+        progress("draft model cost per token")
+        draft_cost = measure_draft_cost(engine.draft_model, context, curve.unit_us)
+        data = collect_model_blocks(engine, list(configs.values()), plan.model_k, progress)
+    elif plan.recordings is not None:
+        data = outputs_from_recordings(plan.recordings, engine.target.artifacts().sha256)
+        if not data:
+            raise SpectuiError(f"no greedy recording of this target in {plan.source}")
+        configs = {d.name: configs.get(d.name) for d in data}  # only prompts/ prompts are re-run
+    else:
+        data = collect_outputs(engine, list(configs.values()), progress)
+    reach = len(contexts[-1]) + plan.max_tokens
+    noise, det_noise, det_cost = measure_exactness(engine, context, reach, curve.unit_us, progress)
+    plans = plan_tiers(data, curve, config.draft, draft_cost)
+    runnable = {n: c for n, c in configs.items() if c is not None}
+    check(engine, [p for p in plans if all(n in runnable for n in p.prompts)], runnable, curve, plan.reps, progress)
+    info = engine.target.artifacts()
+    return TuneResult(
+        model=model_name(info.path), quant=info.quant, threads=int(runtime.get("n_threads", "0") or 0),
+        drafter=config.draft.source if model else lookup_name(config.draft), curve=curve, long_curve=long_curve, draft_cost=draft_cost,
+        tiers=plans, runtime={k: v for k, v in runtime.items() if k in RUNTIME_KEYS}, source=plan.source,
+        key=engine.cost_key(), measured_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        noise=noise, deterministic_noise=det_noise, deterministic_cost=det_cost,
+    )

@@ -58,6 +58,9 @@ def test_ladder_order():
     ngram = RunConfig(prompt="x", draft=DraftConfig(source="ngram", k=8))
     assert [r.label for r in ladder(ngram)] == ["ngram K=8", "ngram K=6", "AR"]
     assert [r.label for r in ladder(RunConfig(prompt="x", draft=DraftConfig(k=1)))] == ["ngram K=1", "AR"]
+    # the cost-aware K is capped by its own k_max at the top rung, never by the configured K
+    adaptive = RunConfig(prompt="x", draft=DraftConfig(source="ngram", k=4, adaptive=True, k_max=16))
+    assert [r.label for r in ladder(adaptive)] == ["ngram K=16", "ngram K=12", "AR"]
 
 
 def test_steps_down_in_order_and_output_stays_ar(engine, model_path, ar_tokens, tmp_path):

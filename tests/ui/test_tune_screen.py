@@ -1,10 +1,11 @@
 """The tune screen: ``t`` in the dashboard shows the latest stored ``spectui tune`` result for
 the dashboard's target (the curve, the plan per tier, the settings, the charts), says so
-when there is none, and runs a short tune from the screen in a thread worker.
+when there is none, and runs a short tune from the screen as a job on the dashboard's engine
+thread, on the engine its sessions use.
 
 The stored result is real: a short ``run_tune`` on the embedded model (one prompt, 16
 tokens, no check rounds, a context too short for the long curve), kept in a temporary
-``XDG_CACHE_HOME``. The dashboard itself never loads an engine here.
+``XDG_CACHE_HOME``. Only the tune-now test loads an engine in the dashboard.
 """
 
 from __future__ import annotations
@@ -117,7 +118,7 @@ async def test_no_result_says_so_and_refuses_to_tune_during_a_session(cache):
 @pytest.mark.asyncio
 async def test_r_tunes_from_the_screen_and_stores_the_result(cache, monkeypatch):
     monkeypatch.setattr(tune_screen, "short_plan", tiny_plan)
-    app = make_app(config(), record=False, engine_factory=no_engine)
+    app = make_app(config(), record=False)
     seen: list[str] = []
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("t")
@@ -135,3 +136,4 @@ async def test_r_tunes_from_the_screen_and_stores_the_result(cache, monkeypatch)
         assert stored["tiers"][0]["tier"] == "short"
         text = await visible(pilot)
         assert "plan per tier" in text and "r tunes again" in text
+        assert app.controller.runner.loads == 1  # the tune ran on the dashboard's engine thread

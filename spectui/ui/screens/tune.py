@@ -15,19 +15,19 @@ each other. Leaving the screen cancels a tune in flight (it stops after its curr
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static
-from textual.worker import Worker, get_current_worker
 
 from spectui.config import RunConfig
+from spectui.sessions.runner import SessionRunner
 from spectui.format import num, text_table
 
 #: prompt tiers a tune from the dashboard covers (``spectui tune`` does every tier)
@@ -185,16 +185,18 @@ class TuneScreen(Screen[None]):
             super().__init__()
             self.doc, self.error = doc, error
 
-    def __init__(self, config: RunConfig, *, busy: Callable[[], bool] = lambda: False) -> None:
-        """``config``: the dashboard's next run (its target is tuned); ``busy()``: a dashboard
-        session is under way (a tune is refused then)."""
+    def __init__(self, config: RunConfig, service: SessionRunner, *, busy: Callable[[], bool] = lambda: False) -> None:
+        """``config``: the dashboard's next run (its target is tuned); ``service``: the
+        dashboard's engine thread, which runs the tune on the engine it keeps loaded;
+        ``busy()``: a dashboard session is under way (a tune is refused then)."""
         super().__init__()
         self.config = config
+        self.service = service
         self.busy = busy
         self.key: str | None = None
         self.doc: dict | None = None
         self.loaded = False
-        self.tuning: Worker | None = None
+        self.tuning: threading.Event | None = None  # set to cancel the tune in flight
         self.status = ""
 
     def compose(self) -> ComposeResult:
@@ -221,34 +223,42 @@ class TuneScreen(Screen[None]):
             return
         self.post_message(self.Loaded(key, load_result(key)))
 
-    @work(thread=True, exclusive=True, group="tune", exit_on_error=False)
-    def _tune(self, config: RunConfig) -> None:
-        worker = get_current_worker()
-        from spectui.tune.report import to_json
-        from spectui.tune.runner import run_tune
-        from spectui.tune.store import save_result
+    def _tune(self, config: RunConfig) -> threading.Event:
+        """Tune ``config``'s target as a job on the dashboard's engine thread, on the engine its
+        sessions run on (loaded once for both); returns the event that cancels it."""
+        from spectui.sessions.runner import JobRequest
+        from spectui.tune.runner import tune_config, tune_engine
 
         plan = short_plan()
         total, done = max(plan.phases(config), 1), 0
+        stop = threading.Event()
 
         def progress(text: str) -> None:
             nonlocal done
-            if worker.is_cancelled:
+            if stop.is_set():
                 raise _Cancelled
             done = min(done + 1, total)
             self.post_message(self.Progress(done, total, text))
 
-        self.post_message(self.Progress(0, total, "loading the target"))
-        try:
-            result = run_tune(config, plan, progress)
-        except _Cancelled:
-            return
-        except Exception as exc:  # a refused config, a failed load: one line on the screen
-            self.post_message(self.Finished(None, str(exc) or type(exc).__name__))
-            return
-        stored = save_result(result)
-        doc = {"key": result.key, "measured_at": result.measured_at, **to_json(result)}
-        self.post_message(self.Finished(doc, "" if stored else "(not stored: the cache folder is not writable)"))
+        def finished(result: object, error: str) -> None:
+            if stop.is_set():
+                return
+            if result is None:
+                self.post_message(self.Finished(None, error or "no result"))
+                return
+            from spectui.tune.report import to_json
+            from spectui.tune.store import save_result
+
+            stored = save_result(result)
+            doc = {"key": result.key, "measured_at": result.measured_at, **to_json(result)}
+            self.post_message(self.Finished(doc, "" if stored else "(not stored: the cache folder is not writable)"))
+
+        self.post_message(self.Progress(0, total, "waiting for the engine"))
+        self.service.submit(JobRequest(
+            tune_config(config), lambda engine: tune_engine(engine, config, plan, progress), finished, stop,
+            loading=lambda what: self.post_message(self.Progress(0, total, f"loading {what}")),
+        ))
+        return stop
 
     # -- messages --------------------------------------------------------------------------
 
@@ -323,6 +333,6 @@ class TuneScreen(Screen[None]):
 
     def action_back(self) -> None:
         if self.tuning is not None:
-            self.tuning.cancel()  # run_tune stops at its next step
+            self.tuning.set()  # the tune stops at its next step
             self.notify("tune cancelled", timeout=3)
         self.app.pop_screen()

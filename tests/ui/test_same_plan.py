@@ -1,0 +1,60 @@
+"""Same settings, same plan: a headless run and a dashboard run of one configuration draft
+the same blocks and emit the same tokens.
+
+The dashboard turns the fallback policy on by default and headless leaves it off; a policy
+that has not acted must not change what is drafted (its top rung used to cap the cost-aware K
+at the configured K: 41 tokens drafted instead of 56 on this prompt). ``--deterministic``
+prices blocks by the cost seed alone (``learn_cost`` off), so the K of every step is a
+function of the output and the settings, not of this machine's timings: the K sequences
+compare exactly.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from spectui.cli import build_parser
+from spectui.cli.common import config_from_args
+from spectui.recording.reader import read_recording
+from spectui.recording.schema import Step
+from spectui.ui.launch import make_app
+
+from .conftest import wait_until
+
+pytestmark = [pytest.mark.slow, pytest.mark.ui]
+
+FLAGS = ["run", "--prompt-name", "load-typo-fix", "--mode", "spec", "--deterministic", "--max-tokens", "96"]
+
+
+def plan_of(path) -> tuple[list[int], list[int], int]:
+    """(K per step, tokens, tokens drafted) of a recording."""
+    steps = [e for e in read_recording(path).events if type(e) is Step]
+    return [s.k for s in steps], [t for s in steps for t in s.tokens], sum(s.drafted for s in steps)
+
+
+@pytest.mark.asyncio
+async def test_headless_and_dashboard_run_the_same_plan(tmp_path, model_path):
+    from tests.conftest import run_cli
+
+    headless = {}
+    for fallback in ("off", "on"):
+        path = tmp_path / f"headless-{fallback}.spectui"
+        proc = run_cli(*FLAGS, "--headless", "--fallback", fallback, "--record", str(path))
+        assert proc.returncode == 0, proc.stderr
+        headless[fallback] = plan_of(path)
+
+    args = build_parser().parse_args(FLAGS)
+    config = config_from_args(args, fallback_default=True)  # what `spectui run` opens the dashboard with
+    assert config.policy.enabled
+    app = make_app(config, recordings_dir=tmp_path / "dashboard")
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("r")
+        made = lambda: sorted((tmp_path / "dashboard").glob("*.spectui"))  # noqa: E731
+        await wait_until(pilot, lambda: made() and not app.controller.running, "the dashboard's run")
+        assert len(made()) == 1
+        dashboard = plan_of(made()[0])
+
+    ks, tokens, drafted = headless["off"]
+    assert drafted > 0 and len(tokens) > 20
+    assert headless["on"] == headless["off"], "the fallback policy changed the plan before it acted"
+    assert dashboard == headless["off"], "the dashboard ran another plan than headless"
