@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import ctypes
 import os
+import shutil
 from pathlib import Path
 
 import llama_cpp as ll
 
+from spectui import storage
 from spectui.engine.llamacpp import default_threads
 from spectui.errors import SpectuiError
 from spectui.models.artifacts import cache_dir, file_sha256
@@ -35,31 +37,61 @@ def ftype(type_name: str) -> int:
     raise SpectuiError(f"unknown weight type {type_name!r}; llama.cpp knows {', '.join(known)}")
 
 
+GGUF_KIND = storage.magic_kind("a GGUF model", b"GGUF")
+
+
 def cached_copy(src: str | os.PathLike[str], type_name: str) -> Path:
     """``src`` requantized to ``type_name``, made once and kept in the user cache directory
     (keyed by the source's sha256: a changed source makes a new copy)."""
     dst = cache_dir() / "quant" / f"{file_sha256(os.fspath(src))[:16]}.{type_name.upper()}.gguf"
-    if not dst.is_file():
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        quantize(src, dst, type_name)
+    if not (dst.is_file() and storage.claim(dst, GGUF_KIND)):  # a torn one is moved aside
+        quantize(src, dst, type_name, replace=True)
     return dst
 
 
-def quantize(src: str | os.PathLike[str], dst: str | os.PathLike[str], type_name: str) -> Path:
-    """Write ``src`` requantized to ``type_name`` at ``dst`` (atomically: a half-written
-    file never takes the name). Requantizing an already quantized model is allowed: a probe
-    of the kernels, not a model to ship."""
+def quantize(src: str | os.PathLike[str], dst: str | os.PathLike[str], type_name: str, *, replace: bool = False) -> Path:
+    """Write ``src`` requantized to ``type_name`` at ``dst``, atomically: llama.cpp writes a
+    temporary file beside it, which takes the name only when complete, so a kill or a full
+    disk leaves no half model under the name. ``replace``: ``dst`` is spectui's own cache file;
+    otherwise (a user's path, ``tune --write-quant``) a file that exists is never replaced,
+    even one that appears while the model is written. Requantizing an already quantized
+    model is allowed: a probe of the kernels, not a model to ship."""
     dst = Path(dst)
     params = ll.llama_model_quantize_default_params()
     params.ftype = ftype(type_name)
     params.allow_requantize = True
     params.nthread = default_threads()
-    tmp = dst.with_name(f".{dst.name}.{os.getpid()}.tmp")
+    try:
+        storage.prepare_dir(dst.parent, own=replace)
+        storage.remove_stale_temps(dst)
+        fd, tmp_name = storage.temp_file(dst)
+        os.close(fd)
+    except OSError as exc:
+        raise storage.disk_error(dst, exc) from None
+    tmp = Path(tmp_name)
     try:
         rc = ll.llama_model_quantize(os.fsencode(src), os.fsencode(tmp), ctypes.byref(params))
-        if rc != 0 or not tmp.is_file():
-            raise SpectuiError(f"llama.cpp could not quantize {src} to {type_name} (code {rc})")
-        os.replace(tmp, dst)
+        if rc != 0 or not tmp.is_file() or not tmp.stat().st_size:
+            free = _free_space(dst.parent)
+            raise SpectuiError(f"llama.cpp could not quantize {src} to {type_name} (code {rc}{free})")
+        os.chmod(tmp, 0o666 & ~storage.current_umask())  # a model, no user text: the usual modes
+        with open(tmp, "rb+") as f:
+            os.fsync(f.fileno())
+        storage.fault_point(f"write:{dst.name}")
+        if replace:
+            os.replace(tmp, dst)
+        else:
+            storage.publish_new(tmp, dst)
+    except OSError as exc:
+        raise storage.disk_error(dst, exc) from None
     finally:
         tmp.unlink(missing_ok=True)
     return dst
+
+
+def _free_space(folder: Path) -> str:
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        return ""
+    return f"; {free / 2**20:.0f} MiB free in {folder}"

@@ -16,18 +16,19 @@ is paid by every process that opens the memory, and recent answers are the usefu
 Persisted per vocabulary (token ids mean nothing under another one) in
 ``draft-memory/<vocab sha256>.msgpack`` in the user cache directory (``spectui.paths``;
 ``~/.cache/spectui`` on Linux): the stored sequences, not the index, which is rebuilt on load, so the file
-format does not depend on the index's layout. Written atomically (a temporary file, then
-``os.replace``). It is a cache: safe to delete; a file that cannot be read (corrupt,
-truncated, another vocabulary's, another format version's) is ignored with one
-``DraftMemoryWarning`` and the memory starts empty (``note`` keeps the same line for a UI).
-Two processes sharing one memory each save their own view: the last to save wins, which
-only costs the other's additions.
+format does not depend on the index's layout. Written through ``spectui.storage``: atomically
+(a kill leaves the old file or the new one), private (0600 in a 0700 folder: it holds earlier
+outputs), under a lock: a save re-reads the file and adds this process's new sequences to
+what is there, so two processes sharing one memory (two dashboards, a dashboard and a sweep)
+keep each other's outputs. It is a cache: safe to delete; a file of its kind that cannot be
+used (corrupt, truncated, another vocabulary's, another format version's) is moved aside
+(``NAME.corrupt-<time>``) with one ``DraftMemoryWarning`` and the memory starts empty (``note``
+keeps the same line for a UI); a file of another kind at the path is refused (exit 2).
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import sys
 import warnings
@@ -40,6 +41,7 @@ from typing import Annotated
 
 import msgspec
 
+from spectui import storage
 from spectui.engine.suffix import DEFAULT_MAX_DEPTH, SuffixIndex
 from spectui.models.artifacts import cache_dir
 
@@ -176,6 +178,10 @@ class SuffixMemory:
         self._tokens = 0
         self._evicted = 0  # tokens taken out since the last rebuild: their states are dead
         self._dirty = False
+        #: sequences added since the last load or save: what a save adds to the file
+        self._fresh: deque[array] = deque()
+        self._fresh_tokens = 0
+        self._cleared = False  # clear() since the last save: the file's sequences go too
 
     @classmethod
     def open(
@@ -217,13 +223,18 @@ class SuffixMemory:
 
     def add(self, tokens: Sequence[int]) -> None:
         """Remember one finished sequence; forget the oldest ones past ``max_tokens``."""
-        self._add(tokens)
+        seq = self._add(tokens)
+        if seq is not None:
+            self._fresh.append(seq)
+            self._fresh_tokens += len(seq)
+            while self._fresh_tokens > self.max_tokens:  # older ones would be cut from the file anyway
+                self._fresh_tokens -= len(self._fresh.popleft())
         self._dirty = True
 
-    def _add(self, tokens: Sequence[int]) -> None:
+    def _add(self, tokens: Sequence[int]) -> array | None:
         seq = array("i", tokens[-self.max_tokens:])  # a sequence longer than the cap: its end
         if len(seq) < 2:
-            return  # nothing followed anything
+            return None  # nothing followed anything
         self.version += 1
         self._seqs.append(seq)
         self._tokens += len(seq)
@@ -238,6 +249,7 @@ class SuffixMemory:
         # tokens cost to add, and comes after at least as many were evicted (amortised O(1))
         if self._evicted > self._tokens:
             self._rebuild()
+        return seq
 
     def _rebuild(self) -> None:
         self.index = MemoryIndex.build(self._seqs, self.max_depth)
@@ -248,23 +260,43 @@ class SuffixMemory:
         self._seqs.clear()
         self._tokens = 0
         self._rebuild()
+        self._fresh.clear()
+        self._fresh_tokens = 0
+        self._cleared = True
         self._dirty = True
 
     # -- the file ---------------------------------------------------------------------
 
     def _ignore(self, reason: str) -> None:
-        self.note = f"spectui: ignored the draft memory {self.path} ({reason}); starting with an empty one"
+        assert self.path is not None
+        try:
+            aside = storage.move_aside(self.path, reason, say=False).name
+        except Exception as exc:  # noqa: BLE001 - a file that cannot be moved is still only ignored
+            aside = None
+            reason = f"{reason}; cannot move it aside: {exc}"
+        where = f"moved it aside to {aside}" if aside else "ignored it"
+        self.note = f"spectui: the draft memory {self.path} {reason}; {where} and started an empty one"
         warnings.warn(self.note, DraftMemoryWarning, stacklevel=4)  # at open()'s caller
 
-    def _load(self) -> None:
+    def _read_file(self) -> list[list[int]] | None:
+        """The sequences the file holds (None: no file); a file of this kind that cannot be
+        used is moved aside (None), one of another kind refused (SpectuiError)."""
         assert self.path is not None
         try:
             data = self.path.read_bytes()
         except FileNotFoundError:
-            return
+            return None
         except OSError as exc:
-            self._ignore(f"unreadable: {exc.strerror or exc}")
-            return
+            self.note = f"spectui: ignored the draft memory {self.path} (unreadable: {exc.strerror or exc})"
+            warnings.warn(self.note, DraftMemoryWarning, stacklevel=4)
+            return None
+        if not data:
+            return None
+        if FORMAT.encode() not in data[:64]:
+            if storage.recognisable(data[:64]):  # a recording, a model, text: not ours to move
+                raise storage.refuse(self.path, _KIND, data[:64])
+            self._ignore("is not a readable draft memory")  # bytes that say nothing: damage
+            return None
         try:
             saved = msgspec.msgpack.decode(data, type=_File)
         except (msgspec.DecodeError, msgspec.ValidationError):
@@ -273,48 +305,60 @@ class SuffixMemory:
             except (msgspec.DecodeError, msgspec.ValidationError):
                 head = None
             if head is not None and head.format == FORMAT and head.version != FORMAT_VERSION:
-                self._ignore(f"format version {head.version}, this spectui reads {FORMAT_VERSION}")
+                self._ignore(f"has format version {head.version}, this spectui reads {FORMAT_VERSION}")
             else:
-                self._ignore("corrupt or truncated")
-            return
+                self._ignore("is corrupt or truncated")
+            return None
         if saved.format != FORMAT:
-            self._ignore("not a draft memory")
-        elif saved.version != FORMAT_VERSION:
-            self._ignore(f"format version {saved.version}, this spectui reads {FORMAT_VERSION}")
-        elif saved.vocab_hash != self.vocab_hash:
-            self._ignore(f"written for vocabulary {saved.vocab_hash[:16]}, not {self.vocab_hash[:16]}")
-        else:
-            # the newest sequences that fit under this process's cap, oldest first
-            keep, total = 0, 0
-            for seq in reversed(saved.sequences):
-                if total + len(seq) > self.max_tokens:
-                    break
-                total += len(seq)
-                keep += 1
-            for seq in saved.sequences[len(saved.sequences) - keep:]:
-                if len(seq) >= 2:
-                    self._seqs.append(array("i", seq))
-                    self._tokens += len(seq)
-            self._rebuild()
+            self._ignore("is not a draft memory")
+            return None
+        if saved.version != FORMAT_VERSION:
+            self._ignore(f"has format version {saved.version}, this spectui reads {FORMAT_VERSION}")
+            return None
+        if saved.vocab_hash != self.vocab_hash:
+            self._ignore(f"was written for vocabulary {saved.vocab_hash[:16]}, not {self.vocab_hash[:16]}")
+            return None
+        return saved.sequences
+
+    def _newest(self, sequences: Sequence[Sequence[int]]) -> list[Sequence[int]]:
+        """The newest of ``sequences`` that fit under this memory's cap, oldest first."""
+        keep, total = 0, 0
+        for seq in reversed(sequences):
+            if total + len(seq) > self.max_tokens:
+                break
+            total += len(seq)
+            keep += 1
+        return [seq for seq in sequences[len(sequences) - keep:] if len(seq) >= 2]
+
+    def _load(self) -> None:
+        for seq in self._newest(self._read_file() or []):
+            self._seqs.append(array("i", seq))
+            self._tokens += len(seq)
+        self._rebuild()
 
     def save(self) -> bool:
-        """Write the memory if it changed since it was loaded or saved; False if nothing was
-        written (unchanged, no path, or the cache is not writable: it is only a cache)."""
+        """Add this process's new sequences to the file (or empty it after ``clear``); False if
+        nothing was written (unchanged, no path, or the cache is not writable: it is a cache).
+
+        Under a lock beside the file: the file is read again and this process's sequences
+        since its last load or save are appended to what is there, so two processes sharing
+        the memory take turns and neither drops the other's outputs."""
         if not self._dirty or self.path is None:
             return False
-        payload = msgspec.msgpack.encode(
-            _File(FORMAT, FORMAT_VERSION, self.vocab_hash, self.contents())
-        )
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp.write_bytes(payload)
-            os.replace(tmp, self.path)
+            storage.prepare_dir(self.path.parent, private=True, own=True)
+            with storage.locked(self.path):
+                base = [] if self._cleared else (self._read_file() or [])
+                merged = self._newest([*base, *(seq.tolist() for seq in self._fresh)])
+                payload = msgspec.msgpack.encode(_File(FORMAT, FORMAT_VERSION, self.vocab_hash, merged))
+                storage.write_atomic(self.path, payload, _KIND, claimed=True)
         except OSError:
-            try:
-                tmp.unlink(missing_ok=True)
-            except OSError:
-                pass
             return False
-        self._dirty = False
+        self._fresh.clear()
+        self._fresh_tokens = 0
+        self._dirty = self._cleared = False
         return True
+
+
+#: what may be at a memory's path (the file's own checks, in ``_read_file``, decide)
+_KIND = storage.Kind("a spectui draft memory", lambda path, head: storage.MINE, private=True)

@@ -5,9 +5,12 @@ thousands. The index keeps what ``history`` needs of each file (its frozen artif
 configuration and the five numbers the trends plot) so a second look reads only the files
 that are new or changed since the last one, and forgets the ones that are gone.
 
-The index is a cache, never the only copy of anything: a file that is not a readable SQLite
-database, or one written with another ``INDEX_SCHEMA``, is deleted and rebuilt from the
-recordings, with one line saying why. A recording that cannot be read is kept as a row with
+The index is a cache, never the only copy of anything, and never replaces what it did not
+write: at its path, a file of another kind (a recording, a user's own database) is refused in
+one line (exit 2) and left as it is; a damaged index is moved aside (``NAME.corrupt-<time>``)
+and one written with another ``INDEX_SCHEMA`` has its tables rebuilt from the recordings in
+one transaction, each with one line saying why. WAL mode and a busy timeout let two spectuis
+use it at once; it quotes prompts' first words, so it is private (0600 in a 0700 folder). A recording that cannot be read is kept as a row with
 its reason (``note``), so it is not re-read each time and still gets its one-line note.
 """
 
@@ -22,7 +25,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from spectui import paths
+from spectui import paths, storage
 from spectui.errors import SpectuiError
 from spectui.recording.schema import Header
 from spectui.recording.writer import SUFFIX
@@ -37,6 +40,9 @@ SWEEP_MANIFEST = "sweep.json"
 #: rows written per transaction while indexing: a crash loses at most this much work
 _BATCH = 500
 
+#: what may be at the index's path: an SQLite file with spectui's ``runs`` table (a corrupt
+#: one is moved aside; any other file, a recording or a user's database, is refused)
+INDEX_KIND = storage.sqlite_kind("a spectui history index", "runs", ("path", "size", "mtime_ns"), private=True)
 
 def default_index_path() -> Path:
     """``history.sqlite`` in the user data directory (``spectui.paths``), beside the default
@@ -94,7 +100,7 @@ def _create_sql() -> str:
     for f in fields(IndexedRun):
         kind = {"int": "INTEGER", "float": "REAL", "bool": "INTEGER"}.get(str(f.type), "TEXT")
         cols.append(f"{f.name} {kind}{' PRIMARY KEY' if f.name == 'path' else ''}")
-    return f"CREATE TABLE runs ({', '.join(cols)})"
+    return f"CREATE TABLE IF NOT EXISTS runs ({', '.join(cols)})"
 
 
 @dataclass
@@ -122,65 +128,76 @@ class HistoryIndex:
 
     def _open(self) -> sqlite3.Connection:
         if self.path.is_dir():
+        # Never replace a file that is not an index (a recording given to --index by a slip):
+        # refuse it in one line; a damaged index is moved aside, never deleted (README.md,
+        # "What spectui writes, where, and what survives what").
             raise SpectuiError(f"--index {self.path} is a folder; give a file path")
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            storage.prepare_dir(self.path.parent, private=True, own=self.path.parent == paths.data_dir())
         except OSError as exc:
             raise SpectuiError(f"cannot create the folder of the history index {self.path}: {exc.strerror or exc}") from None
-        existed = self.path.exists() and self.path.stat().st_size > 0
+        try:
+            if storage.claim(self.path, INDEX_KIND):
+                storage.tighten(self.path)  # the rows quote prompts' first words
+            else:
+                os.close(storage.create_new(self.path, private=True))  # 0600 before SQLite opens it
+        except FileExistsError:
+            pass  # another spectui created it this instant: SQLite's locks take over
+        except OSError as exc:
+            raise SpectuiError(f"cannot create the history index {self.path}: {exc.strerror or exc}") from None
         try:
             db = sqlite3.connect(self.path, timeout=30)
         except sqlite3.Error as exc:
+            # two spectuis at once (a dashboard and a sweep): readers never block the writer
+            db.execute("PRAGMA busy_timeout = 30000")
+            db.execute("PRAGMA journal_mode = WAL")
             raise SpectuiError(f"cannot open the history index {self.path}: {exc}") from None
-        if not existed:
-            return self._create(db)
         why = self._problem(db)
-        if why is None:
-            return db
-        db.close()
-        self.notes.append(f"history index {self.path} {why}; rebuilding it from the recordings")
-        self._remove()
-        return self._create(sqlite3.connect(self.path, timeout=30))
+        if why is not None:
+            self.notes.append(f"history index {self.path} {why}; rebuilding it from the recordings")
+        return self._create(db, rebuild=why is not None)
 
     @staticmethod
     def _problem(db: sqlite3.Connection) -> str | None:
-        """Why an existing index cannot be used as it is, or None."""
+        """Why an existing index cannot be used as it is (None: it can, or it is new)."""
         try:
-            row = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
-            db.execute("SELECT path, size, mtime_ns FROM runs LIMIT 1").fetchall()
-        except sqlite3.OperationalError as exc:
-            if "no such" in str(exc):  # a database, but not ours or from before the meta table
-                return "was built by an older spectui (no schema version)"
-            return f"is corrupt ({exc})"
+            tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if not tables:
+                return None  # new (or emptied): created below
+            row = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone() if "meta" in tables else None
         except sqlite3.DatabaseError as exc:
             return f"is corrupt ({exc})"
         if row is None or row[0] != str(INDEX_SCHEMA):
             found = row[0] if row is not None else "?"
+            if row is None and "meta" not in tables:
+                return "was built by an older spectui (no schema version)"
             older = not found.isdigit() or int(found) < INDEX_SCHEMA
             return f"was built by {'an older' if older else 'a newer'} spectui (index schema {found}, this one writes {INDEX_SCHEMA})"
         return None
 
-    def _remove(self) -> None:
-        for suffix in ("", "-journal", "-wal", "-shm"):
-            try:
-                os.unlink(f"{self.path}{suffix}")
-            except FileNotFoundError:
-                pass
-            except OSError as exc:
-                raise SpectuiError(f"cannot replace the history index {self.path}: {exc.strerror or exc}") from None
-
-    def _create(self, db: sqlite3.Connection) -> sqlite3.Connection:
+    def _create(self, db: sqlite3.Connection, *, rebuild: bool = False) -> sqlite3.Connection:
+        """The tables, in one transaction: a rebuild drops the old ones inside it, so a kill
+        leaves the old index or the new one (the file is spectui's own cache: replacing its
+        tables loses nothing the recordings do not hold)."""
         from spectui import __version__
 
         try:
             with db:
-                db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)")
+                db.execute("BEGIN IMMEDIATE")  # two spectuis creating at once take turns
+                if rebuild:
+                    db.execute("DROP TABLE IF EXISTS runs")
+                    db.execute("DROP TABLE IF EXISTS meta")
+                db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
                 db.executemany(
-                    "INSERT INTO meta VALUES (?, ?)", [("schema", str(INDEX_SCHEMA)), ("spectui_version", __version__)]
+                    "INSERT OR IGNORE INTO meta VALUES (?, ?)", [("schema", str(INDEX_SCHEMA)), ("spectui_version", __version__)]
                 )
                 db.execute(_create_sql())
-        except sqlite3.Error as exc:
-            raise SpectuiError(f"cannot write the history index {self.path}: {exc}") from None
+        except sqlite3.DatabaseError as exc:
+            db.close()
+            if rebuild or "corrupt" not in str(exc) and "malformed" not in str(exc):
+                raise SpectuiError(f"cannot write the history index {self.path}: {exc}") from None
+            storage.move_aside(self.path, f"is corrupt ({exc})")
+            return self._open()
         return db
 
     def close(self) -> None:
@@ -216,6 +233,7 @@ class HistoryIndex:
                 with self.db:
                     self.db.executemany(insert, [[getattr(r, c) for c in _COLUMNS] for r in rows])
         except sqlite3.Error as exc:
+                storage.fault_point("index-batch")  # the fault tests kill a rebuild here
             raise SpectuiError(f"cannot write the history index {self.path}: {exc}") from None
         update.read, update.removed = len(stale), len(gone)
         update.notes += [f"{r.path}: {r.note}" for r in self.runs(roots) if r.note]
@@ -317,6 +335,8 @@ def fill_from_header(run: IndexedRun, h: Header) -> None:
     memory = f", {host.total_memory_bytes / 2**30:.0f} GiB" if host.total_memory_bytes else ""
     run.host = f"{host.cpu or host.machine or 'unknown host'} x{host.cpu_count}{memory}"
     run.host_detail = ", ".join(x for x in (host.os, f"Python {host.python}" if host.python else "", host.gpu) if x)
+    if h.node:  # a node's run (--host): the node's name leads, so two nodes alike never share a series
+        run.host = f"{h.node}: {run.host}"
     t = parse_time(h.started_at)  # one spelling (UTC, "+00:00"), so the text sorts by time
     run.started_at = t.astimezone(dt.timezone.utc).isoformat() if t is not None else h.started_at
     run.target_sha256, run.target_name, run.target_quant = a.target.sha256, a.target.name, a.target.quant

@@ -32,6 +32,7 @@ from pathlib import Path
 
 import msgspec
 
+from spectui import storage
 from spectui.config import RunConfig
 from spectui.errors import SpectuiError
 from spectui.metrics.stats import Summary, median_ci, nanmedian, nanpercentile, summarize
@@ -221,11 +222,19 @@ def select_prompts(prompts: Sequence[PromptSpec], tiers: str = "", names: str = 
 # -- running ------------------------------------------------------------------------------------
 
 
+#: the manifest beside a sweep's recordings (it names the prompts and settings: private too)
+MANIFEST_KIND = storage.json_kind(
+    "a spectui sweep manifest", lambda doc: isinstance(doc, dict) and "plan" in doc and "runs" in doc, private=True
+)
+
+
 def _write_manifest(result: SweepResult) -> None:
+    """Atomic (a reader, or a kill, never sees half a manifest); a full disk is one line."""
     path = Path(result.folder) / MANIFEST
-    tmp = path.with_suffix(".tmp")
-    tmp.write_bytes(msgspec.json.format(msgspec.json.encode(result), indent=1))
-    os.replace(tmp, path)  # a reader never sees half a manifest
+    try:
+        storage.write_atomic(path, msgspec.json.format(msgspec.json.encode(result), indent=1), MANIFEST_KIND, own_dir=False)
+    except OSError as exc:
+        raise storage.disk_error(path, exc) from None
 
 
 def run_sweep(
@@ -242,7 +251,11 @@ def run_sweep(
     run (and once before the first) with the progress and the table so far."""
     by_name = {p.name: p for p in prompts}
     out = Path(folder)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        storage.prepare_dir(out, private=True)
+        storage.claim(out / MANIFEST, MANIFEST_KIND)  # another kind of sweep.json: refused before any run
+    except OSError as exc:
+        raise storage.disk_error(out, exc) from None
     result = SweepResult(plan=plan, folder=str(out), runs=[])
     summaries: dict[int, Summary] = {}
     engines = EngineCache(load_engine)

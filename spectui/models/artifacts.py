@@ -7,7 +7,6 @@ in the user cache directory: a model is hashed once until the file changes.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import platform
 import subprocess
@@ -19,34 +18,27 @@ from pathlib import Path
 import psutil
 
 from spectui.models.gguf import GGUFInfo
+from spectui.models.json_cache import read_entries, write_entry
 from spectui.paths import cache_dir
 from spectui.recording.schema import HostInfo, ModelArtifacts
+
+
+FINGERPRINTS = "fingerprints.json"
 
 
 def file_sha256(path: str, *, cache: Path | None = None) -> str:
     """sha256 of a file, remembered by (absolute path, size, mtime)."""
     st = os.stat(path)
     key = f"{os.path.abspath(path)}|{st.st_size}|{st.st_mtime_ns}"
-    cache_file = (cache or cache_dir()) / "fingerprints.json"
-    try:
-        known = json.loads(cache_file.read_text())
-    except (OSError, ValueError):
-        known = {}
-    if key in known:
+    known = read_entries(FINGERPRINTS, cache)
+    if isinstance(known.get(key), str):
         return known[key]
     h = hashlib.sha256()
     with open(path, "rb") as f:
         while chunk := f.read(1 << 22):
             h.update(chunk)
     digest = h.hexdigest()
-    known[key] = digest
-    try:
-        cache_file.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cache_file.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(known))
-        os.replace(tmp, cache_file)  # atomic: concurrent runs never see half a file
-    except OSError:
-        pass  # a read-only home only costs a re-hash next time
+    write_entry(FINGERPRINTS, key, digest, cache)  # not written (read-only home): a re-hash next time
     return digest
 
 

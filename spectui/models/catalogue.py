@@ -35,6 +35,7 @@ from pathlib import Path
 
 import msgspec
 
+from spectui import storage
 from spectui.errors import SpectuiError
 from spectui.models.artifacts import cache_dir
 from spectui.models.gguf import read_gguf
@@ -46,6 +47,7 @@ _LATER_SHARD = re.compile(r"-0*([2-9]|\d{2,})-of-\d+\.gguf$", re.IGNORECASE)
 #: bumped when the cached facts change shape
 _CACHE_VERSION = 1
 
+_CACHE_KIND = storage.json_kind("spectui's model catalogue cache", lambda doc: isinstance(doc, dict) and "facts" in doc)
 
 class ModelEntry(msgspec.Struct, kw_only=True):
     name: str  # what --target / --draft accept
@@ -271,16 +273,26 @@ class _FactCache:
             self.dirty = True
         return self.known[key]
 
-    def save(self) -> None:
+    def save(self) -> bool:
+        """Merge into the file (under a lock, replaced atomically: a second spectui's facts
+        stay); False when nothing was written."""
         if not self.dirty:
-            return
+            return False
         try:
-            self.file.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.file.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps({"version": _CACHE_VERSION, "facts": self.known}))
-            os.replace(tmp, self.file)  # atomic: a concurrent reader sees the old or the new file
+            storage.prepare_dir(self.file.parent)
+            with storage.locked(self.file):
+                storage.claim(self.file, _CACHE_KIND)
+                try:
+                    doc = json.loads(self.file.read_text())
+                    on_disk = doc["facts"] if doc.get("version") == _CACHE_VERSION else {}
+                except (OSError, ValueError, KeyError, TypeError, AttributeError):
+                    on_disk = {}
+                doc = {"version": _CACHE_VERSION, "facts": {**on_disk, **self.known}}
+                storage.write_atomic(self.file, json.dumps(doc), _CACHE_KIND, claimed=True)
         except OSError:
-            pass  # a read-only home only costs a re-read next time
+            return False  # a read-only home only costs a re-read next time
+        self.dirty = False
+        return True
 
 
 def gguf_facts(path: str) -> dict:

@@ -41,7 +41,7 @@ from types import TracebackType
 
 import msgspec
 
-from spectui import paths
+from spectui import paths, storage
 from spectui.config import RunConfig
 from spectui.errors import SpectuiError
 from spectui.recording.schema import Event, MemorySample
@@ -77,16 +77,14 @@ class RecordingWriter:
         self._encode = msgspec.msgpack.Encoder().encode
         self._lock = threading.Lock()
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            _prepare_folder(self.path.parent)
             try:
-                # O_EXCL: never clobber (or interleave with) another recording.
-                fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+                # O_EXCL: never clobber (or interleave with) another recording; an empty
+                # placeholder (mktemp, touch) is fine to fill. 0600 whatever the umask: it
+                # holds the prompt and every token (README.md, "What spectui writes").
+                fd = storage.create_new(self.path, private=True)
             except FileExistsError:
-                # An empty placeholder (mktemp, touch) is fine to fill; a recording is not.
-                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
-                if os.fstat(fd).st_size:
-                    os.close(fd)
-                    raise SpectuiError(f"recording {self.path} already exists; choose another file name") from None
+                raise SpectuiError(f"recording {self.path} already exists; choose another file name") from None
             try:
                 self._file = os.fdopen(fd, "ab")
             except BaseException:
@@ -144,6 +142,17 @@ class RecordingWriter:
 
 
 def recordings_dir() -> Path:
+def _prepare_folder(folder: Path) -> None:
+    """The recording's folder: one spectui creates is 0700; the default recordings folder and
+    run folders in it are spectui's own and are tightened if others can read them; a folder
+    the user named keeps its modes (the file itself is 0600 in any case)."""
+    home = recordings_dir().absolute()
+    where = folder.absolute()
+    if where == home or where.parent == home:
+        storage.prepare_dir(home, private=True, own=True)
+    storage.prepare_dir(folder, private=True, own=where == home or where.parent == home)
+
+
     """$SPECTUI_RECORDINGS, else ``recordings/`` in the user data directory (``spectui.paths``):
     never the current directory's ``recordings/``, which in a checkout holds tracked samples."""
     return paths.recordings_dir()
@@ -164,7 +173,7 @@ def _model_label(spec: str) -> str:
 def default_recording_path(
     config: RunConfig, directory: str | os.PathLike[str] | None = None, *, now: dt.datetime | None = None
 ) -> Path:
-    """A new, readable file name, e.g. ``recordings/2026-11-21T11-30-02_spec-ngram-k4_SmolLM2.spectui``.
+    """A new, readable file name, e.g. ``recordings/2026-11-21T11-30-02_spec-ngram-k4_SmolLM2-135M-Instruct.Q4_1.spectui``.
 
     Local time (the name is for people; the header has the UTC start). An existing file is
     never reused: ``-2``, ``-3``... are appended. The file is not created here; the writer

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import msgspec
 
+from spectui import storage
 from spectui.config import ChatMessage, RunConfig
 from spectui.errors import SpectuiError
 from spectui.recording.output import output_text
@@ -76,7 +77,10 @@ class Conversation:
         """Where a turn's run is recorded (a baseline re-run of a turn gets the next free name)."""
         if self.folder is None:
             raise SpectuiError("this conversation is not recorded")
-        self.folder.mkdir(parents=True, exist_ok=True)
+        try:  # a whole conversation: 0700 when spectui makes it (README.md, "What spectui writes")
+            storage.prepare_dir(self.folder, private=True)
+        except OSError as exc:
+            raise storage.disk_error(self.folder, exc) from None
         return free_path(self.folder, f"turn-{config.turn:02d}_{mode_slug(config)}")
 
     def add(self, config: RunConfig, events: list[Event] | str, path: Path | None = None, *, given: bool = False) -> Turn | None:

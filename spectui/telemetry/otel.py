@@ -24,9 +24,10 @@ import logging
 import math
 import os
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import IO, Any
 
-from spectui import __version__
+from spectui import __version__, storage
 from spectui.errors import SpectuiError
 from spectui.recording.schema import End, Event, Header, MemorySample, PolicyChange, Prefill, Step
 
@@ -359,6 +360,15 @@ class _CapturedLogs(logging.Handler):
             self.errors.append(record.getMessage().splitlines()[0])
 
 
+def _is_otel_line(doc: object) -> bool:
+    """A line spectui's JSON-lines exporters write: a span (the SDK's ``to_json``) or a metrics export."""
+    return isinstance(doc, dict) and (("context" in doc and "name" in doc) or "resource_metrics" in doc)
+
+
+#: what ``--otel-json FILE`` / ``export -o FILE`` may replace: an earlier export of spectui's
+OTEL_KIND = storage.jsonl_kind("an OpenTelemetry JSON-lines export", _is_otel_line)
+
+
 class OtelDestination:
     """SDK providers wired to where the telemetry goes; several sessions may share one.
 
@@ -390,6 +400,8 @@ class OtelDestination:
             raise SpectuiError("no OpenTelemetry destination given (a JSON-lines file, an endpoint or exporters)")
         self._logs = _CapturedLogs()
         self._file: IO[str] | None = None
+        self._target: Path | None = None  # the JSON-lines file, written as a temporary one first
+        self._tmp: Path | None = None
         self._jsonl = None
         self._closed = False
         self._endpoint = endpoint
@@ -402,10 +414,7 @@ class OtelDestination:
             from spectui.telemetry.jsonl import JsonLines, JsonLinesMetricExporter, JsonLinesSpanExporter
 
             if isinstance(jsonl, (str, os.PathLike)):
-                try:
-                    self._file = stream = open(jsonl, "w", encoding="utf-8")
-                except OSError as exc:
-                    raise SpectuiError(f"cannot write {os.fspath(jsonl)}: {exc.strerror or exc}") from None
+                self._file = stream = self._open_file(Path(jsonl))
             else:
                 stream = jsonl
             self._jsonl = JsonLines(stream)
@@ -426,6 +435,42 @@ class OtelDestination:
         for p in processors:
             self.tracer_provider.add_span_processor(p)
         self.meter_provider = MeterProvider(metric_readers=readers, resource=resource)
+
+    def _open_file(self, path: Path) -> IO[str]:
+        """A temporary file beside ``path`` that takes its name in ``close`` (``_publish``): a
+        kill or a full disk leaves the earlier file whole. A file of another kind at ``path``
+        is refused before anything is exported."""
+        try:
+            storage.claim(path, OTEL_KIND)
+            storage.prepare_dir(path.parent)
+            storage.remove_stale_temps(path)
+            fd, tmp = storage.temp_file(path)
+            os.fchmod(fd, 0o666 & ~storage.current_umask())  # no user text in it: the usual modes
+        except OSError as exc:
+            raise storage.disk_error(path, exc) from None
+        self._target, self._tmp = path, Path(tmp)
+        return os.fdopen(fd, "w", encoding="utf-8")
+
+    def _publish(self) -> None:
+        assert self._file is not None
+        try:
+            try:
+                self._file.flush()
+                os.fsync(self._file.fileno())
+            finally:
+                self._file.close()
+            if self._tmp is None or self._target is None or (self._jsonl is not None and self._jsonl.error):
+                return
+            storage.fault_point(f"write:{self._target.name}")
+            os.replace(self._tmp, self._target)
+            self._tmp = None
+        except OSError as exc:
+            if self._jsonl is not None and not self._jsonl.error:
+                self._jsonl.error = str(exc.strerror or exc)
+        finally:
+            if self._tmp is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(self._tmp)
 
     @contextlib.contextmanager
     def _capturing(self) -> Iterator[None]:
@@ -456,7 +501,7 @@ class OtelDestination:
                 self.meter_provider.shutdown()
             finally:
                 if self._file is not None:
-                    self._file.close()
+                    self._publish()
         if self._jsonl is not None and self._jsonl.error:
             raise SpectuiError(f"writing the OpenTelemetry JSON lines failed: {self._jsonl.error}")
         if self._logs.errors:
@@ -470,6 +515,7 @@ class OtelDestination:
         if exc_type is None:
             self.close()
         else:  # an error is already on its way out: do not mask it with an export failure
+            self._target = None  # nor replace an earlier file with half an export
             with contextlib.suppress(SpectuiError):
                 self.close()
 

@@ -1,19 +1,27 @@
 """The latest ``spectui tune`` result per target, kept in the user cache directory.
 
 The dashboard's tune screen shows it without re-measuring; JSON as ``tune --json`` prints
-it, one file per target key (``models.cost_curves.curve_key``); safe to delete.
+it, one file per target key (``models.cost_curves.curve_key``); safe to delete. Written
+through ``spectui.storage``: atomic (a kill leaves the previous result), private (0600 in a
+0700 folder: a result may quote the model's outputs), a damaged file moved aside and a file of
+another kind refused.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 
+from spectui import storage
 from spectui.models.artifacts import cache_dir
 from spectui.tune.report import to_json
 from spectui.tune.runner import TuneResult
+
+
+KIND = storage.json_kind(
+    "a spectui tune result", lambda doc: isinstance(doc, dict) and "key" in doc and "measured_at" in doc, private=True
+)
 
 
 def result_path(key: str, *, cache: Path | None = None) -> Path:
@@ -25,10 +33,8 @@ def save_result(result: TuneResult, *, cache: Path | None = None) -> Path | None
     path = result_path(result.key, cache=cache)
     doc = {"key": result.key, "measured_at": result.measured_at, **to_json(result)}
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(doc, indent=1, allow_nan=False))
-        os.replace(tmp, path)
+        text = json.dumps(doc, indent=1, allow_nan=False)
+        storage.write_atomic(path, text, KIND)
     except (OSError, ValueError):
         return None
     return path
