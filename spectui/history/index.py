@@ -39,10 +39,10 @@ INDEX_FILE = "history.sqlite"
 SWEEP_MANIFEST = "sweep.json"
 #: rows written per transaction while indexing: a crash loses at most this much work
 _BATCH = 500
-
 #: what may be at the index's path: an SQLite file with spectui's ``runs`` table (a corrupt
 #: one is moved aside; any other file, a recording or a user's database, is refused)
 INDEX_KIND = storage.sqlite_kind("a spectui history index", "runs", ("path", "size", "mtime_ns"), private=True)
+
 
 def default_index_path() -> Path:
     """``history.sqlite`` in the user data directory (``spectui.paths``), beside the default
@@ -127,10 +127,10 @@ class HistoryIndex:
     # -- opening, checking, rebuilding -------------------------------------------------------
 
     def _open(self) -> sqlite3.Connection:
-        if self.path.is_dir():
         # Never replace a file that is not an index (a recording given to --index by a slip):
         # refuse it in one line; a damaged index is moved aside, never deleted (README.md,
         # "What spectui writes, where, and what survives what").
+        if self.path.is_dir():
             raise SpectuiError(f"--index {self.path} is a folder; give a file path")
         try:
             storage.prepare_dir(self.path.parent, private=True, own=self.path.parent == paths.data_dir())
@@ -147,10 +147,10 @@ class HistoryIndex:
             raise SpectuiError(f"cannot create the history index {self.path}: {exc.strerror or exc}") from None
         try:
             db = sqlite3.connect(self.path, timeout=30)
-        except sqlite3.Error as exc:
             # two spectuis at once (a dashboard and a sweep): readers never block the writer
             db.execute("PRAGMA busy_timeout = 30000")
             db.execute("PRAGMA journal_mode = WAL")
+        except sqlite3.Error as exc:
             raise SpectuiError(f"cannot open the history index {self.path}: {exc}") from None
         why = self._problem(db)
         if why is not None:
@@ -168,9 +168,9 @@ class HistoryIndex:
         except sqlite3.DatabaseError as exc:
             return f"is corrupt ({exc})"
         if row is None or row[0] != str(INDEX_SCHEMA):
-            found = row[0] if row is not None else "?"
             if row is None and "meta" not in tables:
                 return "was built by an older spectui (no schema version)"
+            found = row[0] if row is not None else "?"
             older = not found.isdigit() or int(found) < INDEX_SCHEMA
             return f"was built by {'an older' if older else 'a newer'} spectui (index schema {found}, this one writes {INDEX_SCHEMA})"
         return None
@@ -232,8 +232,8 @@ class HistoryIndex:
                 rows = [_index_file(p, *found[p]) for p in stale[lo : lo + _BATCH]]
                 with self.db:
                     self.db.executemany(insert, [[getattr(r, c) for c in _COLUMNS] for r in rows])
-        except sqlite3.Error as exc:
                 storage.fault_point("index-batch")  # the fault tests kill a rebuild here
+        except sqlite3.Error as exc:
             raise SpectuiError(f"cannot write the history index {self.path}: {exc}") from None
         update.read, update.removed = len(stale), len(gone)
         update.notes += [f"{r.path}: {r.note}" for r in self.runs(roots) if r.note]
@@ -334,9 +334,9 @@ def fill_from_header(run: IndexedRun, h: Header) -> None:
     host = a.host
     memory = f", {host.total_memory_bytes / 2**30:.0f} GiB" if host.total_memory_bytes else ""
     run.host = f"{host.cpu or host.machine or 'unknown host'} x{host.cpu_count}{memory}"
-    run.host_detail = ", ".join(x for x in (host.os, f"Python {host.python}" if host.python else "", host.gpu) if x)
     if h.node:  # a node's run (--host): the node's name leads, so two nodes alike never share a series
         run.host = f"{h.node}: {run.host}"
+    run.host_detail = ", ".join(x for x in (host.os, f"Python {host.python}" if host.python else "", host.gpu) if x)
     t = parse_time(h.started_at)  # one spelling (UTC, "+00:00"), so the text sorts by time
     run.started_at = t.astimezone(dt.timezone.utc).isoformat() if t is not None else h.started_at
     run.target_sha256, run.target_name, run.target_quant = a.target.sha256, a.target.name, a.target.quant

@@ -46,8 +46,8 @@ OLLAMA_MODEL_LAYER = "application/vnd.ollama.image.model"
 _LATER_SHARD = re.compile(r"-0*([2-9]|\d{2,})-of-\d+\.gguf$", re.IGNORECASE)
 #: bumped when the cached facts change shape
 _CACHE_VERSION = 1
-
 _CACHE_KIND = storage.json_kind("spectui's model catalogue cache", lambda doc: isinstance(doc, dict) and "facts" in doc)
+
 
 class ModelEntry(msgspec.Struct, kw_only=True):
     name: str  # what --target / --draft accept

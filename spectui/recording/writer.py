@@ -141,7 +141,6 @@ class RecordingWriter:
 # -- file names ---------------------------------------------------------------------------
 
 
-def recordings_dir() -> Path:
 def _prepare_folder(folder: Path) -> None:
     """The recording's folder: one spectui creates is 0700; the default recordings folder and
     run folders in it are spectui's own and are tightened if others can read them; a folder
@@ -153,6 +152,7 @@ def _prepare_folder(folder: Path) -> None:
     storage.prepare_dir(folder, private=True, own=where == home or where.parent == home)
 
 
+def recordings_dir() -> Path:
     """$SPECTUI_RECORDINGS, else ``recordings/`` in the user data directory (``spectui.paths``):
     never the current directory's ``recordings/``, which in a checkout holds tracked samples."""
     return paths.recordings_dir()
@@ -173,7 +173,7 @@ def _model_label(spec: str) -> str:
 def default_recording_path(
     config: RunConfig, directory: str | os.PathLike[str] | None = None, *, now: dt.datetime | None = None
 ) -> Path:
-    """A new, readable file name, e.g. ``recordings/2026-11-21T11-30-02_spec-ngram-k4_SmolLM2-135M-Instruct.Q4_1.spectui``.
+    """A new, readable file name, e.g. ``recordings/2026-11-21T11-30-02_spec-ngram-k4_SmolLM2.spectui``.
 
     Local time (the name is for people; the header has the UTC start). An existing file is
     never reused: ``-2``, ``-3``... are appended. The file is not created here; the writer
