@@ -12,7 +12,7 @@ Per prompt, AR and speculative runs alternate on one loaded engine; the first ro
 warm-up and dropped; the ratio is the median of the per-round ratios (decode tok/s, prefill
 excluded). Greedy, so the speculative output must equal AR's token for token: every round is
 checked: past about 256 tokens of context llama.cpp's CPU kernels are not batch-invariant
-with several threads (DESIGN.md), so an output may part from AR at a near-tie there; the
+with several threads (README.md, "How exactness is guaranteed"), so an output may part from AR at a near-tie there; the
 row then says where. The machine is shared: read medians, rerun a prompt whose spread is wide.
 """
 

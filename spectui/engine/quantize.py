@@ -2,7 +2,7 @@
 
 Used by ``spectui tune --weights`` on a small probe model it owns (cached in the user cache
 directory) and by ``tune --write-quant`` on the user's model only when asked for. On a CPU
-the weight format decides whether verifying a block of tokens is cheap (DESIGN.md: ggml
+the weight format decides whether verifying a block of tokens is cheap (README.md, "Tune": ggml
 batches Q4_0, Q8_0 and F16 rows, not Q4_1), so a requantized copy is what lets a user see it.
 """
 

@@ -36,7 +36,7 @@ from collections.abc import Callable, Sequence
 import msgspec
 
 #: Cost of evaluating n tokens in one forward pass, in single-token forwards: measured on
-#: SmolLM2-135M Q4_1 on a 2-core CPU (see DESIGN.md). Used only when a run has no step that
+#: SmolLM2-135M Q4_1 on a 2-core CPU (``spectui tune`` measures it per machine). Used only when a run has no step that
 #: shows what one AR forward costs; a verify of a K-token draft evaluates K + 1 tokens.
 VERIFY_COST_POINTS: tuple[tuple[int, float], ...] = ((1, 1.0), (2, 1.8), (4, 2.8), (8, 4.6), (16, 8.2))
 

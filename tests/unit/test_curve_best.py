@@ -9,7 +9,7 @@ from spectui.config import DraftConfig
 from spectui.engine.draft_length import DraftLength
 from spectui.metrics.predict import best_k, expected_tokens, seeded_cost, verify_cost
 
-#: the embedded model requantized to Q4_0 (DESIGN.md): n = 4 and 8 are cheap
+#: the embedded model requantized to Q4_0 (``spectui tune --weights``): n = 4 and 8 are cheap
 Q4_0 = (1.0, 1.60, 1.77, 1.94, 2.1, 2.25, 2.45, 2.65)
 
 
