@@ -41,7 +41,8 @@ import numpy as np
 
 from spectui.config import BackendConfig
 from spectui.models.artifacts import file_sha256, model_artifacts, package_version
-from spectui.models.gguf import GGUF_MAGIC, first_token_difference, read_gguf
+from spectui.models.gguf import GGUF_MAGIC, read_gguf
+from spectui.models.vocab import VocabFacts, draft_incompatibility
 from spectui.models.tokenizer import TextTokenizer
 from spectui.errors import SpectuiError
 from spectui.recording.schema import ModelArtifacts
@@ -441,7 +442,9 @@ def open_mlx_models(target: str, draft: str | None, config: BackendConfig) -> tu
         return backend, None
     try:
         drafter = MLXBackend.open(draft_path, config, share_with=backend)
-        difference = first_token_difference(backend.model.tokenizer.tokens, drafter.model.tokenizer.tokens)
+        difference = draft_incompatibility(
+            VocabFacts.from_tokenizer(backend.model.tokenizer), VocabFacts.from_tokenizer(drafter.model.tokenizer)
+        )
         if difference:
             drafter.close()
             raise SpectuiError(f"draft and target vocabularies differ: {difference}")

@@ -106,6 +106,17 @@ def verify_greedy(draft: Sequence[int], target_choice: Sequence[int]) -> tuple[i
     return n, int(target_choice[n])
 
 
+def _same_width(q: np.ndarray, width: int) -> np.ndarray:
+    """A draft distribution over the target's ids: vocabularies may differ in size by padding
+    (``spectui.models.vocab``); ids only the draft has get no target mass, so they are dropped,
+    and ids only the target has had no draft mass."""
+    if q.shape[0] == width:
+        return q
+    if q.shape[0] > width:
+        return q[:width]
+    return np.concatenate([q, np.zeros(width - q.shape[0], dtype=q.dtype)])
+
+
 def verify_sampled(
     draft: Sequence[int],
     target_probs: Callable[[int], np.ndarray],
@@ -122,17 +133,21 @@ def verify_sampled(
     for i, d in enumerate(draft):
         p = target_probs(i)
         if draft_probs is None:
-            accept_ratio = p[d]
+            accept_ratio = p[d] if d < p.shape[0] else 0.0
         else:
-            q = draft_probs[i]
-            accept_ratio = 1.0 if q[d] <= 0.0 else min(1.0, p[d] / q[d])
+            q = _same_width(draft_probs[i], p.shape[0])
+            if d >= p.shape[0]:  # an id the target does not have
+                accept_ratio = 0.0
+            else:
+                accept_ratio = 1.0 if q[d] <= 0.0 else min(1.0, p[d] / q[d])
         if rng.random() < accept_ratio:
             continue
         if draft_probs is None:
             residual = p.copy()
-            residual[d] = 0.0
+            if d < p.shape[0]:
+                residual[d] = 0.0
         else:
-            residual = np.maximum(p - draft_probs[i], 0.0)
+            residual = np.maximum(p - q, 0.0)
         if residual.sum() <= 0.0:  # p == q: rejection has probability zero; stay exact anyway
             residual = p
         return i, draw(residual, rng.random())

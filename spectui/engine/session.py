@@ -10,6 +10,7 @@ always ends with a record saying how.
 from __future__ import annotations
 
 import datetime as dt
+import os
 import threading
 import time
 from collections import deque
@@ -25,7 +26,8 @@ from spectui.engine.draft_length import DraftLength
 from spectui.engine.drafters import ModelDrafter, NgramDrafter, draft_sampling
 from spectui.engine.suffix import SuffixDrafter
 from spectui.engine.suffix_memory import SuffixMemory
-from spectui.models.gguf import first_vocab_difference, read_gguf
+from spectui.models.gguf import read_gguf
+from spectui.models.vocab import VocabFacts, draft_incompatibility
 from spectui.engine.llamacpp import LlamaCppBackend, LlamaModel
 from spectui.engine.noise import batch_noise
 from spectui.engine.policy import FallbackPolicy, ladder
@@ -69,7 +71,10 @@ class Engine:
         draft_info = None
         if config.mode == "spec" and config.draft.has_model:
             draft_info = read_gguf(resolve_model(config.draft.source))
-            difference = first_vocab_difference(target_info, draft_info)
+            difference = draft_incompatibility(
+                VocabFacts.from_gguf(target_info.metadata), VocabFacts.from_gguf(draft_info.metadata),
+                os.path.basename(target_info.path), os.path.basename(draft_info.path),
+            )
             if difference:
                 raise SpectuiError(f"draft and target vocabularies differ: {difference}")
         target = LlamaCppBackend(LlamaModel(target_info, config.backend), config.backend)

@@ -9,8 +9,8 @@ safetensors headers and ``tokenizer.json``):
   ``manifests/<registry>/<namespace>/<name>/<tag>`` names its weights layer (media type
   ``application/vnd.ollama.image.model``), a GGUF stored as ``blobs/sha256-<digest>``;
 * the Hugging Face cache: ``$HF_HUB_CACHE``, ``$HF_HOME/hub`` or ``~/.cache/huggingface/hub``,
-  ``models--org--name/snapshots/<revision>/``: GGUF files, and MLX model directories
-  (``config.json`` + ``*.safetensors``);
+  ``models--org--name/snapshots/<revision>/`` (read through ``huggingface_hub.scan_cache_dir``):
+  GGUF files, and MLX model directories (``config.json`` + ``*.safetensors``);
 * llama.cpp's download cache: ``$LLAMA_CACHE`` or ``~/.cache/llama.cpp``;
 * ``$SPECTUI_MODELS`` (folders, ``os.pathsep``-separated) and the folders a command is given;
 * the embedded default model, always.
@@ -19,7 +19,8 @@ Reading a 49k-token vocabulary costs ~0.2 s, so each file's facts are cached by 
 mtime) in ``catalogue.json`` under the user cache folder. Anything unreadable (a folder, a
 manifest, a ``.gguf`` that is not GGUF) becomes a one-line note; everything else is listed.
 
-Drafts pair as LM Studio pairs them: the same vocabulary (``vocab_sha256``) and a smaller
+Drafts pair by llama.cpp's vocabulary rule (``spectui.models.vocab``: the same type and special
+tokens, sizes within 128, the same shared tokens) and, as LM Studio pairs them, a smaller
 model: fewer parameters, or as many in fewer bytes (a lower-bit quantisation of the target).
 A GGUF target takes GGUF drafts (llama.cpp loads no MLX directory); an MLX one takes both.
 """
@@ -37,15 +38,17 @@ import msgspec
 
 from spectui import storage
 from spectui.errors import SpectuiError
+from spectui.format import model_name
 from spectui.models.artifacts import cache_dir
 from spectui.models.gguf import read_gguf
 from spectui.models.registry import DEFAULT_MODEL, embedded_model_path
+from spectui.models.vocab import VocabFacts, VocabSignature
 
 OLLAMA_MODEL_LAYER = "application/vnd.ollama.image.model"
 #: every shard of a split GGUF but the first (llama.cpp opens the rest from it)
 _LATER_SHARD = re.compile(r"-0*([2-9]|\d{2,})-of-\d+\.gguf$", re.IGNORECASE)
 #: bumped when the cached facts change shape
-_CACHE_VERSION = 1
+_CACHE_VERSION = 2
 _CACHE_KIND = storage.json_kind("spectui's model catalogue cache", lambda doc: isinstance(doc, dict) and "facts" in doc)
 
 
@@ -62,6 +65,16 @@ class ModelEntry(msgspec.Struct, kw_only=True):
     n_ctx_train: int = 0
     vocab_size: int = 0
     vocab_sha256: str = ""
+    #: what pairing by llama.cpp's vocabulary rule needs (``spectui.models.vocab``); None:
+    #: the tokenizer could not be read, and the model pairs with nothing
+    vocab_signature: VocabSignature | None = None
+
+    @property
+    def display_name(self) -> str:
+        """The name every screen gives the model (``format.model_name``): a GGUF's file name,
+        else (an Ollama blob, an MLX folder named by its revision) the catalogue name."""
+        plain_file = self.format == "gguf" and self.source != "ollama"
+        return model_name(self.path if plain_file else self.name, self.quant if plain_file else "")
 
 
 class Catalogue(msgspec.Struct, kw_only=True):
@@ -91,7 +104,9 @@ class Catalogue(msgspec.Struct, kw_only=True):
 
 
 def can_draft(draft: ModelEntry, target: ModelEntry) -> bool:
-    if not draft.vocab_sha256 or draft.vocab_sha256 != target.vocab_sha256:
+    if draft.vocab_signature is None or target.vocab_signature is None:
+        return False
+    if draft.vocab_signature.incompatibility(target.vocab_signature) is not None:
         return False
     if target.format == "gguf" and draft.format != "gguf":
         return False
@@ -150,7 +165,7 @@ def discover(folders: Sequence[str] = (), env: Mapping[str, str] | None = None) 
         except SpectuiError as exc:
             notes.append(str(exc))
             continue
-        models.append(ModelEntry(name=name, source=source, format=fmt, path=path, **facts))
+        models.append(msgspec.convert({"name": name, "source": source, "format": fmt, "path": path, **facts}, ModelEntry))
     cache.save()
     return Catalogue(models=models, notes=notes)
 
@@ -182,33 +197,27 @@ def _walk(source: str, root: str, notes: list[str]) -> list[tuple[str, str, str,
 
 
 def _hf_cache(hub: str, notes: list[str]) -> list[tuple[str, str, str, str]]:
-    """``models--org--name``: the revision ``refs/main`` names, else the newest snapshot."""
-    out = []
+    """Each model repo of the cache (``huggingface_hub.scan_cache_dir``, which knows its layout):
+    the revision ``main`` points at, else the newest snapshot, walked for GGUF files and MLX
+    folders. The cache's own warnings (a damaged repo folder) become notes."""
+    from huggingface_hub import scan_cache_dir
+    from huggingface_hub.utils import CacheNotFound
+
     try:
-        repos = sorted(d for d in os.listdir(hub) if d.startswith("models--"))
-    except OSError as exc:
-        notes.append(f"cannot read folder {hub}: {exc.strerror or exc}")
-        return out
-    for repo in repos:
-        repo_dir = os.path.join(hub, repo)
-        repo_id = repo[len("models--") :].replace("--", "/")
-        snapshots = os.path.join(repo_dir, "snapshots")
-        try:
-            with open(os.path.join(repo_dir, "refs", "main"), encoding="utf-8") as f:
-                snapshot = os.path.join(snapshots, f.read().strip())
-            if not os.path.isdir(snapshot):
-                raise FileNotFoundError(snapshot)
-        except OSError:
-            try:
-                revs = [os.path.join(snapshots, r) for r in os.listdir(snapshots)]
-            except OSError as exc:
-                notes.append(f"cannot read folder {snapshots}: {exc.strerror or exc}")
-                continue
-            if not revs:
-                continue
-            snapshot = max(revs, key=os.path.getmtime)
+        cache = scan_cache_dir(hub)
+    except (CacheNotFound, OSError, ValueError) as exc:  # gone since the check; a file, not a folder
+        notes.append(f"cannot read the Hugging Face cache {hub}: {getattr(exc, 'strerror', None) or exc}")
+        return []
+    notes += [f"Hugging Face cache: {w}" for w in cache.warnings]
+    out = []
+    for repo in sorted(cache.repos, key=lambda r: r.repo_id):
+        if repo.repo_type != "model" or not repo.revisions:
+            continue
+        main = [r for r in repo.revisions if "main" in r.refs]
+        revision = main[0] if main else max(repo.revisions, key=lambda r: r.last_modified)
+        snapshot = str(revision.snapshot_path)
         for _source, name, fmt, path in _walk("huggingface", snapshot, notes):
-            out.append(("huggingface", repo_id if fmt == "mlx" and path == snapshot else f"{repo_id}/{name}", fmt, path))
+            out.append(("huggingface", repo.repo_id if fmt == "mlx" and path == snapshot else f"{repo.repo_id}/{name}", fmt, path))
     return out
 
 
@@ -306,6 +315,7 @@ def gguf_facts(path: str) -> dict:
         "n_ctx_train": info.n_ctx_train,
         "vocab_size": len(info.tokens),
         "vocab_sha256": info.vocab_sha256(),
+        "vocab_signature": msgspec.to_builtins(VocabSignature.of(VocabFacts.from_gguf(info.metadata))),
     }
 
 
@@ -335,10 +345,11 @@ def mlx_facts(path: str) -> dict:
             n_params += _count(shape[:-1]) * scales[-1] * group
         else:
             n_params += _count(shape)
-    vocab_sha, vocab_size = "", 0
+    vocab_sha, vocab_size, signature = "", 0, None
     try:
         tok = TextTokenizer.from_dir(path, config)
         vocab_sha, vocab_size = tok.vocab_sha256(), tok.n_vocab
+        signature = msgspec.to_builtins(VocabSignature.of(VocabFacts.from_tokenizer(tok)))
     except Exception as exc:  # noqa: BLE001 - any tokenizer failure: listed, but pairs with nothing
         if not isinstance(exc, SpectuiError):
             raise SpectuiError(f"unreadable tokenizer.json in {path}: {exc}") from None
@@ -352,6 +363,7 @@ def mlx_facts(path: str) -> dict:
         "n_ctx_train": int(config.get("max_position_embeddings") or 0),
         "vocab_size": vocab_size,
         "vocab_sha256": vocab_sha,
+        "vocab_signature": signature,
     }
 
 
