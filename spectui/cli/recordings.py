@@ -1,4 +1,5 @@
-"""Commands on recordings, no model needed: ``report``, ``diff``, ``gate`` and ``export``.
+"""Commands on recordings, no model needed: ``report``, ``diff``, ``gate`` and ``export``
+(OpenTelemetry, or redacted copies: ``--redact``).
 
 The work lives below (``spectui.report``, ``spectui.compare``, ``spectui.telemetry``); this
 module parses flags, reads files (every one before anything is printed or written) and picks
@@ -49,6 +50,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     report.add_argument("file")
     report.add_argument("--json", action="store_true", help="one JSON object with the header and the summary")
     report.add_argument(
+        "--redact",
+        action="store_true",
+        help="leave out the prompt, system prompt, conversation and token texts and ids (what export --redact writes)",
+    )
+    report.add_argument(
         "--floors",
         action="store_true",
         help="FILE is a sweep folder: print the acceptance floor, tok/s floor and swap ceiling per tier (--json: a floors file for diff)",
@@ -95,6 +101,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="where the JSON lines go (default: stdout; implies --otel-json)")
     export.add_argument("--otel-endpoint", metavar="URL", type=otlp_endpoint, default=None,
                         help="OTLP/HTTP collector base URL (e.g. http://127.0.0.1:4318)")
+    export.add_argument(
+        "--redact",
+        action="store_true",
+        help="write a copy of each recording without its text: prompt, system prompt, conversation, token texts and ids;"
+        " timings, acceptance, memory and fingerprints stay (beside it as NAME.redacted.spectui, or -o for one FILE)",
+    )
     export.set_defaults(func=cmd_export)
 
 
@@ -107,8 +119,14 @@ def cmd_report(args: argparse.Namespace) -> int:
     from spectui.report import format_report, report_json
 
     if args.floors:
+        if args.redact:
+            raise SpectuiError("--redact applies to a recording's report; a sweep's floors (--floors) hold no text")
         return report_floors(args)
     (rec,) = read_recordings([args.file])
+    if args.redact and rec.header.redaction is None:
+        from spectui.recording.redact import redact_recording
+
+        rec = redact_recording(rec)
     print(msgspec.json.encode(report_json(rec)).decode() if args.json else format_report(rec))
     return 0
 
@@ -201,6 +219,8 @@ def cmd_gate(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    if args.redact:
+        return export_redacted(args)
     from spectui.telemetry.otel import OtelDestination, require_otel, trace_id_hex
 
     json_lines = args.otel_json or args.output is not None  # -o alone can only mean JSON lines
@@ -215,4 +235,32 @@ def cmd_export(args: argparse.Namespace) -> int:
             note = f" (truncated at byte {rec.truncated_at}: exported what it holds)" if rec.truncated else ""
             done.append(f"spectui: {rec.path} -> trace {trace_id_hex(dest.emit(rec.events))}{note}")
     print("\n".join(done), file=sys.stderr)  # only once the export went through
+    return 0
+
+
+def export_redacted(args: argparse.Namespace) -> int:
+    """``export --redact``: one redacted copy per recording, all made with one key, so the
+    copies' outputs still compare with each other (``spectui.recording.redact``)."""
+    from pathlib import Path
+
+    from spectui.recording.redact import Redactor, redacted_path, write_copy
+
+    if args.otel_json or args.otel_endpoint:
+        raise SpectuiError("--redact writes recordings; export the copies with --otel-json or --otel-endpoint in a second command")
+    if args.output is not None and len(args.files) > 1:
+        raise SpectuiError("-o names the copy of one recording; leave it out for several (each copy goes beside its original)")
+    recordings = read_recordings(args.files)  # every file read before anything is written
+    targets = [Path(args.output)] if args.output is not None else [redacted_path(rec.path) for rec in recordings]
+    for rec, target in zip(recordings, targets):
+        if rec.header.redaction is not None:
+            raise SpectuiError(f"{rec.path} is a redacted copy already")
+        if target.exists():
+            raise SpectuiError(f"{target} already exists; remove it or name another copy with -o")
+    if len(set(targets)) != len(targets):
+        raise SpectuiError("two of the recordings would be copied to the same file; redact them one at a time with -o")
+    redactor = Redactor()
+    for rec, target in zip(recordings, targets):
+        write_copy(redactor.recording(rec), target)
+        note = f" (truncated at byte {rec.truncated_at}: redacted what it holds)" if rec.truncated else ""
+        print(f"spectui: {rec.path} -> {target}, redacted{note}", file=sys.stderr)
     return 0

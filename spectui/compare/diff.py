@@ -32,6 +32,7 @@ from spectui.metrics.envelope import judge_sessions
 from spectui.metrics.stats import Summary, summarize
 from spectui.recording.output import decode_pieces, output_tokens
 from spectui.recording.reader import Recording
+from spectui.recording.redact import outputs_not_comparable
 from spectui.recording.schema import Header, MemorySample
 
 #: A prompt shorter than this (or of tier "short") is "short": TTFT there is dominated by
@@ -70,6 +71,9 @@ class OutputDiff(msgspec.Struct, kw_only=True):
     unit: str = "token"
     #: how the outputs were made comparable (a server recording against an embedded one)
     notes: list[str] = msgspec.field(default_factory=list)
+    #: why the outputs were not compared at all (a redacted side: ``spectui.recording.redact``);
+    #: then ``identical`` is False and nothing was counted but the lengths
+    not_compared: str = ""
 
 
 
@@ -212,14 +216,21 @@ def diff_recordings(baseline: Recording, candidate: Recording, *, force: bool = 
     artifacts, config = compare_headers(baseline.header, candidate.header)
     b, c = run_side(baseline), run_side(candidate)
     b_out, c_out, unit, notes, basis = output_tokens(baseline.events), output_tokens(candidate.events), "token", [], ""
-    if baseline.header.artifacts.server is not None or candidate.header.artifacts.server is not None:
-        from spectui.server.compare import align_outputs
-        from spectui.server.compare import comparability as server_comparability
+    redacted = outputs_not_comparable(baseline.header, candidate.header)
+    if redacted:
+        n_b, n_c = len(b_out[0]), len(c_out[0])
+        outputs = OutputDiff(identical=False, baseline_length=n_b, candidate_length=n_c, common_length=min(n_b, n_c), n_differing=0)
+        outputs.not_compared = redacted
+        basis = "redacted: the prompts are matched by their length and the target weights, not their tokens"
+    else:
+        if baseline.header.artifacts.server is not None or candidate.header.artifacts.server is not None:
+            from spectui.server.compare import align_outputs
+            from spectui.server.compare import comparability as server_comparability
 
-        b_out, c_out, unit, notes = align_outputs(baseline, candidate, b_out, c_out)
-        basis = server_comparability(baseline.header, candidate.header)[1]
-    outputs = compare_outputs(b_out, c_out)
-    outputs.unit, outputs.notes = unit, notes
+            b_out, c_out, unit, notes = align_outputs(baseline, candidate, b_out, c_out)
+            basis = server_comparability(baseline.header, candidate.header)[1]
+        outputs = compare_outputs(b_out, c_out)
+        outputs.unit, outputs.notes = unit, notes
     if outputs.first_divergence is not None and unit == "token":
         outputs.first_divergence.cause = classify_recordings(baseline, candidate, outputs.first_divergence.index)
     growth = c.summary.ttft_ms / b.summary.ttft_ms - 1 if b.summary.ttft_ms > 0 else float("nan")
@@ -274,6 +285,8 @@ def _pct(a: float, b: float) -> str:
 
 def describe_outputs(o: OutputDiff, *, with_cause: bool = True) -> list[str]:
     u = o.unit
+    if o.not_compared:
+        return [f"{o.not_compared} ({o.baseline_length} vs {o.candidate_length} {u}s)"]
     if o.identical:
         return [f"identical: {o.common_length} {u}s", *(f"({n})" for n in o.notes)]
     d = o.first_divergence

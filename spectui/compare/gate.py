@@ -6,7 +6,9 @@ acceptance for an AR candidate). Not applicable never fails the gate; *not measu
 (sampled output quality, see below), because a gate that passes what it did not look at is
 worse than none.
 
-Outputs: greedy runs must be token-identical to the baseline. Sampled runs cannot be (the
+Outputs: greedy runs must be token-identical to the baseline. A redacted recording's outputs
+compare only with those redacted together with it (``spectui.recording.redact``); against any
+other the outputs check fails, saying it could not look. Sampled runs cannot be (the
 same seed draws differently once drafts are verified), so their outputs are judged by the
 quality mini-set instead: every recording whose header carries a quality check
 (``spectui.quality``: the prompts/quality-* files) is graded, and the candidates' pass rate
@@ -47,6 +49,7 @@ from spectui.metrics.stats import Summary, nanmedian, summarize
 from spectui.quality import difference_interval, difference_points, pass_rate
 from spectui.recording.output import grade_recording, output_tokens
 from spectui.recording.reader import Recording
+from spectui.recording.redact import outputs_not_comparable
 
 __all__ = ["Check", "GateThresholds", "Verdict", "format_verdict_text", "gate"]
 
@@ -70,9 +73,15 @@ def _check_outputs(baselines: list[Recording], candidates: list[Recording], t: G
     ref_out = output_tokens(ref.events)
     differing = 0  # positions that differ in candidates whose divergence fails
     near_ties = 0
+    unverified = 0  # candidates whose outputs could not be compared (redacted)
     notes = []
     lengths = []
     for cand in candidates:
+        redacted = outputs_not_comparable(ref.header, cand.header)
+        if redacted:  # not looked at is not passed (see the module docstring)
+            unverified += 1
+            notes.append(f"{cand.path}: {redacted}")
+            continue
         o = compare_outputs(ref_out, output_tokens(cand.events))
         if o.n_differing:
             d = o.first_divergence
@@ -90,18 +99,23 @@ def _check_outputs(baselines: list[Recording], candidates: list[Recording], t: G
                 f" vs {o.baseline_length} ({summarize(ref.events).finish_reason or 'no end'})"
             )
     for other in baselines[1:]:  # baseline against baseline: the noise floor, reported only
+        if outputs_not_comparable(ref.header, other.header):
+            continue
         o = compare_outputs(ref_out, output_tokens(other.events))
         if o.n_differing:
             assert o.first_divergence is not None
             notes.append(f"note: baseline {other.path} itself differs from {ref.path} at token {o.first_divergence.index}")
-    if not differing and not near_ties:
-        notes.insert(0, f"greedy: {_runs(len(candidates))} token-identical to {ref.path} over the common length")
+    compared = len(candidates) - unverified
+    if not compared:
+        notes.insert(0, f"greedy: no candidate's output could be compared with {ref.path}")
+    elif not differing and not near_ties:
+        notes.insert(0, f"greedy: {_runs(compared)} token-identical to {ref.path} over the common length")
     elif not differing:
-        notes.insert(0, f"greedy: {near_ties} of {_runs(len(candidates))} part from {ref.path} at a numerical near-tie")
+        notes.insert(0, f"greedy: {near_ties} of {_runs(compared)} part from {ref.path} at a numerical near-tie")
     return Check(
         name="outputs",
-        passed=differing == 0,
-        value=differing,
+        passed=differing == 0 and unverified == 0,
+        value=None if unverified else differing,  # a count over some candidates only would mislead
         threshold=0,
         comparison="<=",
         detail="; ".join(notes + [f"length differs: {x}" for x in lengths]),

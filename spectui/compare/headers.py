@@ -5,7 +5,8 @@ template, sampling, prompt, host, spectui version) should be equal for a fair co
 are listed first, most telling first. *Configuration* (mode, drafter, K) is what an AR-versus-
 speculative comparison is for. ``comparability`` says why two runs cannot be compared at all:
 different prompt tokens or different target weights (a server recording has its own rules, in
-``spectui.server.compare``).
+``spectui.server.compare``; a redacted one against one it was not redacted with is matched by
+its prompt's length, ``spectui.recording.redact``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 import msgspec
 
+from spectui.recording.redact import outputs_not_comparable
 from spectui.recording.schema import Header
 
 Value = str | int | float | bool | None
@@ -74,11 +76,16 @@ def diffs(a: dict[str, Any], b: dict[str, Any]) -> list[FieldDiff]:
     return [_field_diff(k, a.get(k), b.get(k)) for k in keys if a.get(k) != b.get(k)]
 
 
-def _artifact_fields(h: Header, *, with_draft: bool) -> dict[str, Any]:
-    """Everything that should be equal between two runs being compared, most telling first."""
+def _artifact_fields(h: Header, *, with_draft: bool, with_text: bool = True) -> dict[str, Any]:
+    """Everything that should be equal between two runs being compared, most telling first.
+    ``with_text=False`` (one side redacted, ``spectui.recording.redact``): the prompt by its
+    length alone, since a redacted prompt's text and tokens compare with nothing."""
     c, a = h.config, h.artifacts
-    out: dict[str, Any] = {"prompt_tokens": h.prompt_tokens, "prompt_text": h.prompt_text}
-    for name in ("prompt", "prompt_tier", "chat", "target"):
+    if with_text:
+        out: dict[str, Any] = {"prompt_tokens": h.prompt_tokens, "prompt_text": h.prompt_text, "config.prompt": c.prompt}
+    else:
+        out = {"prompt_tokens": f"{len(h.prompt_tokens)} tokens"}
+    for name in ("prompt_tier", "chat", "target"):
         out[f"config.{name}"] = getattr(c, name)
     out.update(_fields("artifacts.target", a.target))
     out.update(_fields("config.sampling", c.sampling))
@@ -137,7 +144,8 @@ def compare_headers(b: Header, c: Header) -> tuple[list[FieldDiff], list[FieldDi
     if not (same_drafter and both_drafts) and _draft_label(b) != _draft_label(c):
         config.append(FieldDiff(path="artifacts.draft", baseline=_draft_label(b), candidate=_draft_label(c)))
     with_draft = same_drafter and both_drafts
-    artifacts = diffs(_artifact_fields(b, with_draft=with_draft), _artifact_fields(c, with_draft=with_draft))
+    text = not outputs_not_comparable(b, c)
+    artifacts = diffs(_artifact_fields(b, with_draft=with_draft, with_text=text), _artifact_fields(c, with_draft=with_draft, with_text=text))
     return artifacts, config
 
 
@@ -148,7 +156,10 @@ def comparability(b: Header, c: Header) -> list[str]:
 
         return server_comparability(b, c)[0]
     why = []
-    if b.prompt_tokens != c.prompt_tokens:
+    if outputs_not_comparable(b, c):  # a redacted side's prompt tokens are stand-ins: their count is all that compares
+        if len(b.prompt_tokens) != len(c.prompt_tokens):
+            why.append(f"the prompts differ in length ({len(b.prompt_tokens)} vs {len(c.prompt_tokens)} tokens; one side is redacted)")
+    elif b.prompt_tokens != c.prompt_tokens:
         i = first_difference(b.prompt_tokens, c.prompt_tokens)
         why.append(
             f"the prompt tokens differ ({len(b.prompt_tokens)} vs {len(c.prompt_tokens)} tokens, first difference at token {i})"

@@ -90,6 +90,11 @@ def output_text(events: Iterable[Event]) -> str:
 
 def grade_recording(rec: Recording) -> QualityResult | None:
     """Grade a recording by the quality check in its header (``RunConfig.prompt_check``, so
-    no prompt file is needed); None when its prompt carries none."""
+    no prompt file is needed); None when its prompt carries none. A redacted copy's text is
+    placeholders: its verdict is the one graded on the original before redaction."""
+    redaction = rec.header.redaction
+    if redaction is not None:
+        passed = redaction.quality_passed
+        return None if passed is None else QualityResult(passed, "graded on the original output, before redaction")
     check = rec.header.config.prompt_check
     return check_output(check, output_text(rec.events)) if check else None

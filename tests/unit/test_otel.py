@@ -317,3 +317,93 @@ def test_a_server_session_is_a_client_span_named_after_the_servers_model():
     session = session_span(spans)
     assert session.name == "chat smollm2-135m" and session.kind is SpanKind.CLIENT
     assert session.attributes["gen_ai.provider.name"] == "llama.cpp"
+
+
+# -- no content: what people typed and what the model answered never leaves -----------------
+
+#: The GenAI conventions' opt-in content attributes (prompts, answers, system instructions, tool
+#: definitions); spectui sets none of them.
+CONTENT_ATTRIBUTES = (
+    "gen_ai.input.messages",
+    "gen_ai.output.messages",
+    "gen_ai.system_instructions",
+    "gen_ai.tool.definitions",
+    "gen_ai.prompt",
+    "gen_ai.completion",
+)
+SECRETS = ("Quetzalcoatl", "marzipanfabrik", "Zwetschgendatschi", "Ravenclaw", "Bartholomew")
+
+
+def _with_text(events, *, content: bool):
+    """The session with the prompt, system prompt, conversation and every token's text and id
+    made of secret words (``content``), or with all of them empty and zero."""
+    from spectui.config import ChatMessage
+
+    h = events[0]
+    word = (lambda i: SECRETS[i % len(SECRETS)]) if content else (lambda i: "")
+    config = msgspec.structs.replace(
+        h.config,
+        prompt=f"Tell me about {word(0)} and {word(1)}." if content else "",
+        system=f"You are {word(4)}." if content else "",
+        history=(ChatMessage("user", word(2)), ChatMessage("assistant", word(3))),
+    )
+    header = msgspec.structs.replace(
+        h, config=config, prompt_text=config.prompt, prompt_tokens=[i + 7 if content else 0 for i in range(len(h.prompt_tokens))]
+    )
+    out = [header]
+    for ev in events[1:]:
+        if type(ev) is Step:
+            n = len(ev.tokens)
+            ev = msgspec.structs.replace(
+                ev,
+                tokens=[(i + 11) if content else 0 for i in range(n)],
+                pieces=[(" " + word(i)).encode() if content else b"" for i in range(n)],
+                runner_up=None if ev.runner_up is None else [0] * n,
+            )
+        out.append(ev)
+    return out
+
+
+def _jsonl(events, path):
+    with OtelDestination(jsonl=path) as dest:
+        dest.emit(events)
+    return [msgspec.json.decode(line) for line in path.read_bytes().splitlines()]
+
+
+_DIFFERS_EVERY_TIME = ("trace_id", "span_id", "parent_id", "service.instance.id", "start_time_unix_nano", "time_unix_nano")
+
+
+def _without_ids(obj):
+    """The export with what differs between any two exports (trace, span and instance ids, the
+    wall-clock times the SDK stamps on metric points when it collects them) taken out."""
+    if isinstance(obj, dict):
+        return {k: _without_ids(v) for k, v in obj.items() if k not in _DIFFERS_EVERY_TIME}
+    if isinstance(obj, list):
+        return [_without_ids(v) for v in obj]
+    return obj
+
+
+@pytest.mark.parametrize("path", [SPEC, AR], ids=["spec", "ar"])
+def test_the_export_sends_no_content(path, tmp_path):
+    """The prompt, the system prompt, the conversation, the output text and the token ids change
+    nothing in what is exported: a session full of secret words and the same session with every
+    text empty export the same spans, events and metrics (ids aside), and no secret word, no
+    word of the real output and no content attribute appears anywhere in it."""
+    from spectui.recording.output import output_text
+
+    rec = read_recording(path)
+    full = _jsonl(_with_text(rec.events, content=True), tmp_path / "full.jsonl")
+    blank = _jsonl(_with_text(rec.events, content=False), tmp_path / "blank.jsonl")
+    assert _without_ids(full) == _without_ids(blank)
+    sent = (tmp_path / "full.jsonl").read_text()
+    assert [w for w in SECRETS if w in sent] == []
+    # the real recording, exported as it is: none of its prompt's or answer's longer words
+    real = tmp_path / "real.jsonl"
+    _jsonl(rec.events, real)
+    words = {w for t in (rec.header.prompt_text, output_text(rec.events)) for w in t.split() if len(w) >= 6 and w.isalpha()}
+    assert len(words) >= 5 and [w for w in words if w in real.read_text()] == []
+    spans, metrics = export(_with_text(rec.events, content=True))
+    keys = {k for s in spans.values() for k in s.attributes} | {k for s in spans.values() for e in s.events for k in e.attributes}
+    keys |= {k for m in metrics.values() for p in points(m) for k in p.attributes}
+    assert keys and not keys & set(CONTENT_ATTRIBUTES)
+    assert not [k for k in keys if "prompt.text" in k or "message" in k or "content" in k]
