@@ -117,6 +117,18 @@ class DraftConfig(msgspec.Struct, frozen=True, kw_only=True):
         """``n-gram K=4`` or ``draft model K=4``; ``model`` names a draft model (its file, say)."""
         return f"{model if self.has_model else self.drafter_label} {self.k_label()}"
 
+    def drafting_with(self, source: str, *, fixed_k: int | None = None, cost_aware: bool | None = None) -> DraftConfig:
+        """These settings with ``source`` drafting: the one rule for every caller (the flags,
+        the dashboard's model picker). A model-free drafter costs nothing to ask, so unless a
+        K is fixed its K is cost-aware (a fixed K=4 halves the speed of prose on a CPU); a
+        draft model keeps a fixed K unless the cost-aware one is asked for. ``cost_aware``
+        None keeps what these settings chose for a draft model."""
+        if cost_aware is None:
+            cost_aware = self.adaptive and self.has_model
+        adaptive = cost_aware or (fixed_k is None and source in MODEL_FREE)
+        k = fixed_k if fixed_k is not None else min(max(DraftConfig().k, self.k_min), self.k_max)
+        return msgspec.structs.replace(self, source=source, k=k, adaptive=adaptive)
+
     def validate(self) -> None:
         for name, value in (("k", self.k), ("k-min", self.k_min), ("k-max", self.k_max)):
             if not 1 <= value <= MAX_DRAFT_LENGTH:

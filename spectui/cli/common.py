@@ -152,7 +152,7 @@ def config_from_args(args: argparse.Namespace, *, fallback_default: bool = False
     tier = name = check = ""
     ceiling = RunConfig().max_tokens
     # --host: model names and paths are the node's, resolved there (spectui.cli.node.prepare)
-    on_node = bool(getattr(args, "host", None))
+    on_node = bool(getattr(args, "host", None) or getattr(args, "hosts", None))
     if args.prompt_name is not None:
         spec = find_prompt(args.prompt_name)
         prompt, tier, ceiling, name, check = spec.text, spec.tier, spec.max_tokens, spec.name, spec.check
@@ -163,10 +163,16 @@ def config_from_args(args: argparse.Namespace, *, fallback_default: bool = False
             prompt, tier, ceiling, check = spec.text, spec.tier, spec.max_tokens, spec.check
     else:
         prompt = DEFAULT_PROMPT if args.prompt is None else args.prompt
-    # A model-free drafter costs nothing to ask, so with no explicit --k its K is cost-aware:
-    # a fixed K=4 halves the speed of prose on a CPU. An explicit --k stays fixed.
-    adaptive = args.adaptive_k or (args.k is None and args.draft in MODEL_FREE)
-    draft_k = args.k if args.k is not None else min(max(DraftConfig().k, args.k_min), args.k_max)
+    draft = DraftConfig(
+        k_min=args.k_min,
+        k_max=args.k_max,
+        ngram_min=args.ngram_min,
+        ngram_max=args.ngram_max,
+        temperature=args.draft_temperature,
+        p_min=args.p_min,
+        learn_cost=not args.deterministic,
+        memory=not args.no_draft_memory,
+    ).drafting_with(args.draft if on_node else model_path(args.draft), fixed_k=args.k, cost_aware=args.adaptive_k)
     config = RunConfig(
         target=args.target if on_node else model_path(args.target),  # a catalogue name (spectui models) or a path
         mode=args.mode or ("ar" if args.server else RunConfig().mode),
@@ -178,19 +184,7 @@ def config_from_args(args: argparse.Namespace, *, fallback_default: bool = False
         system=args.system,
         max_tokens=ceiling if args.max_tokens is None else args.max_tokens,
         sampling=SamplingConfig(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed),
-        draft=DraftConfig(
-            source=args.draft if on_node else model_path(args.draft),
-            k=draft_k,
-            adaptive=adaptive,
-            k_min=args.k_min,
-            k_max=args.k_max,
-            ngram_min=args.ngram_min,
-            ngram_max=args.ngram_max,
-            temperature=args.draft_temperature,
-            p_min=args.p_min,
-            learn_cost=not args.deterministic,
-            memory=not args.no_draft_memory,
-        ),
+        draft=draft,
         backend=BackendConfig(
             name="server" if args.server else args.backend,
             n_ctx=args.ctx,
@@ -214,6 +208,31 @@ def config_from_args(args: argparse.Namespace, *, fallback_default: bool = False
     )
     config.validate()
     return config
+
+
+def host_engines(host: str | None):  # noqa: ANN201 - an EngineFactory, imported on use
+    """``--host``: a factory opening engines on the node (``open_engine(config, host=...)``);
+    None to open them here."""
+    if not host:
+        return None
+    import functools
+
+    from spectui.sessions.open import open_engine
+
+    return functools.partial(open_engine, host=host)
+
+
+def without_host(argv: Sequence[str]) -> list[str]:
+    """A command line minus ``--host NODE`` / ``--host=NODE``: what a node is asked to run."""
+    out, skip = [], False
+    for word in argv:
+        if skip:
+            skip = False
+        elif word == "--host":
+            skip = True
+        elif not word.startswith("--host="):
+            out.append(word)
+    return out
 
 
 def add_host_argument(p: argparse.ArgumentParser) -> None:

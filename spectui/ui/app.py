@@ -332,8 +332,6 @@ class SpectuiApp(App[int]):
 
     def action_pick_models(self) -> None:
         """The model picker (``spectui models``' catalogue): the next run's target and draft."""
-        import msgspec
-
         from spectui.ui.screens.model_picker import NGRAM, ModelPicker
 
         busy = "a session is running: stop it (s) before choosing models"
@@ -350,12 +348,9 @@ class SpectuiApp(App[int]):
                 self.notify(busy, severity="warning", timeout=4)
                 return
             target, source = picked
+            # the same rule as the flags: n-gram cost-aware, a draft model's K as it was chosen
             d = self.controller.config.draft
-            # n-gram: the cost-aware K (as spectui run without --k); a draft model: K as set
-            draft = msgspec.structs.replace(d, source=NGRAM, adaptive=True) if source == NGRAM else (
-                msgspec.structs.replace(d, source=source, adaptive=d.adaptive and d.has_model)
-            )
-            self.controller.set_config(target=target, draft=draft)
+            self.controller.set_config(target=target, draft=d.drafting_with(source, fixed_k=None if source == NGRAM else d.k))
             with_ = "n-gram drafting" if source == NGRAM else Path(source).name
             self.notify(f"next run: {Path(target).name} with {with_}", timeout=4)
 

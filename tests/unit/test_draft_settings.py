@@ -1,0 +1,34 @@
+"""One rule resolves the draft settings for every caller: the flags and the dashboard's picker."""
+
+from __future__ import annotations
+
+from spectui.cli import build_parser
+from spectui.cli.common import config_from_args
+from spectui.config import DraftConfig
+
+
+def flags(*argv: str) -> DraftConfig:
+    return config_from_args(build_parser().parse_args(["run", *argv])).draft
+
+
+def test_a_model_free_drafter_without_a_fixed_k_is_cost_aware():
+    assert flags().adaptive and flags("--draft", "suffix").adaptive
+    fixed = flags("--k", "6")
+    assert not fixed.adaptive and fixed.k == 6
+    assert DraftConfig(k=6).drafting_with("ngram").adaptive
+
+
+def test_a_draft_model_keeps_a_fixed_k_unless_the_cost_aware_one_is_asked_for():
+    base = DraftConfig(k=3)
+    model = base.drafting_with("draft.gguf", fixed_k=3)
+    assert (model.adaptive, model.k, model.source) == (False, 3, "draft.gguf")
+    asked = base.drafting_with("draft.gguf", cost_aware=True)
+    assert asked.adaptive
+    # the picker keeps a model's cost-aware choice when it switches to another draft model
+    assert asked.drafting_with("other.gguf", fixed_k=asked.k).adaptive
+
+
+def test_the_flags_and_the_picker_resolve_alike():
+    # the dashboard's picker choosing n-gram drafting gives what `spectui run` gives without --k
+    picked = flags("--k", "6").drafting_with("ngram")
+    assert (picked.adaptive, picked.k) == (flags().adaptive, flags().k)
