@@ -27,6 +27,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import time
+import warnings
 from collections.abc import Callable, Sequence
 
 import msgspec
@@ -48,6 +49,21 @@ MIN_DEPTH, MAX_DEPTH = 64, 1024
 #: model reaches depth 512 in ~8 s, MLX on a CPU (~8 tok/s) would need minutes, and divergences
 #: past the depth reached stay unclassified rather than the run waiting
 BUDGET_S = 30.0
+#: What a first greedy run at new settings waits for, said before it starts (the CLI prints it as
+#: one stderr line; the dashboard shows ``CALIBRATION_DETAIL`` as the loading state and this in
+#: a notification): what is measured, why, and how long it may take.
+CALIBRATION_NOTICE = (
+    "spectui: first greedy run at these settings: measuring this backend's batch-shape noise "
+    "(how far verifying tokens in blocks moves the logits), so that a speculative output which "
+    f"parts from AR can be told from plain numerics; up to about {BUDGET_S:.0f} s, once, then cached"
+)
+CALIBRATION_DETAIL = f"measuring batch noise (first greedy run at these settings, up to ~{BUDGET_S:.0f} s, once)"
+
+
+class CalibrationNotice(UserWarning):
+    """A run waits for a batch-noise calibration (``CALIBRATION_NOTICE``): a note, not a fault."""
+
+
 #: what decides the kernels a backend runs (runtime_info keys); other keys do not move logits
 SETTINGS = ("backend", "llama.cpp", "mlx", "device", "dtype", "n_threads", "n_gpu_layers", "flash_attn", "n_batch")
 
@@ -137,7 +153,9 @@ def batch_noise(
     measure_on: Callable[[], Backend] | None = None,
 ) -> BatchNoise:
     """The backend's calibration for a run reaching ``reach`` tokens: cached, or measured now
-    (then cached; ``before`` is called first, so a dashboard can say why the run waits).
+    (then cached). A measurement is announced first: by calling ``before`` (the dashboard posts
+    its own note), else as a ``CalibrationNotice`` warning, which the CLI prints as one stderr
+    line, so a headless run never sits silent for seconds.
     ``measure_on`` opens a second context of the same settings to measure in (closed after),
     leaving ``backend``'s cache as it is."""
     depth = calibration_depth(reach, backend.n_ctx)
@@ -146,6 +164,8 @@ def batch_noise(
     if noise is None:
         if before is not None:
             before()
+        else:
+            warnings.warn(CALIBRATION_NOTICE, CalibrationNotice, stacklevel=2)
         scratch = measure_on() if measure_on is not None else None
         try:
             noise = measure_batch_noise(scratch or backend, _text_tokens(backend, depth))

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from spectui.config import RunConfig
+from spectui.engine.noise import CALIBRATION_DETAIL
 from spectui.errors import SpectuiError
 from spectui.recording.schema import Event, Step
 from spectui.sessions.notes import Note, Outbox, SessionEvents, SessionFinished, SessionStatus
@@ -41,8 +42,9 @@ from spectui.sessions.record import record_session
 CLOSE_TIMEOUT_S = 120.0
 #: How often an idle engine thread checks whether it should exit (its reader went away).
 _POLL_S = 0.25
-#: The loading detail the dashboard shows while a first greedy run calibrates its batch noise.
-CALIBRATING = "batch-noise calibration (first greedy run at these settings)"
+#: The loading detail the dashboard shows while a first greedy run calibrates its batch noise
+#: (what, and how long; the controller adds why in a notification: ``CALIBRATION_NOTICE``).
+CALIBRATING = CALIBRATION_DETAIL
 
 
 @dataclass

@@ -30,6 +30,7 @@ from typing import Any, Protocol
 import msgspec
 
 from spectui.config import MAX_DRAFT_LENGTH, RunConfig
+from spectui.engine.noise import CALIBRATION_NOTICE
 from spectui.errors import SpectuiError
 from spectui.metrics.envelope import Breach, EnvelopeMonitor, header_envelope
 from spectui.metrics.live import LiveRun
@@ -37,7 +38,7 @@ from spectui.prompts import DEFAULT_PROMPT, PromptSpec
 from spectui.recording.schema import End, Event, Header, MemorySample
 from spectui.sessions.notes import Note, Outbox, SessionEvents, SessionFinished, SessionStatus
 from spectui.sessions.open import EngineFactory
-from spectui.sessions.runner import PairRequest, SessionRequest, SessionRunner
+from spectui.sessions.runner import CALIBRATING, PairRequest, SessionRequest, SessionRunner
 from spectui.ui.chat import ChatState
 from spectui.ui.labels import artifact_label
 from spectui.ui.replay import ReplayPlayer
@@ -333,6 +334,8 @@ class DashboardController(ReplayControl):
             self._set_state(RunState.RUNNING)
         else:
             self._set_state(RunState(note.state), note.detail)
+            if note.detail == CALIBRATING:  # the header says what and how long; this says why
+                self.host.notify(CALIBRATION_NOTICE.removeprefix("spectui: "), title="calibrating", timeout=10)
 
     def _failed(self, error: str, title: str = "run failed") -> None:
         self._set_state(RunState.ERROR, error)
