@@ -104,8 +104,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     export.add_argument(
         "--redact",
         action="store_true",
-        help="write a copy of each recording without its text: prompt, system prompt, conversation, token texts and ids;"
-        " timings, acceptance, memory and fingerprints stay (beside it as NAME.redacted.spectui, or -o for one FILE)",
+        help="write a copy of each recording (or folder of them) without its text: prompt, system prompt, conversation,"
+        " token texts and ids; timings, acceptance, memory and fingerprints stay (into -o DIR, default ./redacted-<time>/;"
+        " -o NAME.spectui for one recording)",
     )
     export.set_defaults(func=cmd_export)
 
@@ -240,26 +241,41 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def export_redacted(args: argparse.Namespace) -> int:
     """``export --redact``: one redacted copy per recording, all made with one key, so the
-    copies' outputs still compare with each other (``spectui.recording.redact``)."""
+    copies' outputs still compare with each other (``spectui.recording.redact``). Copies go to
+    a folder of their own, never beside the originals: a sweep, soak or conversation folder
+    reads every recording in it, and a copy there would count twice."""
     from pathlib import Path
 
-    from spectui.recording.redact import Redactor, redacted_path, write_copy
+    from spectui.recording.redact import Redactor, write_copy
+    from spectui.recording.writer import SUFFIX, new_folder_in
 
     if args.otel_json or args.otel_endpoint:
         raise SpectuiError("--redact writes recordings; export the copies with --otel-json or --otel-endpoint in a second command")
-    if args.output is not None and len(args.files) > 1:
-        raise SpectuiError("-o names the copy of one recording; leave it out for several (each copy goes beside its original)")
-    recordings = read_recordings(args.files)  # every file read before anything is written
-    targets = [Path(args.output)] if args.output is not None else [redacted_path(rec.path) for rec in recordings]
-    for rec, target in zip(recordings, targets):
+    sources: list[tuple[str, Path]] = []  # (recording, where its copy goes below the output folder)
+    for name in args.files:
+        if os.path.isdir(name):  # a conversation's (or any) folder: its recordings, into a folder of that name
+            found = sorted(Path(name).glob("*" + SUFFIX))
+            if not found:
+                raise SpectuiError(f"{name}: no recordings in this folder")
+            sources += [(str(p), Path(Path(name).resolve().name) / p.name) for p in found]
+        else:
+            sources.append((name, Path(Path(name).name)))
+    recordings = read_recordings([path for path, _ in sources])  # every file read before anything is written
+    one_file = args.output is not None and args.output.endswith(SUFFIX)
+    if one_file and len(recordings) != 1:
+        raise SpectuiError(f"-o {args.output} names the copy of one recording; give a folder for {len(recordings)}")
+    if one_file and os.path.exists(args.output):
+        raise SpectuiError(f"{args.output} already exists; name another copy with -o")
+    folder = Path(args.output) if args.output is not None else new_folder_in(Path.cwd(), "redacted")
+    targets = [Path(args.output)] if one_file else [folder / rel for _, rel in sources]
+    if len(set(targets)) != len(targets):
+        raise SpectuiError("two recordings have the same file name; redact them one at a time")
+    for rec in recordings:
         if rec.header.redaction is not None:
             raise SpectuiError(f"{rec.path} is a redacted copy already")
-        if target.exists():
-            raise SpectuiError(f"{target} already exists; remove it or name another copy with -o")
-    if len(set(targets)) != len(targets):
-        raise SpectuiError("two of the recordings would be copied to the same file; redact them one at a time with -o")
     redactor = Redactor()
     for rec, target in zip(recordings, targets):
+        target.parent.mkdir(parents=True, exist_ok=True)
         write_copy(redactor.recording(rec), target)
         note = f" (truncated at byte {rec.truncated_at}: redacted what it holds)" if rec.truncated else ""
         print(f"spectui: {rec.path} -> {target}, redacted{note}", file=sys.stderr)

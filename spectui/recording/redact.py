@@ -52,7 +52,7 @@ from spectui.prompts import list_prompts
 from spectui.recording.output import grade_recording
 from spectui.recording.reader import Recording
 from spectui.recording.schema import SCHEMA_VERSION, End, Event, Header, Redaction, Step
-from spectui.recording.writer import SUFFIX, RecordingWriter
+from spectui.recording.writer import RecordingWriter
 
 #: What a token's text becomes: one middle dot per token (two UTF-8 bytes, a whole character).
 PLACEHOLDER = "\u00b7"
@@ -190,11 +190,6 @@ def outputs_not_comparable(baseline: Header, candidate: Header) -> str:
         return ""
     side = "baseline" if b is not None else "candidate"
     return f"outputs not compared: the {side} is redacted (its text and token ids are gone), the other is not"
-
-
-def redacted_path(original: Path) -> Path:
-    """``NAME.redacted.spectui`` beside ``NAME.spectui``."""
-    return original.with_name(original.name.removesuffix(SUFFIX) + ".redacted" + SUFFIX)
 
 
 def write_copy(events: Iterable[Event], path: Path) -> int:

@@ -27,7 +27,7 @@ def test_a_fresh_pair_of_runs_redacted(model_path, tmp_path):
         )  # fmt: skip
         assert proc.returncode == 0, proc.stderr
         runs.append(path)
-    copies = redact(*runs)
+    copies = redact(*runs, out=tmp_path / "redacted")
     for original, copy in zip(runs, copies):
         rec = read_recording(original)
         assert rec.header.config.system == system and output_text(rec.events)

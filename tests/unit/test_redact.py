@@ -36,20 +36,23 @@ def copy_pair(name: str, folder: Path) -> tuple[Path, Path]:
     return tuple(Path(shutil.copy(Path(REPO) / p, folder / Path(p).name)) for p in PAIRS[name])  # type: ignore[return-value]
 
 
-def redact(*paths: Path) -> list[Path]:
-    """``spectui export --redact`` of ``paths`` in one command (one batch); the copies."""
-    proc = run_cli("export", "--redact", *map(str, paths))
+def redact(*paths: Path, out: Path) -> list[Path]:
+    """``spectui export --redact`` of ``paths`` in one command (one batch) into folder ``out``;
+    the copies."""
+    proc = run_cli("export", "--redact", *map(str, paths), "-o", str(out))
     assert proc.returncode == 0, proc.stderr
-    copies = [p.with_name(p.name.removesuffix(".spectui") + ".redacted.spectui") for p in paths]
+    copies = [out / p.name for p in paths]
     assert all(f"-> {c}, redacted" in proc.stderr for c in copies)
+    assert sorted(out.iterdir()) == sorted(copies) and all(p.exists() for p in paths)  # the originals stay as they were
     return copies
 
 
 @pytest.fixture(scope="module", params=sorted(PAIRS))
 def pair(request, tmp_path_factory):
     """(originals, copies redacted together) of one sample pair."""
-    originals = copy_pair(request.param, tmp_path_factory.mktemp(request.param))
-    return originals, redact(*originals)
+    folder = tmp_path_factory.mktemp(request.param)
+    originals = copy_pair(request.param, folder / "originals")
+    return originals, redact(*originals, out=folder / "redacted")
 
 
 # -- what is left in the bytes -----------------------------------------------------------------
@@ -204,7 +207,7 @@ def test_gate_fails_the_outputs_it_could_not_compare(pair, tmp_path):
     (outputs,) = [c for c in json.loads(mixed.stdout)["checks"] if c["name"] == "outputs"]
     assert outputs["passed"] is False and "the candidate is redacted" in outputs["detail"]
     # the same run redacted by another command: another key, nothing to match
-    alone = redact(Path(shutil.copy(originals[0], tmp_path / originals[0].name)))
+    alone = redact(originals[0], out=tmp_path / "alone")
     separate = run_cli("diff", str(copies[0]), str(alone[0]))
     assert separate.returncode == 0, separate.stderr
     assert sum("redacted separately" in x for x in separate.stdout.splitlines()) == 1
@@ -257,15 +260,18 @@ def test_history_indexes_a_copy(pair, tmp_path):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--redact", "COPY"], "is a redacted copy already"),
-        (["--redact", "ORIGINAL"], "already exists"),
+        (["--redact", "COPY", "-o", "OUT"], "is a redacted copy already"),
+        (["--redact", "ORIGINAL", "-o", "COPY"], "already exists"),
+        (["--redact", "ORIGINAL", "-o", "EMPTY"], "is a directory"),
+        (["--redact", "EMPTY", "-o", "OUT"], "no recordings in this folder"),
         (["--redact", "--otel-json", "ORIGINAL"], "in a second command"),
-        (["--redact", "-o", "OUT", "ORIGINAL", "ORIGINAL"], "-o names the copy of one recording"),
+        (["--redact", "-o", "OUT", "ORIGINAL", "ORIGINAL"], "names the copy of one recording"),
     ],
 )
 def test_bad_export_redact_is_one_line(pair, tmp_path, args, message):
     originals, copies = pair
-    swap = {"COPY": str(copies[0]), "ORIGINAL": str(originals[0]), "OUT": str(tmp_path / "x.spectui")}
+    (tmp_path / "empty").mkdir()
+    swap = {"COPY": str(copies[0]), "ORIGINAL": str(originals[0]), "OUT": str(tmp_path / "x.spectui"), "EMPTY": str(tmp_path / "empty")}
     proc = run_cli("export", *[swap.get(a, a) for a in args])
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.count("\n") == 1 and message in proc.stderr and "Traceback" not in proc.stderr
@@ -275,6 +281,31 @@ def test_bad_export_redact_is_one_line(pair, tmp_path, args, message):
 def test_report_redact_of_floors_is_refused(tmp_path):
     proc = run_cli("report", "--redact", "--floors", str(tmp_path))
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "--redact" in proc.stderr
+
+
+def test_a_conversation_folder_is_redacted_into_a_folder_that_replays_turn_by_turn(tmp_path):
+    from spectui.config import ChatMessage
+    from spectui.sessions.conversation import turn_paths
+    from spectui.ui.controller import DashboardController
+
+    rec = read_recording(Path(REPO) / "tests" / "data" / "fixed-session-ar.spectui")
+    chat = tmp_path / "chat-2026-11-24T10-00-00"
+    chat.mkdir()
+    first = msgspec.structs.replace(rec.header.config, conversation="c1", prompt="Plan the Zanzibar offsite.")
+    second = msgspec.structs.replace(
+        first, prompt="And the Quetzalcoatl budget?", history=(ChatMessage("user", first.prompt), ChatMessage("assistant", "Sure."))
+    )
+    for i, config in enumerate((first, second), 1):
+        write_copy([msgspec.structs.replace(rec.header, config=config), *rec.events[1:]], chat / f"turn{i}.spectui")
+    out = tmp_path / "shared"
+    proc = run_cli("export", "--redact", str(chat), "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    copies = out / chat.name
+    assert [p.name for p in turn_paths(copies)] == ["turn1.spectui", "turn2.spectui"]
+    for p in copies.iterdir():
+        assert b"Zanzibar" not in p.read_bytes() and b"Quetzalcoatl" not in p.read_bytes()
+    ctl = DashboardController(RunConfig(prompt="(replay)"), ReplayHost(), record=False, engine_factory=no_engine)
+    assert ctl.open_recording(copies)  # the conversation, turn by turn
 
 
 # -- quality check, conversation, error: every text field ------------------------------------
