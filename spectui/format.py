@@ -2,7 +2,8 @@
 
 A number a run does not have (NaN, None) is an em dash on screen and "n/a" in text reports
 and JSON-adjacent text. Tables: ``text_table`` (aligned plain text, for every text report) and
-``markdown_table``; ``section_title`` heads a report's sections.
+``markdown_table``; ``section_title`` heads a report's sections. ``model_name``: the one display
+name of a model.
 
 Plain functions that import only the standard library at load time (``text_table`` imports
 rich when it is called), so every layer may import this; it imports nothing of spectui.
@@ -59,6 +60,37 @@ def size(n: int | None) -> str:
 
 def signed_size(n: int) -> str:
     return ("+" if n >= 0 else "-") + size(abs(n))
+
+
+def counted(n: int, noun: str) -> str:
+    """``1 run``, ``3 runs``: a count with its noun agreeing."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+# -- model names ----------------------------------------------------------------------------
+
+#: The embedded default model's file (``spectui.models.registry`` finds it in its wheel); the
+#: configuration names it ``""`` or ``"smollm2"``.
+EMBEDDED_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+EMBEDDED_MODEL_ALIASES = ("", "smollm2")
+
+
+def model_name(source: str, quant: str = "") -> str:
+    """The one name every screen, report and recording gives a model: its file name without
+    ``.gguf`` (an MLX folder's name), with the quant added when the name lacks it
+    (``SmolLM2-135M-Instruct.Q4_1``, ``model Q4_0``). ``source`` is a path, a configuration's
+    target or draft (``""``/``"smollm2"``: the embedded model), or a server's model id.
+
+    A GGUF's ``general.name`` is the model's own detail (often a training-run label such as
+    ``Smollm2 135M 8k Lc100K Mix1 Ep2``), shown beside this name, never instead of it."""
+    if source in EMBEDDED_MODEL_ALIASES:
+        source = EMBEDDED_MODEL_FILE
+    base = source.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1] or source
+    if base.lower().endswith(".gguf"):
+        base = base[: -len(".gguf")]
+    if quant and quant.lower().replace("-", "_") not in base.lower().replace("-", "_"):
+        base = f"{base} {quant}"
+    return base
 
 
 def ellipsize_left(text: str, width: int) -> str:

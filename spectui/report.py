@@ -10,7 +10,7 @@ from typing import Any
 
 import msgspec
 
-from spectui.format import mib, num_or_na, section_title, text_table
+from spectui.format import mib, model_name, num_or_na, section_title, text_table
 from spectui.metrics.conditions import busiest_text, other_load_text, power_text, thermal_text, throttling_text
 from spectui.metrics.envelope import EnvelopeFacts, envelope_lines, judge_sessions
 from spectui.metrics.stats import Summary, summarize
@@ -75,12 +75,13 @@ def report_rows(rec: Recording, s: Summary) -> list[tuple[str, list[tuple[str, s
     ]
     t, d = a.target, a.draft
     artifacts = [
-        ("target", f"{t.name} ({t.architecture}, {t.quant}, {t.n_params / 1e6:.0f}M params)"),
+        # the one display name (format.model_name), the GGUF's own general.name as detail
+        ("target", f"{model_name(t.path or c.target, t.quant)} ({t.name}; {t.architecture}, {t.quant}, {t.n_params / 1e6:.0f}M params)"),
         ("target sha256", t.sha256),
         ("vocab / template sha256", f"{t.vocab_sha256[:16]} / {t.chat_template_sha256[:16] or 'none'}"),
     ]
     if d is not None:
-        artifacts += [("draft", f"{d.name} ({d.quant})"), ("draft sha256", d.sha256)]
+        artifacts += [("draft", f"{model_name(d.path or c.draft.source, d.quant)} ({d.name}; {d.quant})"), ("draft sha256", d.sha256)]
     artifacts += [(k, v) for k, v in a.runtime.items() if k != "system_info"]
     artifacts += [(k, v) for k, v in a.offload.items()]
     artifacts += [

@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from spectui.cli.common import StopOnSignal, add_run_arguments, config_from_args, gave_prompt
+from spectui.cli.progress import Progress
 from spectui.errors import SpectuiError
+from spectui.format import counted
 
 if TYPE_CHECKING:
     from spectui.lab.sweep import SweepPlan, SweepProgress, SweepResult
@@ -72,17 +74,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     from spectui.lab.sweep import run_sweep
 
-    tty = sys.stderr.isatty()
+    with StopOnSignal() as stop, Progress("sweep", 1) as bar:
 
-    def on_run(progress: SweepProgress, _result: SweepResult) -> None:
-        line = format_progress(progress)
-        sys.stderr.write(("\r\x1b[2K" + line) if tty else line + "\n")
-        sys.stderr.flush()
+        def on_run(progress: SweepProgress, _result: SweepResult) -> None:
+            bar.update(progress.done, progress.current, total=progress.total)
 
-    with StopOnSignal() as stop:
         result = run_sweep(plan, prompts, folder, max_tokens=args.max_tokens, stop=stop, on_run=on_run)
-    if tty:
-        sys.stderr.write("\n")
     print_sweep(result, args)
     return 0 if result.complete else 130
 
@@ -228,32 +225,23 @@ def soak(args: argparse.Namespace, folder: Path) -> None:
     config = config_from_args(args)
     configs = [config] if gave_prompt(args) else session_configs(config, soak_prompts(), args.max_tokens)
     check_run_folder(folder, "soak")  # before loading a model: a taken folder is the cheaper error
-    show = _progress_printer(args.duration)
     # run_soak checks every configuration against the engine, then records each session
-    with open_engine(config) as engine, StopOnSignal() as stop:
-        run = run_soak(engine, configs, duration_s=args.duration, folder=folder, stop=stop, progress=show)
-    if sys.stderr.isatty():
-        sys.stderr.write("\n")
+    with open_engine(config) as engine, StopOnSignal() as stop, Progress("soak", args.duration, unit="s", every_s=10) as bar:
+        run = run_soak(engine, configs, duration_s=args.duration, folder=folder, stop=stop, progress=_soak_progress(bar))
     if run.stopped:
         print(f"spectui: soak stopped after {run.elapsed_s:.1f} of {args.duration:g} s; the report covers what ran", file=sys.stderr)
     print(f"spectui: {len(run.paths)} sessions recorded to {folder}", file=sys.stderr)
 
 
-def _progress_printer(duration_s: float):  # noqa: ANN202 - a callback for run_soak
+def _soak_progress(bar: Progress):  # noqa: ANN202 - a callback for run_soak
+    """Seconds soaked of the duration, with the sessions, tokens and this process's RSS so far
+    (a terminal redraws the bar; a log gets a line every 10 s)."""
     import psutil
 
     process = psutil.Process()
-    tty = sys.stderr.isatty()
-    last = [-1e9]
 
     def show(elapsed_s: float, sessions: int, tokens: int) -> None:
-        # a terminal gets one line redrawn in place; a log gets a line every 10 s
-        if not tty and elapsed_s - last[0] < 10:
-            return
-        last[0] = elapsed_s
         rss = process.memory_info().rss / 2**20
-        line = f"spectui: soak {elapsed_s:5.0f}/{duration_s:g} s | {sessions} sessions | {tokens} tokens | RSS {rss:.1f} MiB"
-        sys.stderr.write(f"\r{line}\x1b[K" if tty else line + "\n")
-        sys.stderr.flush()
+        bar.update(min(elapsed_s, bar.total), f"{counted(sessions, 'session')} | {tokens} tokens | RSS {rss:.1f} MiB")
 
     return show

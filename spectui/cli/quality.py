@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from spectui.cli.common import StopOnSignal, add_run_arguments, config_from_args
+from spectui.cli.progress import Progress
 from spectui.errors import SpectuiError
 
 if TYPE_CHECKING:
@@ -143,7 +144,8 @@ def run_quality(args: argparse.Namespace, specs: list[PromptSpec], folder: Path)
     first = plans[0][1]["spec"]
     repeats = 1 if first.sampling.greedy else args.repeats
     runs: list[QualityRun] = []
-    with open_engine(first) as engine, StopOnSignal() as stop:
+    total = len(plans) * repeats * len(MODES)
+    with open_engine(first) as engine, StopOnSignal() as stop, Progress("quality", total) as bar:
         for _, configs in plans:
             for config in configs.values():
                 engine.check(config)  # too long for the context: refuse before running any
@@ -157,14 +159,15 @@ def run_quality(args: argparse.Namespace, specs: list[PromptSpec], folder: Path)
                         sampling = msgspec.structs.replace(config.sampling, seed=config.sampling.seed + i)
                         config = msgspec.structs.replace(config, sampling=sampling)
                     path = folder / f"{spec.name}.{mode}.seed{config.sampling.seed}{SUFFIX}"
+                    bar.update(len(runs), f"{spec.name} {mode} seed {config.sampling.seed}")
                     run = record_and_grade(engine, config, path, stop)
                     if stop.is_set():  # cut short: its output would fail for the wrong reason
                         return runs, True
                     runs.append(run)
                     mark = "pass" if run.passed else "FAIL"
-                    print(f"spectui: {spec.name} {mode} seed {run.seed}: {mark} ({run.reason})", file=sys.stderr)
+                    bar.note(f"spectui: {spec.name} {mode} seed {run.seed}: {mark} ({run.reason})")
                     if run.error:
-                        print(f"spectui: error: the engine failed: {run.error}", file=sys.stderr)
+                        bar.note(f"spectui: error: the engine failed: {run.error}")
     return runs, stop.is_set()
 
 

@@ -27,12 +27,13 @@ from pathlib import Path
 
 from spectui import paths, storage
 from spectui.errors import SpectuiError
+from spectui.format import model_name
 from spectui.recording.schema import Header
 from spectui.recording.writer import SUFFIX
 
 #: Bumped whenever the table's columns or their meaning change: an index with another value is
-#: rebuilt (it may come from an older spectui, or a newer one).
-INDEX_SCHEMA = 1
+#: rebuilt (it may come from an older spectui, or a newer one). 2: models by their file name.
+INDEX_SCHEMA = 2
 INDEX_FILE = "history.sqlite"
 #: the file ``spectui sweep`` writes into its folder (``spectui.lab.sweep.MANIFEST``; lab sits
 #: beside this package, so the name is repeated rather than imported)
@@ -339,7 +340,9 @@ def fill_from_header(run: IndexedRun, h: Header) -> None:
     run.host_detail = ", ".join(x for x in (host.os, f"Python {host.python}" if host.python else "", host.gpu) if x)
     t = parse_time(h.started_at)  # one spelling (UTC, "+00:00"), so the text sorts by time
     run.started_at = t.astimezone(dt.timezone.utc).isoformat() if t is not None else h.started_at
-    run.target_sha256, run.target_name, run.target_quant = a.target.sha256, a.target.name, a.target.quant
+    # the one display name every screen uses (format.model_name: the file's, not general.name)
+    run.target_sha256, run.target_quant = a.target.sha256, a.target.quant
+    run.target_name = model_name(a.target.path or c.target) if a.target.path or not a.target.name else a.target.name
     run.chat_template = a.target.chat_template_sha256
     run.backend, run.mode = c.backend.name, c.mode
     if c.mode == "ar":
@@ -347,7 +350,7 @@ def fill_from_header(run: IndexedRun, h: Header) -> None:
     else:
         d = c.draft
         name = os.path.basename(d.source) if d.has_model else ""
-        run.drafter = d.drafter_label if not d.has_model else (a.draft.name if a.draft is not None and a.draft.name else name)
+        run.drafter = d.drafter_label if not d.has_model else model_name(a.draft.path if a.draft is not None and a.draft.path else name)
         run.draft_source, run.k, run.k_value = d.source, d.k_label(), d.k
         run.draft_sha256 = a.draft.sha256 if a.draft is not None else ""
     s = c.sampling

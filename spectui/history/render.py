@@ -8,7 +8,8 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from spectui.format import NA, num_or_na, pct, section_title, size, text_table
+from spectui.charts import Axis, Panel, Series, render, time_axis
+from spectui.format import NA, counted, num_or_na, pct, section_title, size, text_table
 from spectui.history.index import IndexedRun, IndexUpdate
 from spectui.history.trend import METRICS, Change, Group, parse_time
 
@@ -55,7 +56,7 @@ def group_table(g: Group, last: int = DEFAULT_LAST_ROWS) -> str:
 
 
 def format_group(g: Group, *, stale_days: float, last: int = DEFAULT_LAST_ROWS, charts: bool = False, width: int = 100) -> str:
-    lines = [section_title(g.title, 0), f"  {len(g.runs)} runs, newest {_when(g.runs[-1].started_at)}"]
+    lines = [section_title(g.title, 0), f"  {counted(len(g.runs), 'run')}, newest {_when(g.runs[-1].started_at)}"]
     if g.stale:
         lines.append(f"  STALE: the newest run is {g.age_days:.0f} days old (older than {stale_days:g}); re-measure before trusting it")
     lines.append(group_table(g, last))
@@ -85,7 +86,7 @@ def format_history(
     runs = sum(len(g.runs) for g in groups)
     stale = sum(g.stale for g in groups)
     head = (
-        f"spectui history: {runs} runs in {len(groups)} groups, {stale} stale "
+        f"spectui history: {counted(runs, 'run')} in {counted(len(groups), 'group')}, {stale} stale "
         f"(index {update.index_path}: {update.read} read, {update.unchanged} unchanged, {update.removed} removed, {update.seconds:.1f} s)"
     )
     parts = [head, *(f"note: {n}" for n in update.notes)]
@@ -98,47 +99,45 @@ def format_history(
 # -- charts ----------------------------------------------------------------------------------
 
 
-def group_charts(g: Group, *, width: int = 100, height: int = 9, colour: bool = False) -> str:
-    """Every number against days since the group's first run (plotext): a line per number,
-    an ``x`` at each artifact change, the sweep's floor as a flat line."""
-    import plotext
+#: A number as a chart shows it: (title, factor from the index's unit). Acceptance is stored as
+#: a share (0.75) and drawn in percent (75); RSS in bytes, drawn in MiB.
+CHART_UNITS = {
+    "decode_tok_s": ("decode tok/s", 1.0),
+    "acceptance": ("acceptance %", 100.0),
+    "itl_p95_ms": ("p95 ITL ms", 1.0),
+    "ttft_ms": ("TTFT ms", 1.0),
+    "peak_rss_bytes": ("peak RSS MiB", 1 / 2**20),
+}
 
-    t0 = parse_time(g.runs[0].started_at)
-    days = []
-    for r in g.runs:
-        t = parse_time(r.started_at)
-        days.append((t - t0).total_seconds() / 86400 if t is not None and t0 is not None else float(len(days)))
+
+def chart_panels(g: Group) -> list[Panel]:
+    """Every number of the group against wall-clock time: a line per number, an ``x`` at each
+    artifact change, the sweep's floor as a flat line (``spectui.charts`` draws them)."""
+    times = [parse_time(r.started_at) for r in g.runs]
+    if all(t is not None for t in times):
+        xs, x_axis = time_axis(times)
+    else:  # a start time that does not parse: runs in order instead
+        xs, x_axis = [float(i + 1) for i in range(len(g.runs))], Axis(label="run")
     floors = {} if g.floor is None else {"acceptance": g.floor.acceptance, "decode_tok_s": g.floor.decode_tok_s}
-    plotext.terminal.limit(False, False)  # the caller sets the size, not plotext's terminal probe
-    fig = plotext.figure
-    fig.clear()
-    cols, rows = 2, math.ceil(len(METRICS) / 2)
-    fig.subplots(rows, cols)
-    fig.plot_size(width, height * rows)
-    change_at = {c.at for c in g.changes}
-    for n, (name, label, _) in enumerate(METRICS):
-        sub = fig.subplot(n // cols + 1, n % cols + 1)
-        scale = 2**20 if name == "peak_rss_bytes" else (100 if name == "acceptance" else 1)
-        sub.title(label.replace("peak RSS", "peak RSS MiB").replace("acceptance", "acceptance %"))
-        pts = [(d, getattr(r, name) / scale) for d, r in zip(days, g.runs) if getattr(r, name) == getattr(r, name)]
-        if not pts:
-            continue
-        sig = sub.signal([p[0] for p in pts], [p[1] for p in pts], marker="dot")
-        sig.lines()
-        sub.draw(sig)
-        marks = [(days[i], getattr(g.runs[i], name) / scale) for i in sorted(change_at) if getattr(g.runs[i], name) == getattr(g.runs[i], name)]
-        if marks:
-            m = sub.signal([p[0] for p in marks], [p[1] for p in marks], marker="x")
-            m.label("change")
-            sub.draw(m)
+    changes = sorted({c.at for c in g.changes})
+    panels = []
+    for name, _label, _ in METRICS:
+        title, factor = CHART_UNITS[name]
+        ys = [getattr(r, name) * factor for r in g.runs]
+        series = [Series(xs, ys)]
+        if changes:
+            series.append(Series([xs[i] for i in changes], [ys[i] for i in changes], label="change", marker="x", lines=False))
         if name in floors:
-            f = sub.signal([days[0], max(days[-1], days[0] + 1e-6)], [floors[name] / scale] * 2)
-            f.lines()
-            f.label("sweep floor")
-            sub.draw(f)
-        sub.label("days", axis="x")
-    text = fig.build().string()
-    return text if colour else plotext.uncolorize(text)
+            ends = [min(xs), max(xs)] if len(xs) > 1 and max(xs) > min(xs) else list(x_axis.lim or (xs[0], xs[0] + 1))
+            series.append(Series(ends, [floors[name] * factor] * 2, label="sweep floor"))
+        panels.append(Panel(title, series, x=x_axis))
+    return panels
+
+
+def group_charts(g: Group, *, width: int = 100, height: int = 11, colour: bool = False) -> str:
+    """The group's numbers over time, two charts a row (plain text unless ``colour``)."""
+    panels = chart_panels(g)
+    return render(panels, width=width, height=height * math.ceil(len(panels) / 2), cols=2, colour=colour)
 
 
 # -- JSON --------------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from spectui.errors import SpectuiError
+from spectui.format import model_name
 from spectui.history.index import HistoryIndex, IndexedRun, IndexUpdate, parse_time
 from spectui.metrics.stats import nanmedian
 
@@ -96,10 +97,15 @@ class Group:
     floor: FloorLine | None = None
 
     @property
+    def target_label(self) -> str:
+        """The target's display name (``format.model_name``), the quant in it."""
+        return model_name(self.target_name or "?", self.target_quant)
+
+    @property
     def title(self) -> str:
         k = self.key
         mode = k["drafter"] + (f" {k['k']}" if k["k"] else "")
-        target = f"{self.target_name or '?'} {self.target_quant} ({k['target_sha256'][:12] or 'no sha256'})"
+        target = f"{self.target_label} ({k['target_sha256'][:12] or 'no sha256'})"
         return f"{k['host']} · {target} · {k['backend']} · {mode} · {k['sampling']} · prompt {k['prompt']}"
 
     def floor_checks(self) -> list[tuple[str, float, float, bool]]:
@@ -158,7 +164,7 @@ def _link_new_targets(groups: list[Group]) -> None:
             before, after = _medians(stretch), _medians(g.runs[:after_end])
             what = [
                 describe("target sha256", prev.key["target_sha256"], g.key["target_sha256"]),
-                FieldChange("target", f"{prev.target_name} {prev.target_quant}", f"{g.target_name} {g.target_quant}"),
+                FieldChange("target", prev.target_label, g.target_label),
             ]
             g.changes.insert(0, Change(0, g.runs[0].started_at, what, {m: (before[m], after[m]) for m in before}))
 

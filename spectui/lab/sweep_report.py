@@ -16,6 +16,7 @@ import math
 
 import msgspec
 
+from spectui.charts import Axis, Panel, Series, render
 from spectui.errors import SpectuiError
 from spectui.lab.sweep import SweepResult, SweepRow
 from spectui.metrics.stats import Summary, nanpercentile
@@ -76,33 +77,20 @@ def format_csv(result: SweepResult) -> str:
 
 
 def format_charts(result: SweepResult, width: int = 72, height: int = 14, *, colour: bool = False) -> str:
-    """Speedup and acceptance against K, a line per tier (plotext; plain text unless ``colour``)."""
-    import plotext
-
+    """Speedup and acceptance (in percent) against K, a line per tier (``spectui.charts``;
+    plain text unless ``colour``)."""
     tiers = [t for t in dict.fromkeys(r.tier for r in result.rows) if any(r.knob == "k" and r.tier == t for r in result.rows)]
     if not tiers:
         return ""
-    plotext.terminal.limit(False, False)  # the caller, not plotext's terminal probe, sets the size
-    fig = plotext.figure
-    fig.clear()
-    fig.subplots(1, 2)
-    fig.plot_size(width * 2, height)
     ks = sorted({int(r.value) for r in result.rows if r.knob == "k"})
-    for col, (field, title) in enumerate((("speedup", "speedup vs AR (1 = AR)"), ("acceptance_p50", "acceptance p50")), 1):
-        sub = fig.subplot(1, col)
-        sub.title(title)
-        sub.ruler("x").ticks(ks, [str(k) for k in ks])
+    panels = []
+    for field, title, factor in (("speedup", "speedup vs AR (1 = AR)", 1.0), ("acceptance_p50", "acceptance p50 %", 100.0)):
+        series = []
         for tier in tiers:
-            pts = sorted((int(r.value), getattr(r, field)) for r in result.rows if r.tier == tier and r.knob == "k")
-            pts = [(k, v) for k, v in pts if v == v]
-            if pts:
-                sig = sub.signal([k for k, _ in pts], [v for _, v in pts], marker="dot")
-                sig.lines()
-                sig.label(tier)
-                sub.draw(sig)
-        sub.label("K", axis="x")
-    text = fig.build().string()
-    return text if colour else plotext.uncolorize(text)
+            pts = sorted((int(r.value), getattr(r, field) * factor) for r in result.rows if r.tier == tier and r.knob == "k")
+            series.append(Series([k for k, _ in pts], [v for _, v in pts], label=tier))
+        panels.append(Panel(title, series, x=Axis(ticks=ks, label="K")))
+    return render(panels, width=width * 2, height=height, cols=2, colour=colour)
 
 
 # -- floors -----------------------------------------------------------------------------------------

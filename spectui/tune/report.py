@@ -7,6 +7,7 @@ import math
 
 import msgspec
 
+from spectui.charts import Axis, Panel, Series, render
 from spectui.format import num, section_title, text_table
 from spectui.tune.plan import K_CHOICES, LOOKUP_NAMES, Setting, TierPlan
 from spectui.tune.runner import TuneResult
@@ -153,37 +154,22 @@ def spectui_flags(s: Setting, result: TuneResult) -> str:
 
 
 def format_charts(result: TuneResult, width: int = 60, height: int = 14, *, colour: bool = False) -> str:
-    """The cost curve, and predicted speedup against K per tier (plotext)."""
-    import plotext
-
-    plotext.terminal.limit(False, False)  # the caller sets the size
-    fig = plotext.figure
-    fig.clear()
-    fig.subplots(1, 2)
-    fig.plot_size(width * 2, height)
-    left = fig.subplot(1, 1)
-    left.title("verify cost (one-token evaluations)")
-    for label, curve in (("prompt depth", result.curve), ("long context", result.long_curve)):
-        if curve is not None:
-            sig = left.signal(list(range(1, len(curve.relative) + 1)), list(curve.relative), marker="dot")
-            sig.lines()
-            sig.label(label)
-            left.draw(sig)
-    left.label("tokens at once", axis="x")
-    right = fig.subplot(1, 2)
-    right.title("predicted speedup vs AR")
+    """The cost curve, and predicted speedup against K per tier (``spectui.charts``)."""
+    curves = [
+        Series(list(range(1, len(curve.relative) + 1)), list(curve.relative), label=label)
+        for label, curve in (("prompt depth", result.curve), ("long context", result.long_curve))
+        if curve is not None
+    ]
     label = fixed_k_label(result)
+    speedups = []
     for p in result.tiers:
         pts = [(k, p.predicted.get(label.format(k), math.nan)) for k in K_CHOICES]
-        pts = [(k, v) for k, v in pts if not math.isnan(v)]
-        if pts:
-            sig = right.signal([k for k, _ in pts], [v for _, v in pts], marker="dot")
-            sig.lines()
-            sig.label(p.tier)
-            right.draw(sig)
-    right.label("K", axis="x")
-    text = fig.build().string()
-    return text if colour else plotext.uncolorize(text)
+        speedups.append(Series([k for k, _ in pts], [v for _, v in pts], label=p.tier))
+    panels = [
+        Panel("verify cost (one-token evaluations)", curves, x=Axis(label="tokens at once")),
+        Panel("predicted speedup vs AR", speedups, x=Axis(ticks=[k for k in K_CHOICES if k in (1, 2, 4, 6, 8, 12, 16)], label="K")),
+    ]
+    return render(panels, width=width * 2, height=height, cols=2, colour=colour)
 
 
 def finite(value):

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from spectui.config import DraftConfig, EnvelopeConfig, RunConfig, SamplingConfig
+from spectui.format import model_name
 from spectui.metrics.envelope import Breach
 from spectui.recording.schema import ModelArtifacts
 
@@ -48,18 +48,17 @@ def backend_label(name: str) -> str:
 
 
 def model_label(spec: str) -> str:
-    """A model as the user named it: the embedded default, or the file name without ``.gguf``."""
-    if spec in ("", "smollm2"):
-        return "SmolLM2-135M (embedded)"
-    return Path(spec).name.removesuffix(".gguf")
+    """A model as a configuration names it, by its one display name (``format.model_name``:
+    the file name, ``SmolLM2-135M-Instruct.Q4_1`` for the embedded default)."""
+    return model_name(spec)
 
 
 def artifact_label(artifacts: ModelArtifacts, spec: str) -> tuple[str, str]:
-    """(name, quant) of a loaded model: the file name (what people pass and recognise; GGUF
-    ``general.name`` strings are often long and odd), the quant only when the name lacks it."""
+    """(name, quant) of a loaded model: the display name of its file (``format.model_name``;
+    GGUF ``general.name`` strings are often long and odd), the quant only when the name lacks it."""
     a = artifacts
-    name = Path(a.path).name.removesuffix(".gguf") if a.path else (a.name or model_label(spec))
-    quant = a.quant if a.quant and a.quant.lower() not in name.lower() else ""
+    name = model_name(a.path) if a.path else (a.name or model_label(spec))
+    quant = a.quant if model_name(name, a.quant) != name else ""
     return name, quant
 
 

@@ -457,9 +457,10 @@ def test_default_recording_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
 
     now = dt.datetime(2026, 11, 21, 11, 30, 2)
     p = default_recording_path(RunConfig(mode="spec"), tmp_path, now=now)
-    assert p == tmp_path / "2026-11-21T11-30-02_spec-ngram-k4_SmolLM2.spectui"
+    # the embedded model by the name every screen gives it (format.model_name)
+    assert p == tmp_path / "2026-11-21T11-30-02_spec-ngram-k4_SmolLM2-135M-Instruct.Q4_1.spectui"
     p.write_bytes(b"x")
-    assert default_recording_path(RunConfig(mode="spec"), tmp_path, now=now).name.endswith("_SmolLM2-2.spectui")
+    assert default_recording_path(RunConfig(mode="spec"), tmp_path, now=now).name.endswith("_SmolLM2-135M-Instruct.Q4_1-2.spectui")
     ar = default_recording_path(RunConfig(mode="ar", target="/m/Qwen 2.5:7B.Q4_K_M.gguf"), tmp_path, now=now)
     assert ar.name == "2026-11-21T11-30-02_ar_Qwen-2.5-7B.Q4_K_M.spectui"
     adaptive = RunConfig(draft=DraftConfig(source="/m/draft.gguf", adaptive=True, k_min=2, k_max=8))

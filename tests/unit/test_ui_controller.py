@@ -131,7 +131,7 @@ def test_a_live_run_folds_every_event_of_its_recording(runner, tmp_path):
     assert ctl.state is RunState.IDLE and not ctl.running
     info = DashboardView(ctl).header_info()
     assert (info.backend, info.target, info.draft, info.sampling) == (
-        "llama.cpp", "SmolLM2-135M (embedded)", "spec n-gram K=4", "greedy"
+        "llama.cpp", "SmolLM2-135M-Instruct.Q4_1", "spec n-gram K=4", "greedy"
     )
     assert (info.state, info.detail, info.recording) == ("idle", "press r to run", "rec")
     assert info.path == f"{tmp_path}/ (on run)"

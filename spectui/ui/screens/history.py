@@ -17,6 +17,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
 
+from spectui.format import counted
 from spectui.history.render import format_group
 from spectui.history.trend import DEFAULT_STALE_DAYS, FloorLine, Group, load_history
 
@@ -29,6 +30,21 @@ def sweep_floors(folder: str) -> list[FloorLine]:
 
     f = floors_from_sweep(*load_sweep(folder))
     return [FloorLine(x.tier, x.drafter, x.k, x.acceptance_floor, x.decode_tok_s_floor, folder) for x in f.floors]
+
+
+def empty_history(folders: Sequence[str]) -> list[str]:
+    """What the screen says before there is any run to show, and what to do about it."""
+    return [
+        f"No recorded runs in {', '.join(folders)} yet.",
+        "",
+        "Every run is recorded. Press Esc, then r to run",
+        "one, and come back here with h.",
+        "",
+        "From a shell, these record here too:",
+        "  spectui run --headless    one run",
+        "  spectui sweep             a series of runs",
+        "spectui history DIR looks at another folder.",
+    ]
 
 
 class HistoryScreen(Screen[None]):
@@ -81,18 +97,21 @@ class HistoryScreen(Screen[None]):
         self.groups = groups
         runs = sum(len(g.runs) for g in groups)
         notes = f"; {len(update.notes)} notes" if update.notes else ""
-        self.summary = f"history: {runs} runs in {len(groups)} groups, {sum(g.stale for g in groups)} stale ({update.read} read, {update.unchanged} unchanged{notes})"
+        self.summary = (
+            f"history: {counted(runs, 'run')} in {counted(len(groups), 'group')}, {sum(g.stale for g in groups)} stale "
+            f"({update.read} read, {update.unchanged} unchanged{notes})"
+        )
         self.query_one("#history-title", Static).update(self.summary)
         options = self.query_one("#history-groups", OptionList)
         options.clear_options()
         for i, g in enumerate(groups):
             k = g.key
-            label = f"{'STALE ' if g.stale else ''}{g.target_name} {g.target_quant} · {k['drafter']} {k['k']}".rstrip()
-            label += f"\n  {k['prompt']} · {len(g.runs)} runs{' · ' + str(len(g.changes)) + ' changes' if g.changes else ''}"
+            label = f"{'STALE ' if g.stale else ''}{g.target_label} · {k['drafter']} {k['k']}".rstrip()
+            label += f"\n  {k['prompt']} · {counted(len(g.runs), 'run')}{' · ' + counted(len(g.changes), 'change') if g.changes else ''}"
             options.add_option(Option(label, id=str(i)))
         detail = self.query_one("#history-detail", Static)
         if not groups:
-            detail.update("\n".join(["no readable recordings here", *update.notes]))
+            detail.update("\n".join([*empty_history(self.folders), *(f"note: {n}" for n in update.notes)]))
             return
         options.highlighted = 0
         options.focus()  # up/down walk the groups at once

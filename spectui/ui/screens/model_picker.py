@@ -22,8 +22,8 @@ from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
 
 from spectui.errors import SpectuiError
-from spectui.format import size
-from spectui.models.catalogue import Catalogue, ModelEntry, discover
+from spectui.format import counted, size
+from spectui.models.catalogue import Catalogue, ModelEntry, discover, locations
 from spectui.ui.screens.pickers import _MODAL_CSS
 
 #: the draft choice that is no model: the n-gram drafter
@@ -38,8 +38,21 @@ def params_label(n: int) -> str:
 
 
 def model_row(m: ModelEntry, width: int = 48) -> str:
-    name = m.name if len(m.name) <= width else "…" + m.name[-(width - 1) :]
+    name = m.display_name
+    name = name if len(name) <= width else "…" + name[-(width - 1) :]
     return f"{name:<{width}} {m.quant or '?':<10} {size(m.size_bytes):>9} {params_label(m.n_params):>6}"
+
+
+def where_to_put_models(folders: tuple[str, ...] = (), *, embedded: bool = True) -> str:
+    """The picker's empty state: only the embedded model (or none) was found; where it looked
+    and how to add one."""
+    places = list(dict.fromkeys(folder for _source, folder in locations(folders)))
+    return "\n".join([
+        "Only the embedded model is here. Looked in:" if embedded else "No models found. Looked in:",
+        *(f"  {p}" for p in places),
+        "Put GGUF files (or MLX model folders) in one of these, set SPECTUI_MODELS to your models",
+        "folder, or pass --target PATH; `spectui models DIR` lists what a folder holds.",
+    ])
 
 
 class ModelPicker(ModalScreen[tuple[str, str] | None]):
@@ -64,11 +77,13 @@ ModelPicker #model-notes { color: $text-warning; width: 100%; }
             yield Label("Choose a target model", id="model-title", classes="picker-title")
             yield Label("loading…", id="model-status", classes="picker-hint")
             yield OptionList(id="model-list")
+            yield Label("", id="model-where", classes="picker-hint")
             yield Label("", id="model-notes")
             yield Label("↑↓ choose · Enter pick · Esc back", classes="picker-hint")
 
     def on_mount(self) -> None:
         self.query_one("#model-notes", Label).display = False
+        self.query_one("#model-where", Label).display = False
         self.query_one(OptionList).focus()
         self.load()
 
@@ -105,8 +120,12 @@ ModelPicker #model-notes { color: $text-warning; width: 100%; }
         self.target, self.drafts = None, []
         models = self.catalogue.models if self.catalogue else []
         self.query_one("#model-title", Label).update("Choose a target model")
-        status = f"{len(models)} models found · name, quant, size, params" if models else "no models found"
+        status = f"{counted(len(models), 'model')} found · name, quant, size, params" if models else "no models found"
         self.query_one("#model-status", Label).update(status)
+        where = self.query_one("#model-where", Label)
+        where.display = self.catalogue is not None and all(m.source == "embedded" for m in models)
+        if where.display:
+            where.update(where_to_put_models(self.folders, embedded=bool(models)))
         ol = self.query_one(OptionList)
         ol.clear_options()
         ol.add_options([Option(model_row(m), id=f"t{i}") for i, m in enumerate(models)])
@@ -118,7 +137,8 @@ ModelPicker #model-notes { color: $text-warning; width: 100%; }
         assert self.catalogue is not None
         self.target = target
         self.drafts = self.catalogue.drafts_for(target)
-        self.query_one("#model-title", Label).update(f"Choose a draft for {target.name}")
+        detail = f" ({target.model_name})" if target.model_name and target.model_name != target.display_name else ""
+        self.query_one("#model-title", Label).update(f"Choose a draft for {target.display_name}{detail}")
         n = len(self.drafts)
         self.query_one("#model-status", Label).update(
             f"{n} compatible draft model{'s' if n != 1 else ''} (same vocabulary, smaller)" if n

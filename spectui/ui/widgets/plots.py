@@ -1,10 +1,9 @@
-"""Whole-run plots drawn with plotext: ITL, acceptance per block and memory over time.
+"""Whole-run plots: ITL, acceptance per block and memory over time, or what to do before a run.
 
-plotext 6 rewrote its internals and textual-plotext 1.0.1 still imports the old ones, so the
-figure is built here with plotext's public API (the module-level ``plotext.figure``,
-``plotext.add_theme``, ``plotext.terminal``) and its ANSI text (``figure.build().string()``)
-goes into a Static through ``Text.from_ansi``. Colours are the app theme's (primary, success, accent, secondary,
-foreground) turned into plotext themes, so plots follow the theme like everything else.
+The chart helper every report uses (``spectui.charts``) draws them as ANSI text, which goes
+into a Static through ``Text.from_ansi``. Colours are the app theme's (primary, success,
+accent, secondary, foreground) turned into plotext themes, so plots follow the theme like
+everything else.
 """
 
 from __future__ import annotations
@@ -12,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-import plotext
 from rich.text import Text
 from textual.color import Color
 from textual.widgets import Static
 
+from spectui.charts import Axis, Panel, Series, define_theme, render
 from spectui.metrics.live import LiveRun
 
 if TYPE_CHECKING:
@@ -55,58 +54,58 @@ def _span(live: LiveRun) -> float:
     return max(max(ends), 1e-3)
 
 
+#: What the plot view says before there is a run to plot.
+EMPTY = (
+    "Nothing to plot yet.\n\n"
+    "Press r to run the prompt (or o to open a recording): this view then plots its\n"
+    "inter-token latency, acceptance per block and memory over the whole run."
+)
+
+
+def plot_panels(live: LiveRun, points: int = 160) -> list[Panel]:
+    """The three stacked plots of a run, in the units a person reads (ms, %, GiB/MiB), each
+    series thinned to ``points``."""
+
+    def _thin_run(x: Sequence[float], y: Sequence[float]) -> tuple[list[float], list[float]]:
+        return _thin(x, y, points)
+
+    span = _span(live)
+    x = Axis(lim=(0, span), label="seconds since the start of the run")
+    itl = [Series(*_thin_run(live.itl_t, live.itl_ms), marker="braille", lines=False)] if live.itl_ms else []
+    acc = (
+        [Series(*_thin_run(live.block_t, [a * 100 for a in live.block_acceptance]), marker="braille", lines=False)]
+        if live.block_acceptance
+        else []
+    )
+    mem = []
+    if live.mem_t:
+        mem.append(Series(*_thin_run(live.mem_t, [h / 2**30 for h in live.headroom]), label="headroom", marker="braille"))
+        mem.append(Series(*_thin_run(live.mem_t, [r / 2**20 for r in live.rss]), label="RSS", marker="braille", right=True))
+    return [
+        Panel("inter-token latency (ms)", itl, x=x, theme="spectui-itl"),
+        # acceptance is a share: a fixed 0-100% scale reads the same across runs
+        Panel("acceptance per block (% of drafted tokens accepted)", acc, x=x, y=Axis(lim=(0, 100)), theme="spectui-acc"),
+        Panel("memory: headroom (GiB, left) · RSS (MiB, right)", mem, x=x, theme="spectui-mem"),
+    ]
+
+
+def _thin_run(x: Sequence[float], y: Sequence[float]) -> tuple[list[float], list[float]]:
+    return _thin(x, y, _thin_limit)
+
+
+#: points kept per series: set by ``build_plots`` from the width it draws at
+_thin_limit = 160
+
+
 def build_plots(live: LiveRun, width: int, height: int, colours: dict[str, str]) -> str:
-    """The three stacked plots as ANSI text, ``width`` x ``height`` cells."""
+    """The three stacked plots as ANSI text, ``width`` x ``height`` cells, or ``EMPTY``."""
     fg = _rgb(colours.get("foreground", "#c0c0c0"))
     for key, var in (("itl", "primary"), ("acc", "success")):
-        plotext.add_theme(f"spectui-{key}", canvas=None, text=fg, sequence=[_rgb(colours.get(var, "#808080"))])
+        define_theme(f"spectui-{key}", text=fg, sequence=[_rgb(colours.get(var, "#808080"))])
     mem = [_rgb(colours.get("accent", "#808080")), _rgb(colours.get("secondary", "#808080"))]
-    plotext.add_theme("spectui-mem", canvas=None, text=fg, sequence=mem)
-
-    # plotext clips figures to the size of the terminal it sees (80x24 when it cannot tell,
-    # as under Textual): the widget, not plotext, decides the size here.
-    plotext.terminal.limit(False, False)
-    fig = plotext.figure
-    fig.clear()
-    fig.subplots(3, 1)
-    fig.plot_size(max(20, width), max(12, height))
-    limit = max(16, width * _POINTS_PER_COLUMN)
-    span = _span(live)
-    # Explicit x ticks: plotext 6 spaces its automatic tick labels apart from the tick marks.
-    ticks = [span * i / 5 for i in range(6)]
-    labels = [f"{t:.{0 if span >= 10 else 1 if span >= 1 else 2}f}" for t in ticks]
-
-    def panel(row: int, theme: str, title: str) -> object:
-        sub = fig.subplot(row, 1)
-        sub.theme(theme)
-        sub.title(title)
-        sub.ruler("x").lim(0, span)
-        sub.ruler("x").ticks(ticks, labels)
-        return sub
-
-    sub = panel(1, "spectui-itl", "inter-token latency (ms)")
-    if live.itl_ms:
-        x, y = _thin(live.itl_t, live.itl_ms, limit)
-        sub.draw(sub.signal(x, y, marker="braille"))
-    sub = panel(2, "spectui-acc", "acceptance per block (accepted / drafted)")
-    if live.block_acceptance:
-        x, y = _thin(live.block_t, live.block_acceptance, limit)
-        sub.draw(sub.signal(x, y, marker="braille"))
-        sub.ruler("y").lim(0, 1)  # acceptance is a share: a fixed scale reads across runs
-    sub = panel(3, "spectui-mem", "memory: headroom (GiB, left) · RSS (MiB, right)")
-    if live.mem_t:
-        x, y = _thin(live.mem_t, [h / 2**30 for h in live.headroom], limit)
-        sig = sub.signal(x, y, marker="braille")
-        sig.lines()
-        sig.label("headroom")
-        sub.draw(sig)
-        x, y = _thin(live.mem_t, [r / 2**20 for r in live.rss], limit)
-        sig = sub.signal(x, y, marker="braille", yside="right")
-        sig.lines()
-        sig.label("RSS")
-        sub.draw(sig)
-    sub.label("seconds since the start of the run", axis="x")
-    return fig.build().string()
+    define_theme("spectui-mem", text=fg, sequence=mem)
+    panels = plot_panels(live, max(16, width * _POINTS_PER_COLUMN))
+    return render(panels, width=width, height=max(12, height), colour=True, empty=EMPTY)
 
 
 class RunPlot(Static):
