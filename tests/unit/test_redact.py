@@ -249,6 +249,23 @@ def test_replay_plays_placeholder_text_at_the_original_pace(pair):
         assert _enc(live.summary()) == _enc(plain.summary())
 
 
+def test_the_compare_bar_does_not_compare_a_copy_with_its_original(pair):
+    from spectui.metrics.live import LiveRun
+    from spectui.ui.screens.compare import delta_text
+
+    originals, copies = pair
+    styles = dict.fromkeys(("muted", "value", "good", "bad"), "")
+    runs = [LiveRun.from_events(read_recording(p).events) for p in (originals[0], copies[0], copies[1])]
+
+    def bar(a: LiveRun, b: LiveRun) -> str:
+        return delta_text(a, b, a.summary(), b.summary(), styles).plain
+
+    assert "outputs not compared (redacted)" in bar(runs[0], runs[1])
+    together = bar(runs[1], runs[2])  # redacted together: compared as the originals are
+    assert "not compared" not in together and "outputs " in together
+    assert together.split("outputs ")[1] == bar(*(LiveRun.from_events(read_recording(p).events) for p in originals)).split("outputs ")[1]
+
+
 def test_history_indexes_a_copy(pair, tmp_path):
     _, copies = pair
     proc = run_cli("history", "--json", "--index", str(tmp_path / "index.sqlite"), str(copies[0].parent))

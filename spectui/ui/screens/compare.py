@@ -25,6 +25,7 @@ from spectui.compare.headers import first_difference
 from spectui.format import DASH, num, pct, signed_size
 from spectui.metrics.live import LiveRun
 from spectui.metrics.stats import Summary
+from spectui.recording.redact import outputs_not_comparable
 from spectui.ui.labels import run_label
 from spectui.ui.widgets.signals import SignalGroup
 from spectui.ui.widgets.token_stream import TokenStream
@@ -60,7 +61,10 @@ def delta_text(base: LiveRun, cand: LiveRun, sb: Summary, sc: Summary, styles: d
     if sc.drafted:
         item("acceptance", f"{pct(sc.acceptance_rate)} · {sc.mean_accepted_length:.2f} tok/block")
     n = min(len(base.tokens), len(cand.tokens))
-    if n:
+    redacted = outputs_not_comparable(base.header, cand.header) if base.header and cand.header else ""
+    if n and redacted:  # token stand-ins of a redacted copy match nothing else
+        item("outputs", "not compared (redacted)", value)
+    elif n:
         i = first_difference(base.tokens[:n], cand.tokens[:n])
         if i == n:
             item("outputs", f"identical ({n} tokens)", good)
