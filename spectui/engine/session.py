@@ -10,6 +10,7 @@ always ends with a record saying how.
 from __future__ import annotations
 
 import datetime as dt
+import importlib.util
 import os
 import threading
 import time
@@ -59,6 +60,9 @@ class Engine:
     def load(cls, config: RunConfig) -> Engine:
         config.validate()
         if config.backend.name == "mlx":
+            if importlib.util.find_spec("mlx") is None or importlib.util.find_spec("mlx_lm") is None:
+                # pyproject installs MLX only where it is built: Apple silicon, and Linux (CPU)
+                raise SpectuiError("MLX is not installed here (it installs on Apple silicon and on Linux); use --backend llamacpp")
             # imported here: mlx and mlx-lm load only for sessions that ask for them
             from spectui.engine.mlx import open_mlx_models
 
