@@ -106,12 +106,13 @@ def collect_outputs(engine: Engine, configs: Sequence[RunConfig], progress: Prog
 
 def outputs_from_recordings(recordings: Sequence[Recording], sha256: str) -> list[PromptData]:
     """Greedy runs of this target, read from recordings (AR or speculative: greedy output is
-    the target's either way); other targets, sampled runs and empty ones are left out."""
+    the target's either way); other targets, sampled runs, redacted copies (token ids that are
+    stand-ins, which no drafter could match) and empty ones are left out."""
     out = []
     seen = set()
     for rec in recordings:
         h = rec.header
-        if h.artifacts.target.sha256 != sha256 or not h.config.sampling.greedy or h.config.backend.name == "server":
+        if h.artifacts.target.sha256 != sha256 or not h.config.sampling.greedy or h.config.backend.name == "server" or h.redaction:
             continue
         tokens = _tokens(rec.events)
         key = (h.config.prompt_name or h.prompt_text, h.config.mode)

@@ -266,6 +266,15 @@ def test_the_compare_bar_does_not_compare_a_copy_with_its_original(pair):
     assert together.split("outputs ")[1] == bar(*(LiveRun.from_events(read_recording(p).events) for p in originals)).split("outputs ")[1]
 
 
+def test_tune_leaves_redacted_copies_out(pair):
+    from spectui.tune.runner import outputs_from_recordings
+
+    originals, copies = pair
+    sha = read_recording(originals[0]).header.artifacts.target.sha256
+    assert outputs_from_recordings([read_recording(p) for p in originals], sha)
+    assert outputs_from_recordings([read_recording(p) for p in copies], sha) == []
+
+
 def test_history_indexes_a_copy(pair, tmp_path):
     _, copies = pair
     proc = run_cli("history", "--json", "--index", str(tmp_path / "index.sqlite"), str(copies[0].parent))
