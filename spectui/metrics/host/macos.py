@@ -193,12 +193,18 @@ class _MetalDevice:
         return int(self.objc.send(ctypes.c_uint64, self.device, "currentAllocatedSize"))
 
 
-def _try(make: Callable[[], Any]) -> Any:
-    """A reader, or None where this Mac (or macOS version) lacks its source: probed once."""
-    try:
-        return make()
-    except Exception:  # noqa: BLE001 - a missing source of any kind reads as not available
-        return None
+_SHARED: dict[str, Any] = {}
+
+
+def _once(name: str, make: Callable[[], Any]) -> Any:
+    """A reader, made once per process and shared by every sampler (the Metal device and the
+    Mach port are process-wide), or None where this Mac (or macOS version) lacks its source."""
+    if name not in _SHARED:
+        try:
+            _SHARED[name] = make()
+        except Exception:  # noqa: BLE001 - a missing source of any kind reads as not available
+            _SHARED[name] = None
+    return _SHARED[name]
 
 
 class MacHost(Host):
@@ -213,12 +219,12 @@ class MacHost(Host):
         self._sysctlbyname.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t), ctypes.c_void_p, ctypes.c_size_t]
         self._sysctlbyname.restype = ctypes.c_int
         self._has_pressure = self.pressure() >= 0
-        self._mach = _try(lambda: _MachSwap(libc))
+        self._mach = _once("mach", lambda: _MachSwap(libc))
         self._vm_stat_at = -1e18
         self._vm_stat_last: tuple[int, int] | None = None
-        objc = _try(_ObjC)
-        self._process = _try(lambda: _ProcessInfo(objc)) if objc else None
-        self._metal = _try(lambda: _MetalDevice(objc)) if objc else None
+        objc = _once("objc", _ObjC)
+        self._process = _once("process", lambda: _ProcessInfo(objc)) if objc else None
+        self._metal = _once("metal", lambda: _MetalDevice(objc)) if objc else None
         self.throttles = 0
         self._throttled = False
 
