@@ -38,6 +38,9 @@ def report_rows(rec: Recording, s: Summary) -> list[tuple[str, list[tuple[str, s
         ("prompt", f"{c.prompt_tier + ': ' if c.prompt_tier else ''}{c.prompt[:60]!r}{'...' if len(c.prompt) > 60 else ''}"),
         ("finish", s.finish_reason or "none (the run never wrote its end record)"),
     ]
+    if h.redaction is not None:  # spectui.recording.redact
+        run.append(("redacted", f"{h.redaction.redacted_at}, batch {h.redaction.batch}: no prompt, output or token ids"
+                                " (its outputs compare only with copies redacted together)"))
     if h.clock != "wall":
         run.append(("clock", h.clock))
     if s.error:
