@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from spectui.cli.common import StopOnSignal, add_run_arguments, config_from_args, gave_prompt
+from spectui.cli.common import StopOnSignal, add_host_argument, add_run_arguments, config_from_args, gave_prompt, host_engines
 from spectui.cli.progress import Progress
 from spectui.errors import SpectuiError
 from spectui.format import counted
@@ -36,6 +36,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _register_sweep(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("sweep", help="AR, then one knob at a time (K, temperature, top-k, drafter), repeated, per prompt tier")
     add_run_arguments(p)
+    add_host_argument(p)
+    p.add_argument("--hosts", metavar="A,B,...", default=None,
+                   help="the same plan on each node in turn (ssh destinations), headless, each into its own subfolder of --out")
     p.add_argument("--tiers", default="", help="comma-separated prompt tiers (default: every tier but quality)")
     p.add_argument("--prompts", default="", help="comma-separated prompt names (default: every prompt of the tiers)")
     p.add_argument("--k-values", default="2,3,4,6,8", help="draft lengths to sweep ('' for none; default 2,3,4,6,8)")
@@ -62,26 +65,74 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         result, _ = load_sweep(args.analyze)
         print_sweep(result, args)
         return 0
+    hosts = sweep_hosts(args)
     plan, prompts = sweep_plan(args)
     from spectui.recording.writer import check_run_folder, new_run_folder
 
     folder = Path(args.out) if args.out else new_run_folder("sweep")
     check_run_folder(folder, "sweep")
+    if len(hosts) > 1:
+        return sweep_nodes(plan, prompts, folder, hosts, args)
     if not args.headless and not args.json and not args.csv and sys.stdout.isatty() and sys.stdin.isatty():
         from spectui.ui.launch import run_sweep_view  # Textual loads only when the view opens
 
-        return run_sweep_view(plan, prompts, folder, max_tokens=args.max_tokens, theme=args.theme)
+        return run_sweep_view(plan, prompts, folder, max_tokens=args.max_tokens, theme=args.theme, load_engine=host_engines(args.host))
 
+    result = headless_sweep(plan, prompts, folder, args, host=args.host)
+    print_sweep(result, args)
+    return 0 if result.complete else 130
+
+
+def headless_sweep(plan: SweepPlan, prompts: list[PromptSpec], folder: Path, args: argparse.Namespace, *, host: str | None) -> SweepResult:
+    """The plan into ``folder`` with a progress line, here or on ``host``."""
     from spectui.lab.sweep import run_sweep
 
-    with StopOnSignal() as stop, Progress("sweep", 1) as bar:
+    load_engine = host_engines(host)
+    with StopOnSignal() as stop, Progress("sweep" if not host else f"sweep on {host}", 1) as bar:
 
         def on_run(progress: SweepProgress, _result: SweepResult) -> None:
             bar.update(progress.done, progress.current, total=progress.total)
 
-        result = run_sweep(plan, prompts, folder, max_tokens=args.max_tokens, stop=stop, on_run=on_run)
-    print_sweep(result, args)
-    return 0 if result.complete else 130
+        return run_sweep(plan, prompts, folder, max_tokens=args.max_tokens, stop=stop, on_run=on_run, load_engine=load_engine)
+
+
+def sweep_hosts(args: argparse.Namespace) -> list[str | None]:
+    """The nodes a sweep runs on: ``--hosts`` in order, ``--host``, or this machine ([None])."""
+    if args.hosts is not None and args.host:
+        raise SpectuiError("--host or --hosts, not both")
+    if args.hosts is None:
+        return [args.host]
+    hosts = [h.strip() for h in args.hosts.split(",") if h.strip()]
+    if not hosts or len(set(hosts)) != len(hosts):
+        raise SpectuiError(f"--hosts {args.hosts!r}: name each node once, comma-separated")
+    return hosts
+
+
+def sweep_nodes(plan: SweepPlan, prompts: list[PromptSpec], folder: Path, hosts: list[str | None], args: argparse.Namespace) -> int:
+    """``--hosts``: the same frozen plan on each node in turn, ``folder/<node>/`` each; a table per
+    node (``spectui history`` on the folder then sets the nodes side by side)."""
+    import msgspec
+
+    import re
+
+    from spectui.recording.writer import check_run_folder
+
+    # a node's name as a folder name: user@host:port and ssh:// URLs included
+    folders = [folder / (re.sub(r"[^A-Za-z0-9._+-]+", "-", str(h)).strip("-.") or "node") for h in hosts]
+    for f in folders:
+        check_run_folder(f, "sweep")
+    results = {}
+    for host, sub in zip(hosts, folders):
+        result = headless_sweep(plan, prompts, sub, args, host=host)
+        results[str(host)] = result
+        if not args.json:
+            print(f"== node {host} ({sub})")
+            print_sweep(result, args)
+        if not result.complete:
+            break
+    if args.json:
+        print(msgspec.json.encode({"nodes": results}).decode())
+    return 0 if len(results) == len(hosts) and all(r.complete for r in results.values()) else 130
 
 
 def sweep_plan(args: argparse.Namespace) -> tuple[SweepPlan, list[PromptSpec]]:
@@ -110,11 +161,6 @@ def sweep_plan(args: argparse.Namespace) -> tuple[SweepPlan, list[PromptSpec]]:
         repeats=args.repeats,
     )
     return plan, prompts
-
-
-def format_progress(p: SweepProgress) -> str:
-    eta = "" if p.eta_s != p.eta_s else f" ETA {int(p.eta_s) // 60}m{int(p.eta_s) % 60:02d}s"  # NaN: no estimate yet
-    return f"[{p.done}/{p.total}] {p.done / max(1, p.total):4.0%}{eta}  {p.current}"
 
 
 def print_sweep(result: SweepResult, args: argparse.Namespace) -> None:
@@ -147,6 +193,7 @@ def _register_soak(sub: argparse._SubParsersAction) -> None:
         "but quality-*, each with its own token ceiling (--max-tokens overrides them all).",
     )
     add_run_arguments(soak)
+    add_host_argument(soak)
     soak.add_argument("--duration", type=float, default=600.0, metavar="S", help="seconds of decoding (default 600)")
     soak.add_argument("--window", type=float, default=t.window_s, metavar="S", help=f"report window in seconds (default {t.window_s:g})")
     soak.add_argument("--out", metavar="DIR", default=None, help="folder for the recordings (default: recordings/soak-<time>/)")
@@ -226,7 +273,7 @@ def soak(args: argparse.Namespace, folder: Path) -> None:
     configs = [config] if gave_prompt(args) else session_configs(config, soak_prompts(), args.max_tokens)
     check_run_folder(folder, "soak")  # before loading a model: a taken folder is the cheaper error
     # run_soak checks every configuration against the engine, then records each session
-    with open_engine(config) as engine, StopOnSignal() as stop, Progress("soak", args.duration, unit="s", every_s=10) as bar:
+    with open_engine(config, host=args.host) as engine, StopOnSignal() as stop, Progress("soak", args.duration, unit="s", every_s=10) as bar:
         run = run_soak(engine, configs, duration_s=args.duration, folder=folder, stop=stop, progress=_soak_progress(bar))
     if run.stopped:
         print(f"spectui: soak stopped after {run.elapsed_s:.1f} of {args.duration:g} s; the report covers what ran", file=sys.stderr)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from spectui.cli.common import StopOnSignal, add_run_arguments, config_from_args
+from spectui.cli.common import StopOnSignal, add_host_argument, add_run_arguments, config_from_args
 from spectui.cli.progress import Progress
 from spectui.errors import SpectuiError
 
@@ -47,6 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "rates with 95% Wilson intervals. --prompt-name NAME runs one prompt, like --only NAME.",
     )
     add_run_arguments(q)
+    add_host_argument(q)
     q.add_argument("--only", nargs="+", metavar="NAME", default=None, help="run only these quality prompts")
     q.add_argument("--repeats", type=int, default=1, metavar="N", help="sampled runs per prompt and mode, seeds seed..seed+N-1 (default 1)")
     q.add_argument("--out", metavar="DIR", default=None, help="folder for the recordings (default: recordings/quality-<time>/)")
@@ -145,7 +146,7 @@ def run_quality(args: argparse.Namespace, specs: list[PromptSpec], folder: Path)
     repeats = 1 if first.sampling.greedy else args.repeats
     runs: list[QualityRun] = []
     total = len(plans) * repeats * len(MODES)
-    with open_engine(first) as engine, StopOnSignal() as stop, Progress("quality", total) as bar:
+    with open_engine(first, host=args.host) as engine, StopOnSignal() as stop, Progress("quality", total) as bar:
         for _, configs in plans:
             for config in configs.values():
                 engine.check(config)  # too long for the context: refuse before running any

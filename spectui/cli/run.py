@@ -13,7 +13,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from spectui.cli.common import StopOnSignal, add_host_argument, add_run_arguments, config_from_args, otlp_endpoint, output_path
+from spectui.cli.common import (
+    StopOnSignal,
+    add_host_argument,
+    add_run_arguments,
+    config_from_args,
+    host_engines,
+    otlp_endpoint,
+    output_path,
+)
 from spectui.errors import SpectuiError
 
 if TYPE_CHECKING:
@@ -122,7 +130,7 @@ def dashboard(args: argparse.Namespace) -> int:
     config = config_from_args(args, fallback_default=True)
     from spectui.ui.launch import run_dashboard as launch  # Textual loads only when a dashboard opens
 
-    return launch(config, record=not args.no_record, theme=args.theme)
+    return launch(config, record=not args.no_record, theme=args.theme, engine_factory=host_engines(args.host))
 
 
 def format_summary(config: RunConfig, s: Summary) -> str:

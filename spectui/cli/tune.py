@@ -8,7 +8,7 @@ import json
 import os
 import sys
 
-from spectui.cli.common import add_run_arguments, config_from_args, gave_prompt, output_path, read_recordings
+from spectui.cli.common import add_host_argument, add_run_arguments, config_from_args, gave_prompt, output_path, read_recordings, without_host
 from spectui.errors import SpectuiError
 
 DEFAULT_TIERS = "copy,code,memo,medium,short"
@@ -20,6 +20,7 @@ TUNE_TOKENS = 160
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("tune", help="measure verify cost and acceptance here; recommend and check a setting per prompt tier")
     add_run_arguments(p)
+    add_host_argument(p)
     p.add_argument("--tiers", default=DEFAULT_TIERS, help=f"prompt tiers from prompts/ (default {DEFAULT_TIERS})")
     p.add_argument("--from", dest="from_dir", metavar="DIR", help="acceptance from the greedy recordings in DIR instead of new runs")
     p.add_argument("--reps", type=int, default=2, help="check rounds per prompt, AR and recommended alternating (0: no check)")
@@ -56,6 +57,8 @@ class _Progress:
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
+    if args.host:
+        return _tune_on_node(args)
     if args.write_quant:
         return _write_quant(args)
     if args.reps < 0:
@@ -93,6 +96,23 @@ def cmd_tune(args: argparse.Namespace) -> int:
     progress.close()
     _print(result, weights, args)
     return 0
+
+
+def _tune_on_node(args: argparse.Namespace) -> int:
+    """``--host``: tune runs on the node, whose verify costs and acceptance it measures and
+    keeps (the node's runs read them there); its report is printed here."""
+    from spectui.remote.ssh import run_on_node
+
+    if args.from_dir or args.prompt_file or args.write_quant:
+        raise SpectuiError("with --host, tune runs on the node: --from, --prompt-file and --write-quant would name files there;"
+                           " run it on the node itself (ssh NODE spectui tune ...)")
+    config_from_args(args)  # bad flags are refused here, before connecting
+    words = without_host(sys.argv[1:])
+    returncode = run_on_node(args.host, words[words.index("tune"):])
+    if returncode == 255:  # after a good handshake: the link dropped mid-way
+        print(f"spectui: error: the connection to node {args.host} was lost; what tune measured there so far stays there", file=sys.stderr)
+        return 1
+    return returncode
 
 
 def _print(result, weights, args: argparse.Namespace) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from spectui.cli.common import add_run_arguments, config_from_args, need_terminal, read_recordings
+from spectui.cli.common import add_host_argument, add_run_arguments, config_from_args, host_engines, need_terminal, read_recordings
 from spectui.errors import SpectuiError
 
 
@@ -32,6 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="live: alternate the two runs block by block (two contexts) instead of one after the other",
     )
     add_run_arguments(compare)  # the live pair takes every run knob
+    add_host_argument(compare)
     compare.set_defaults(func=cmd_compare)
 
 
@@ -65,4 +66,5 @@ def cmd_compare(args: argparse.Namespace) -> int:
     need_terminal("compare")
     from spectui.ui.launch import run_compare
 
-    return run_compare(args.files, config=config, record=not args.no_record, theme=args.theme, interleave=args.interleave)
+    return run_compare(args.files, config=config, record=not args.no_record, theme=args.theme, interleave=args.interleave,
+                       engine_factory=host_engines(args.host))

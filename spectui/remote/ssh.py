@@ -146,6 +146,20 @@ class NodeChannel:
             self.proc.stdout.close()
 
 
+def run_on_node(host: str, words: list[str]) -> int:
+    """A whole command on the node (``spectui tune --host``: its measurements belong to the
+    node, stored there where the node's runs read them), its output passed through here.
+
+    The handshake comes first, so an unreachable node or another spectui is the same one line
+    as for a run; the command's words are quoted with ``shlex`` for the node's shell. The exit
+    status is the command's, or 255 when the link dropped (ssh's own failures)."""
+    NodeChannel.connect(host).close()
+    try:
+        return subprocess.run(ssh_command(host, *words), stdin=subprocess.DEVNULL).returncode
+    except KeyboardInterrupt:  # ssh got the same Ctrl-C and ended the command on the node
+        return 130
+
+
 def _drain(proc: subprocess.Popen[bytes]) -> tuple[deque[str], threading.Thread]:
     """ssh's and the node's stderr, read in a thread (a full pipe would stall the node); the
     last lines are kept to say why a connection failed."""

@@ -79,10 +79,16 @@ def make_app(
 
 
 def run_dashboard(
-    config: RunConfig, *, record: bool = True, recordings_dir: str | None = None, theme: str | None = None
+    config: RunConfig,
+    *,
+    record: bool = True,
+    recordings_dir: str | None = None,
+    theme: str | None = None,
+    engine_factory: EngineFactory | None = None,
 ) -> int:
-    """``spectui`` (``run`` without ``--headless``): the dashboard until the user quits; the exit code."""
-    app = make_app(config, record=record, recordings_dir=recordings_dir, theme=theme)
+    """``spectui`` (``run`` without ``--headless``): the dashboard until the user quits; the exit
+    code. ``engine_factory``: where engines come from (a node's, for ``--host``)."""
+    app = make_app(config, record=record, recordings_dir=recordings_dir, theme=theme, engine_factory=engine_factory)
     return _run_in_terminal(app, theme)
 
 
@@ -100,9 +106,10 @@ def run_compare(
     record: bool = True,
     theme: str | None = None,
     interleave: bool = False,
+    engine_factory: EngineFactory | None = None,
 ) -> int:
     """``spectui compare``: two recordings side by side, or (no files) AR and speculative live."""
-    app = make_app(config or RunConfig(prompt="(compare)"), record=record and not files, theme=theme)
+    app = make_app(config or RunConfig(prompt="(compare)"), record=record and not files, theme=theme, engine_factory=engine_factory)
     app.controller.compare_interleave = interleave
     if files:
         app.on_mount_open = functools.partial(app.open_compare, files[0], files[1])
@@ -141,6 +148,7 @@ def run_sweep_view(
     *,
     max_tokens: int | None = None,
     theme: str | None = None,
+    load_engine: EngineFactory | None = None,
 ) -> int:
     """``spectui sweep`` in a terminal: run the plan in the view until the user quits, then
     print the table (the view's screen is gone by then). 0 when the sweep completed, 130 when
@@ -148,7 +156,7 @@ def run_sweep_view(
     from spectui.lab.sweep_report import format_table
     from spectui.ui.sweep import JOIN_TIMEOUT_S
 
-    app = make_sweep_app(plan, prompts, folder, max_tokens=max_tokens, theme=theme)
+    app = make_sweep_app(plan, prompts, folder, max_tokens=max_tokens, theme=theme, load_engine=load_engine)
     code = _run_in_terminal(app, theme)
     # the engines close in the sweep thread; let it finish before the interpreter tears down
     app.stop.set()

@@ -93,7 +93,8 @@ class DashboardView:
             recording = "rec"
             path = str(ctl.recording_path) if ctl.recording_path is not None else f"{ctl.recordings_dir}/ (on run)"
         return HeaderInfo(
-            backend=backend_label(cfg.backend.name),
+            # a node's run (--host) names the node: the numbers are that machine's
+            backend=backend_label(cfg.backend.name) + (f" @ {h.node}" if h is not None and h.node else ""),
             target=target,
             quant=quant,
             draft=draft_label(cfg),

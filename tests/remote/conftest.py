@@ -5,7 +5,9 @@ configuration (its own host key and authorized keys, loopback only, a free high 
 passwords); the client side is a generated ``ssh_config`` whose aliases (``node-a``, ``node-b``)
 point there, with the host key already in its known_hosts, handed to spectui through
 ``$SPECTUI_SSH``. The node's login shell does not know this test's Python, so
-``$SPECTUI_REMOTE_COMMAND`` starts spectui with ``sys.executable`` and the test's data folders.
+``$SPECTUI_REMOTE_COMMAND`` starts spectui with ``sys.executable``. The two aliases are two
+spectui homes on this machine: ``node-a`` runs with the tests' data and cache folders, ``node-b``
+with folders of its own (``SetEnv`` in the client's configuration, ``AcceptEnv`` in the server's).
 """
 
 from __future__ import annotations
@@ -49,19 +51,12 @@ class Node:
     proc: subprocess.Popen
     env: dict[str, str] = field(default_factory=dict)
 
-    def remote_command(self, **env: str) -> str:
-        """How spectui starts on the node: this Python, this checkout, the tests' data folders
-        (``env`` overrides them: a second spectui home on the same machine)."""
-        settings = {
-            "PYTHONPATH": REPO,
-            "XDG_CACHE_HOME": os.environ["XDG_CACHE_HOME"],
-            "XDG_DATA_HOME": os.environ["XDG_DATA_HOME"],
-            **env,
-        }
-        return shlex.join(["env", *(f"{k}={v}" for k, v in settings.items()), sys.executable, "-m", "spectui"])
+    def remote_command(self) -> str:
+        """How spectui starts on the node: this Python, this checkout."""
+        return shlex.join(["env", f"PYTHONPATH={REPO}", sys.executable, "-m", "spectui"])
 
-    def environ(self, **remote_env: str) -> dict[str, str]:
-        return {**os.environ, **self.env, "SPECTUI_REMOTE_COMMAND": self.remote_command(**remote_env)}
+    def environ(self) -> dict[str, str]:
+        return {**os.environ, **self.env, "SPECTUI_REMOTE_COMMAND": self.remote_command()}
 
     def session_processes(self) -> list[psutil.Process]:
         """What the server runs for its connections: per-session sshd processes and their commands."""
@@ -101,7 +96,7 @@ def node(tmp_path_factory) -> Node:
         f"ListenAddress 127.0.0.1\nPort {port}\nHostKey {folder / 'host_key'}\n"
         f"AuthorizedKeysFile {folder / 'authorized_keys'}\nStrictModes no\nPidFile {folder / 'sshd.pid'}\n"
         "PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nPermitRootLogin prohibit-password\n"
-        "AllowTcpForwarding no\nX11Forwarding no\nLogLevel VERBOSE\n"
+        "AllowTcpForwarding no\nX11Forwarding no\nLogLevel VERBOSE\nAcceptEnv XDG_CACHE_HOME XDG_DATA_HOME\n"
     )
     if os.geteuid() == 0:
         os.makedirs("/run/sshd", mode=0o755, exist_ok=True)  # sshd's privilege-separation folder
@@ -112,7 +107,8 @@ def node(tmp_path_factory) -> Node:
         f"  UserKnownHostsFile {folder / 'known_hosts'}\n  StrictHostKeyChecking yes\n  LogLevel ERROR\n"
     )
     (folder / "ssh_config").write_text(
-        f"Host node-a node-b\n{common}  IdentityFile {folder / 'client_key'}\n"
+        f"Host node-a\n{common}  IdentityFile {folder / 'client_key'}\n  SetEnv {home(os.environ['XDG_CACHE_HOME'], os.environ['XDG_DATA_HOME'])}\n"
+        f"Host node-b\n{common}  IdentityFile {folder / 'client_key'}\n  SetEnv {home(*second_home(folder))}\n"
         f"Host stranger\n{common}  IdentityFile {folder / 'other_key'}\n"
         f"Host nowhere\n  HostName 127.0.0.1\n  Port {free_port()}\n  UserKnownHostsFile {folder / 'known_hosts'}\n"
     )
@@ -139,15 +135,25 @@ def node(tmp_path_factory) -> Node:
     log.close()
 
 
-def node_spectui_processes() -> list[psutil.Process]:
-    """``spectui node serve`` processes started for this test run (their environment names the
-    run's data folder), wherever they were re-parented."""
+def home(cache: str, data: str) -> str:
+    return f"XDG_CACHE_HOME={cache} XDG_DATA_HOME={data}"
+
+
+def second_home(folder: Path) -> tuple[str, str]:
+    """node-b's cache and data folders."""
+    return str(folder / "home-b" / "cache"), str(folder / "home-b" / "data")
+
+
+def node_spectui_processes(node: Node) -> list[psutil.Process]:
+    """``spectui node serve`` processes started through ``node`` (their environment names one
+    of its two homes), wherever they were re-parented."""
+    homes = {os.environ["XDG_DATA_HOME"], second_home(node.folder)[1]}
     out = []
     for p in psutil.process_iter(["cmdline"]):
         cmd = p.info["cmdline"] or []
         if cmd[-2:] == ["node", "serve"]:
             try:
-                if p.environ().get("XDG_DATA_HOME") == os.environ["XDG_DATA_HOME"] and p.status() != psutil.STATUS_ZOMBIE:
+                if p.environ().get("XDG_DATA_HOME") in homes and p.status() != psutil.STATUS_ZOMBIE:
                     out.append(p)
             except (psutil.AccessDenied, psutil.NoSuchProcess):
                 pass

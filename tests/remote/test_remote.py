@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -22,7 +24,7 @@ from spectui.recording.schema import End, Prefill, Step
 from spectui.remote.ssh import mismatch
 from spectui.remote.wire import Hello
 from tests.conftest import REPO
-from tests.remote.conftest import Node, node_spectui_processes
+from tests.remote.conftest import Node, node_spectui_processes, second_home
 
 pytestmark = pytest.mark.server
 TIMEOUT_S = 120
@@ -132,7 +134,7 @@ def test_a_dropped_connection_keeps_what_arrived_and_leaves_nothing_on_the_node(
         while not (record.exists() and sum(type(e) is Step for e in read_recording(record).events) >= 20):
             assert run.poll() is None and time.monotonic() < deadline, run.stderr.read() if run.poll() is not None else "no tokens"
             time.sleep(0.2)
-        assert node_spectui_processes(), "the node's spectui should be running mid-run"
+        assert node_spectui_processes(node), "the node's spectui should be running mid-run"
         node.kill()
         out, err = run.communicate(timeout=60)
     finally:
@@ -149,9 +151,9 @@ def test_a_dropped_connection_keeps_what_arrived_and_leaves_nothing_on_the_node(
     lines = [l for l in err.splitlines() if l.startswith("spectui: error:")]
     assert len(lines) == 1 and "cut short" in lines[0] and "lost" in lines[0]
     deadline = time.monotonic() + 20
-    while node_spectui_processes() and time.monotonic() < deadline:
+    while node_spectui_processes(node) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert node_spectui_processes() == []
+    assert node_spectui_processes(node) == []
 
 
 @pytest.mark.slow
@@ -165,3 +167,61 @@ def test_a_conversation_keeps_its_cache_on_the_node_between_turns(node, tmp_path
     second = read_recording(turns[1])
     assert second.header.node == "node-a"
     assert next(e for e in second.events if type(e) is Prefill).n_cached > 0  # one engine on the node, kept
+
+
+@pytest.mark.slow
+def test_ctrl_c_here_stops_the_run_on_the_node_cleanly(node, tmp_path):
+    record = tmp_path / "stopped.spectui"
+    run = subprocess.Popen(
+        [sys.executable, "-m", "spectui", "run", "--headless", "--host", "node-a", "--mode", "ar", "--raw", "--max-tokens", "3000",
+         "--prompt", "1, 2, 3, 4, 5, 6, 7, 8, 9, 10,", "--record", str(record)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO, env=node.environ(),
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + TIMEOUT_S
+        while not (record.exists() and sum(type(e) is Step for e in read_recording(record).events) >= 10):
+            assert run.poll() is None and time.monotonic() < deadline
+            time.sleep(0.2)
+        run.send_signal(signal.SIGINT)
+        _, err = run.communicate(timeout=60)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    assert run.returncode == 0, err  # asked to stop: not a fault
+    end = read_recording(record).events[-1]
+    assert type(end) is End and end.reason == "interrupted" and end.error == "" and end.n_tokens < 3000
+    deadline = time.monotonic() + 20
+    while node_spectui_processes(node) and time.monotonic() < deadline:  # the channel closed: the node exits
+        time.sleep(0.2)
+    assert node_spectui_processes(node) == []
+
+
+@pytest.mark.slow
+def test_a_sweep_on_two_nodes_groups_by_node_in_history(node, tmp_path):
+    out = tmp_path / "sweep"
+    sweep = spectui(node, "sweep", "--hosts", "node-a,node-b", "--prompts", "short-greeting", "--k-values", "2", "--repeats", "1",
+                    "--max-tokens", "12", "--threads", "1", "--headless", "--json", "--out", str(out))  # fmt: skip
+    assert sweep.returncode == 0, sweep.stderr
+    nodes = json.loads(sweep.stdout)["nodes"]
+    assert list(nodes) == ["node-a", "node-b"] and all(n["complete"] and len(n["runs"]) == 2 for n in nodes.values())
+    for name in nodes:
+        headers = [read_recording(p).header for p in sorted((out / name).glob("*.spectui"))]
+        assert len(headers) == 2 and all(h.node == name for h in headers)
+    assert Path(second_home(node.folder)[0]).is_dir()  # node-b ran in a spectui home of its own
+    history = spectui(node, "history", str(out), "--json", "--index", str(tmp_path / "index.sqlite"))
+    assert history.returncode == 0, history.stderr
+    groups = json.loads(history.stdout)["groups"]
+    by_node = {g["key"]["host"].split(":")[0] for g in groups}
+    assert by_node == {"node-a", "node-b"} and len(groups) == 4  # AR and K=2 on each node
+
+
+@pytest.mark.slow
+def test_tune_runs_on_the_node_keeps_its_result_there_and_reports_here(node):
+    cache = Path(second_home(node.folder)[0])
+    proc = spectui(node, "tune", "--host", "node-b", "--prompt", "Repeat: the quick brown fox.", "--max-tokens", "16",
+                   "--reps", "0", "--threads", "1", "--json")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["curve"]["relative"][0] == 1.0 and doc["tiers"]  # measured on the node, printed here
+    stored = [p for p in cache.rglob("*.json") if "tune" in str(p.relative_to(cache))]
+    assert stored, f"node-b's tune result belongs in node-b's cache ({cache})"
