@@ -63,6 +63,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if config is not None and config.backend.name == "server" and args.interleave:
         # a server keeps generating while its turn waits: its clock cannot be taken out
         raise SpectuiError("--interleave needs embedded engines; a server run cannot be paused between blocks")
+    if args.host and args.interleave:  # one channel carries one stream at a time
+        raise SpectuiError("--interleave runs two sessions at once on engines here; with --host the pair runs one after the other")
     need_terminal("compare")
     from spectui.ui.launch import run_compare
 

@@ -40,6 +40,7 @@ class RemoteEngine:
         self.channel = channel
         self.node = channel.host
         self._lost = ""  # why the channel ended, once it did
+        self._running = False  # one run at a time: the channel carries one stream
 
     @classmethod
     def load(cls, config: RunConfig, host: str) -> RemoteEngine:
@@ -100,6 +101,15 @@ class RemoteEngine:
     def run(self, config: RunConfig | None = None, *, stop: threading.Event | None = None) -> Iterator[Event]:
         config = config or self.config
         self._check_alive()
+        if self._running:
+            raise SpectuiError(f"node {self.node} runs one session at a time (interleaved sessions need engines here)")
+        self._running = True
+        try:
+            yield from self._run(config, stop)
+        finally:
+            self._running = False
+
+    def _run(self, config: RunConfig, stop: threading.Event | None) -> Iterator[Event]:
         if not self.channel.send(Request(op="run", config=config)):
             raise SpectuiError(self._lose())
         finished = threading.Event()

@@ -98,7 +98,12 @@ class NodeChannel:
         except BrokenStream:
             first = None
         if not isinstance(first, Hello):
-            _stop(proc)
+            # its exit status tells ssh's own failure (255) from the remote command's (127: not
+            # found): let it exit by itself, stopping it only if it lingers
+            try:
+                proc.wait(timeout=CONNECT_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                _stop(proc)
             returncode = proc.wait()
             drain.join(timeout=2)  # ssh's last line may still be on its way
             raise SpectuiError(connect_failure(host, returncode, list(stderr)))
