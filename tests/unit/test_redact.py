@@ -352,7 +352,11 @@ def test_every_text_field_goes_and_the_quality_verdict_stays(tmp_path):
     )
     assert type(rec.events[-1]) is End
     end = msgspec.structs.replace(rec.events[-1], reason="error", error="ValueError: cannot decode 'Zwetschgendatschi'")
-    events = [msgspec.structs.replace(h, config=config), *rec.events[1:-1], end]
+    from spectui.recording.schema import ServerArtifacts
+
+    server = ServerArtifacts(url="http://127.0.0.1:8080", kind="llama-server", props={"system_prompt": "Be Pumpernickel.", "n_ctx": "4096"})
+    artifacts = msgspec.structs.replace(h.artifacts, server=server)
+    events = [msgspec.structs.replace(h, config=config, artifacts=artifacts), *rec.events[1:-1], end]
     original = tmp_path / "original.spectui"
     write_copy(events, original)
     source = read_recording(original)
@@ -361,10 +365,11 @@ def test_every_text_field_goes_and_the_quality_verdict_stays(tmp_path):
     copy = tmp_path / "copy.spectui"
     write_copy(Redactor().recording(source), copy)
     data = copy.read_bytes()
-    for secret in ("Quetzalcoatl", "marzipanfabrik", "acme-private-layoffs", "zanzibarcode", "Zwetschgendatschi"):
+    for secret in ("Quetzalcoatl", "marzipanfabrik", "acme-private-layoffs", "zanzibarcode", "Zwetschgendatschi", "Pumpernickel"):
         assert secret.encode() in original.read_bytes() and secret.encode() not in data, secret
     red = read_recording(copy)
     assert [m.role for m in red.header.config.history] == ["user", "assistant"]
+    assert red.header.artifacts.server.props == {"system_prompt": "[redacted]", "n_ctx": "4096"}
     assert red.events[-1].error.startswith("ValueError: [redacted: ")
     again = grade_recording(red)
     assert again is not None and again.passed is graded.passed and red.header.redaction.quality_passed is False
