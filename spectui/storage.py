@@ -149,15 +149,17 @@ def sqlite_kind(what: str, table: str, columns: tuple[str, ...], *, private: boo
             try:
                 db.execute("PRAGMA busy_timeout = 30000")
                 found = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+                # no tables at all: a database another spectui is creating this instant (or
+                # an empty one): nothing in it to lose
+                empty = db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0
             finally:
                 db.close()
-        except sqlite3.OperationalError as exc:
-            if "locked" in str(exc) or "busy" in str(exc):
-                return MINE  # another spectui holds it: a database in use is no corrupt one
-            return CORRUPT
-        except sqlite3.DatabaseError:
-            return CORRUPT
-        return MINE if set(columns) <= found else FOREIGN
+        except sqlite3.DatabaseError as exc:
+            # only a file SQLite calls damaged is; locked, busy, a full disk or a read-only
+            # folder say nothing about the file, and the real open reports them in one line
+            text = str(exc)
+            return CORRUPT if "malformed" in text or "not a database" in text or "corrupt" in text else MINE
+        return MINE if empty or set(columns) <= found else FOREIGN
 
     return Kind(what, check, private)
 

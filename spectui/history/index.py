@@ -137,8 +137,13 @@ class HistoryIndex:
             storage.prepare_dir(self.path.parent, private=True, own=self.path.parent == paths.data_dir())
         except OSError as exc:
             raise SpectuiError(f"cannot create the folder of the history index {self.path}: {exc.strerror or exc}") from None
+        found = storage.classify(self.path, INDEX_KIND)
+        if found == storage.FOREIGN:
+            raise storage.refuse(self.path, INDEX_KIND)
+        if found == storage.CORRUPT:
+            self._move_aside("is corrupt (SQLite cannot read it)")
         try:
-            if storage.claim(self.path, INDEX_KIND):
+            if found == storage.MINE:
                 storage.tighten(self.path)  # the rows quote prompts' first words
             else:
                 os.close(storage.create_new(self.path, private=True))  # 0600 before SQLite opens it
@@ -197,9 +202,13 @@ class HistoryIndex:
             db.close()
             if rebuild or "corrupt" not in str(exc) and "malformed" not in str(exc):
                 raise SpectuiError(f"cannot write the history index {self.path}: {exc}") from None
-            storage.move_aside(self.path, f"is corrupt ({exc})")
+            self._move_aside(f"is corrupt ({exc})")
             return self._open()
         return db
+
+    def _move_aside(self, why: str) -> None:
+        aside = storage.move_aside(self.path, why, say=False)
+        self.notes.append(f"history index {self.path} {why}; moved it aside to {aside.name} and rebuilt it from the recordings")
 
     def close(self) -> None:
         self.db.close()

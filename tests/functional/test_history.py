@@ -150,9 +150,11 @@ def test_index_is_incremental(timeline, tmp_path, capsys):
 def test_corrupt_or_old_index_is_rebuilt(timeline, tmp_path, capsys):
     index = tmp_path / "index.sqlite"
     first = history_json(capsys, str(timeline), "--index", str(index))
-    index.write_bytes(b"this is not a database" * 100)
+    torn = index.read_bytes()[:100] + b"this is not a database" * 100  # SQLite's header, then damage
+    index.write_bytes(torn)
     doc = history_json(capsys, str(timeline), "--index", str(index))
-    assert len(doc["notes"]) == 1 and "is corrupt" in doc["notes"][0] and "rebuilding" in doc["notes"][0]
+    assert len(doc["notes"]) == 1 and "is corrupt" in doc["notes"][0] and "moved it aside" in doc["notes"][0]
+    assert [p.read_bytes() for p in tmp_path.glob("index.sqlite.corrupt-*")] == [torn]  # kept, never deleted
     assert doc["indexed"]["read"] == 7 and len(doc["groups"]) == len(first["groups"])
     with sqlite3.connect(index) as db:  # as an older spectui would have left it
         db.execute("UPDATE meta SET value = '0' WHERE key = 'schema'")
