@@ -41,12 +41,18 @@ class _Output:
     library prints can land inside the stream."""
 
     def __init__(self) -> None:
+        from spectui.recording.writer import MAGIC
+
         sys.stdout.flush()
         self._fd = os.dup(1)
         os.dup2(2, 1)
+        self._send(MAGIC)
 
     def write(self, record: object) -> None:
-        data = memoryview(frame(record))
+        self._send(frame(record))
+
+    def _send(self, data: bytes) -> None:
+        data = memoryview(data)
         while data:
             try:
                 n = os.write(self._fd, data)
@@ -66,10 +72,7 @@ def serve(hello: Hello, open_engine: OpenEngine, run_session: RunSession, prepar
     """Serve the channel until stdin ends. ``prepare`` resolves a configuration on this node
     (catalogue names to paths, the undeclared headroom floor from this node's memory)."""
     _hang_up_exits()
-    from spectui.recording.writer import MAGIC
-
     out = _Output()
-    os.write(out._fd, MAGIC)
     out.write(hello)
     requests: queue.Queue[tuple[Request, threading.Event] | None] = queue.Queue()
     current_stop = [threading.Event()]
@@ -78,7 +81,7 @@ def serve(hello: Hello, open_engine: OpenEngine, run_session: RunSession, prepar
         for line in stdin or sys.stdin.buffer:
             try:
                 request = decode_request(line)
-            except Exception:  # noqa: BLE001 - not our peer: refuse it and go on
+            except Exception:  # noqa: BLE001 - not our peer: refused (no configuration) below
                 requests.put((Request(op="check"), threading.Event()))
                 continue
             if request.op == "stop":
@@ -113,7 +116,7 @@ def _answer(request: Request, stop: threading.Event, engine: Any, out: _Output, 
     header_sent = False
     try:
         if request.config is None:
-            raise SpectuiError(f"a {request.op!r} request without a configuration")
+            raise SpectuiError("an unreadable request: is the spectui here the one on the other side?")
         config = prepare(request.config)
         if request.op == "open":
             if engine is None or not engine.fits(config):
