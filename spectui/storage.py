@@ -259,9 +259,10 @@ def move_aside(path: str | os.PathLike[str], why: str, *, say: bool = True) -> P
 
 def prepare_dir(folder: str | os.PathLike[str], *, private: bool = False, own: bool = False) -> Path:
     """Create ``folder`` (and its missing parents) for files spectui writes; a folder it creates
-    for private files is 0700 (its parents get the umask's modes). ``own``: the folder is spectui's (a default location, a run
-    folder): an existing one others can read is tightened to 0700, with one line. A folder the
-    user named and that exists is left as it is. Raises OSError."""
+    for private files is 0700 (its parents get the umask's modes). ``own``: the folder is
+    spectui's (a default location, a run folder): an existing one others can read is tightened
+    to 0700, with one line. A folder the user named and that exists is left as it is.
+    Raises OSError."""
     folder = Path(folder)
     missing = []
     p = folder

@@ -136,6 +136,8 @@ class HistoryIndex:
         try:
             storage.prepare_dir(self.path.parent, private=True, own=self.path.parent == paths.data_dir())
         except OSError as exc:
+            if self._read_only():
+                return self._in_memory(exc.strerror or str(exc))
             raise SpectuiError(f"cannot create the folder of the history index {self.path}: {exc.strerror or exc}") from None
         found = storage.classify(self.path, INDEX_KIND)
         if found == storage.FOREIGN:
@@ -150,6 +152,8 @@ class HistoryIndex:
         except FileExistsError:
             pass  # another spectui created it this instant: SQLite's locks take over
         except OSError as exc:
+            if self._read_only():
+                return self._in_memory(exc.strerror or str(exc))
             raise SpectuiError(f"cannot create the history index {self.path}: {exc.strerror or exc}") from None
         try:
             db = sqlite3.connect(self.path, timeout=30)
@@ -157,6 +161,8 @@ class HistoryIndex:
             db.execute("PRAGMA busy_timeout = 30000")
             db.execute("PRAGMA journal_mode = WAL")
         except sqlite3.Error as exc:
+            if self._read_only():
+                return self._in_memory(str(exc))
             raise SpectuiError(f"cannot open the history index {self.path}: {exc}") from None
         why = self._problem(db)
         if why is not None:
@@ -205,6 +211,20 @@ class HistoryIndex:
             self._move_aside(f"is corrupt ({exc})")
             return self._open()
         return db
+
+    def _read_only(self) -> bool:
+        """The index's folder cannot be written (a read-only mount, another user's folder); a
+        full disk is not this: it is an error the user should see."""
+        folder = self.path.parent
+        while not folder.exists() and folder != folder.parent:
+            folder = folder.parent
+        return not os.access(folder, os.W_OK)
+
+    def _in_memory(self, why: str) -> sqlite3.Connection:
+        """The report still works where the index cannot be written: every recording is read
+        into a throwaway index, and the file (if any) is left as it is."""
+        self.notes.append(f"cannot write the history index {self.path} ({why}); read every recording instead, nothing saved")
+        return self._create(sqlite3.connect(":memory:"))
 
     def _move_aside(self, why: str) -> None:
         aside = storage.move_aside(self.path, why, say=False)

@@ -22,7 +22,7 @@ import pytest
 
 from spectui.recording.reader import read_recording
 from tests.conftest import REPO, run_cli
-from tests.faults import FAULT_ENV, fill, killed, small_disk
+from tests.faults import FAULT_ENV, fill, killed, read_only, small_disk
 
 RECORDING = Path(REPO) / "tests" / "data" / "fixed-session.spectui"
 FAST = ("--max-tokens", "8", "--threads", "1")
@@ -142,6 +142,22 @@ def test_index_on_a_full_disk_says_so_in_one_line_and_keeps_what_it_held(tmp_pat
         assert indexed(index) == 5
         assert cli("history", "--index", str(index), str(few), preexec=limit).returncode == 0
         assert indexed(index) == 5
+
+
+def test_history_in_a_read_only_or_missing_folder_still_reports_and_changes_nothing(tmp_path):
+    folder = recordings(tmp_path / "runs", 3)
+    data = tmp_path / "data"
+    index = data / "deeper" / "history.sqlite"
+    assert cli("history", "--index", str(index), str(folder)).returncode == 0  # missing folders made
+    before = digest(index)
+    with read_only(data):
+        for where in (index, data / "new" / "history.sqlite"):
+            proc = cli("history", "--index", str(where), "--json", str(folder))
+            assert proc.returncode == 0, proc.stderr
+            doc = json.loads(proc.stdout)
+            assert doc["indexed"]["found"] == 3 and any("nothing saved" in n for n in doc["notes"])
+    assert digest(index) == before and not (data / "new").exists()
+    assert cli("history", "--index", str(index), str(folder)).returncode == 0
 
 
 def test_two_histories_at_once_on_one_index_both_work(tmp_path):

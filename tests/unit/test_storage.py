@@ -270,3 +270,26 @@ def test_stale_temporary_files_of_dead_writers_are_swept_live_ones_kept(tmp_path
     time.sleep(0.01)
     storage.remove_stale_temps(path)
     assert not stale.exists() and live.exists()
+
+
+def test_recordings_are_0600_and_the_recordings_folder_is_tightened_once(tmp_path, monkeypatch, umask_022):
+    from spectui.recording.reader import read_recording
+    from spectui.recording.writer import RecordingWriter
+
+    home = tmp_path / "recordings"
+    home.mkdir(mode=0o755)
+    os.chmod(home, 0o755)
+    (home / "old.spectui").write_bytes(RECORDING.read_bytes())  # an older spectui's, 0644
+    monkeypatch.setenv("SPECTUI_RECORDINGS", str(home))
+    events = read_recording(RECORDING).events
+    with pytest.warns(storage.StorageNotice, match="made the folder private"):
+        with RecordingWriter(home / "chat-1" / "turn-01.spectui") as w:  # a run folder in it
+            for ev in events:
+                w.write(ev)
+    assert mode(home) == 0o700 and mode(home / "chat-1") == 0o700 and mode(home / "chat-1" / "turn-01.spectui") == 0o600
+    user_folder = tmp_path / "mine"
+    user_folder.mkdir()
+    os.chmod(user_folder, 0o755)
+    with RecordingWriter(user_folder / "run.spectui") as w:  # a folder the user named keeps its modes
+        w.write(events[0])
+    assert mode(user_folder) == 0o755 and mode(user_folder / "run.spectui") == 0o600
