@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 import shutil
 import sqlite3
 
@@ -122,7 +123,8 @@ def test_upgrade_marked_with_the_number_that_moved(timeline, tmp_path, capsys):
     assert "runtime: llama-cpp-python 0." in out and "-> llama-cpp-python 9.9.9" in out
     assert "decode tok/s" in out and "(-3" in out  # ~ -33% across the upgrade
     assert "* runtime" in out  # the table marks the run
-    assert "days" in out and "┌" in out  # plotext charts
+    assert "time (UTC)" in out and "┌" in out  # charts against wall-clock time (spectui.charts) ...
+    assert not re.search(r"\de-0", out)  # ... with no tick in scientific notation
 
 
 def test_stale_groups_flagged(timeline, tmp_path, capsys):
