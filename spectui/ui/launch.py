@@ -67,7 +67,7 @@ def make_app(
     """The dashboard for ``config``.
 
     ``record`` writes every live session to ``recordings_dir`` (default: $SPECTUI_RECORDINGS,
-    ./recordings, or the user data folder); ``autostart`` starts a run at once;
+    else the user data folder: ``spectui.paths``); ``autostart`` starts a run at once;
     ``engine_factory(config) -> Engine`` replaces ``open_engine`` (tests, benchmarks);
     ``theme`` names a theme (themes/*.toml or a Textual built-in; default spectui-dark).
     """
