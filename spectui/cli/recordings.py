@@ -275,7 +275,6 @@ def export_redacted(args: argparse.Namespace) -> int:
             raise SpectuiError(f"{rec.path} is a redacted copy already")
     redactor = Redactor()
     for rec, target in zip(recordings, targets):
-        target.parent.mkdir(parents=True, exist_ok=True)
         write_copy(redactor.recording(rec), target)
         note = f" (truncated at byte {rec.truncated_at}: redacted what it holds)" if rec.truncated else ""
         print(f"spectui: {rec.path} -> {target}, redacted{note}", file=sys.stderr)
