@@ -18,7 +18,7 @@ import numpy as np
 from spectui.config import MAX_DRAFT_LENGTH
 from spectui.engine.draft_length import DraftLength
 from spectui.engine.policy import FallbackPolicy
-from spectui.engine.protocol import Backend, Draft, Drafter
+from spectui.engine.protocol import Backend, CacheRebuilt, Draft, Drafter
 from spectui.engine.sampling import Sampler, verify_greedy, verify_sampled
 from spectui.recording.schema import End, PolicyChange, Prefill, Step, TokenOrigin
 
@@ -94,7 +94,10 @@ def decode(
 
     t_start = clock()
     kept = shared_prefix(target.cached, prompt, len(prompt) - 1) if reuse else 0
-    target.truncate(kept)
+    try:
+        target.truncate(kept)
+    except CacheRebuilt:
+        pass  # the kept prefix was evaluated again: exact, only slower
     if policy is not None:
         policy.reset(prompt)
     elif drafter is not None:
@@ -190,7 +193,11 @@ def decode(
             else:
                 accepted, nxt = verify_sampled(drafted, lambda i: sampler.probs(logits[i]), draft.probs, sampler.rng)
             if accepted < n_drafted:
-                target.truncate(base + 1 + accepted)
+                try:
+                    target.truncate(base + 1 + accepted)
+                except CacheRebuilt as exc:  # exact again, but each block now costs a rebuild
+                    if policy is not None:
+                        policy.part_failed("verifier", exc)
             tokens = drafted[:accepted]
             tokens.append(nxt)
             origins = [_DRAFT] * accepted

@@ -14,7 +14,7 @@ import numpy as np
 
 from spectui.config import DraftConfig, SamplingConfig
 from spectui.engine.decode import shared_prefix
-from spectui.engine.protocol import Backend, Draft
+from spectui.engine.protocol import Backend, CacheRebuilt, Draft
 from spectui.engine.sampling import Sampler
 
 _EMPTY: list[int] = []
@@ -126,13 +126,17 @@ class ModelDrafter:
             common -= 1
         # (a cache longer than what we know of: an eval that raised half way, under the policy)
         if common < len(cached) or self.backend.n_past != len(cached):
-            self.backend.truncate(common)
+            try:
+                self.backend.truncate(common)
+            except CacheRebuilt:
+                pass  # the cache was rebuilt from the kept tokens: exact, only slower
             del cached[common:]
         self._known = len(history)
         return list(history[common:])
 
     def propose(self, history: Sequence[int], k: int) -> Draft:
         pending = self._sync(history)
+        self.backend.checkpoint()  # the next sync rolls back to a position in this proposal
         room = self.backend.n_ctx - self.backend.n_past - len(pending)
         k = min(k, room + 1)
         if k <= 0:

@@ -21,6 +21,7 @@ import numpy as np
 from spectui.config import BackendConfig
 from spectui.models.artifacts import model_artifacts, package_version
 from spectui.models.gguf import GGUFInfo, read_gguf
+from spectui.engine.protocol import CacheRebuilt
 from spectui.errors import SpectuiError
 from spectui.recording.schema import ModelArtifacts
 
@@ -63,6 +64,21 @@ def default_threads() -> int:
         return os.cpu_count() or 1
 
 
+def deterministic_guarantee(config: BackendConfig) -> str:
+    """What ``--deterministic`` guarantees on this build and device, in one line; a
+    ``SpectuiError`` where it cannot hold. On the CPU one thread and flash attention make a
+    block's logits equal one-token-at-a-time logits bit for bit (``spectui.engine.noise``
+    measures it). A GPU backend (Metal, CUDA) picks its matrix kernels by the number of
+    tokens in the batch, so a block and single tokens take different reductions there."""
+    _init_llama()
+    if config.n_gpu_layers != 0 and ll.llama_supports_gpu_offload():
+        raise SpectuiError(
+            "--deterministic cannot hold with GPU offload (Metal/CUDA choose kernels by block size); "
+            "add --gpu-layers 0 to run on the CPU, or drop --deterministic"
+        )
+    return "llama.cpp CPU, 1 thread, flash attention on: a block's logits equal one-token-at-a-time logits bit for bit"
+
+
 class LlamaModel:
     """Loaded weights, shareable by several contexts (a model drafting for itself)."""
 
@@ -78,6 +94,12 @@ class LlamaModel:
         self.vocab = ll.llama_model_get_vocab(self.ptr)
         self.n_vocab = ll.llama_vocab_n_tokens(self.vocab)
         self.eog_tokens = frozenset(t for t in range(self.n_vocab) if ll.llama_vocab_is_eog(self.vocab, t))
+        #: recurrent or hybrid layers (Mamba, RWKV, LFM2, Granite-H, Qwen3-Next...): their state
+        #: holds every token it has seen and cannot be partly erased, so a rollback needs a
+        #: checkpoint (``LlamaCppBackend.checkpoint``)
+        self.recurrent = bool(ll.llama_model_is_recurrent(self.ptr) or ll.llama_model_is_hybrid(self.ptr))
+        #: sliding-window attention layers (Gemma 3, gpt-oss): their window's width, 0 for none
+        self.n_swa = int(ll.llama_model_n_swa(self.ptr))
         self._pieces: dict[int, bytes] = {}
         self._piece_buf = ctypes.create_string_buffer(256)
         self._artifacts: ModelArtifacts | None = None
@@ -114,6 +136,7 @@ class LlamaCppBackend:
     def __init__(self, model: LlamaModel, config: BackendConfig) -> None:
         self.model = model
         model.refs += 1
+        self.config = config
         self.n_threads = config.n_threads or default_threads()
         self.flash_attn = config.flash_attn
         params = ll.llama_context_default_params()
@@ -121,6 +144,18 @@ class LlamaCppBackend:
         params.n_batch = config.n_batch
         params.n_ubatch = config.n_batch
         params.n_seq_max = 1
+        #: how a rollback is done: "kv" drops cache cells; "checkpoint" (recurrent or hybrid
+        #: layers) restores the state copied to a spare sequence before the block and
+        #: re-evaluates the kept tokens after it
+        self.rollback = "checkpoint" if model.recurrent else "kv"
+        if model.recurrent:
+            params.n_seq_max = 2  # sequence 1 holds the checkpoint
+            params.kv_unified = True  # one KV stream for both, so the context is not halved
+        if model.n_swa:
+            # a sliding-window cache of window + batch cells reuses the cells that slid out of
+            # the window; a rollback would then find the tokens it needs overwritten. The full
+            # cache keeps them (llama-server's --swa-full).
+            params.swa_full = True
         params.n_threads = self.n_threads
         params.n_threads_batch = self.n_threads
         params.no_perf = True
@@ -141,6 +176,8 @@ class LlamaCppBackend:
         self.eos_token = model.special_text(meta.get("tokenizer.ggml.eos_token_id", -1))
         self.n_past = 0
         self.cached: list[int] = []
+        #: the position whose state sequence 1 holds (-1: none)
+        self._checkpoint = -1
         # One batch, allocated once; sequence ids never change, so they are set here once.
         self._batch = ll.llama_batch_init(self.n_batch, 0, 1)
         b = self._batch
@@ -182,6 +219,8 @@ class LlamaCppBackend:
             raise SpectuiError(f"context full: {self.n_past} + {n} tokens exceed the context of {self.n_ctx}")
         if all_logits and n > self.n_batch:
             raise ValueError(f"all_logits for {n} tokens exceeds the batch size {self.n_batch}")
+        if all_logits and self.rollback == "checkpoint":
+            self.checkpoint()  # a verification block: the next truncate lands inside it
         token, pos, flags, batch = self._token, self._pos, self._flags, self._batch
         start = 0
         while start < n:
@@ -205,11 +244,51 @@ class LlamaCppBackend:
         ptr = ll.llama_get_logits(self.ctx)
         return np.ctypeslib.as_array(ptr, shape=(rows, self.n_vocab))
 
+    def checkpoint(self) -> None:
+        """Remember the state at the current position, so that a truncate to any later
+        position is exact. Only a recurrent cache needs it (a KV cache drops cells): the
+        state is shared into sequence 1, and llama.cpp copies it on the next write."""
+        if self.rollback != "checkpoint" or self._checkpoint == self.n_past:
+            return
+        ll.llama_memory_seq_rm(self.memory, 1, -1, -1)
+        ll.llama_memory_seq_cp(self.memory, 0, 1, -1, -1)
+        self._checkpoint = self.n_past
+
     def truncate(self, n: int) -> None:
-        if n < self.n_past:
-            ll.llama_memory_seq_rm(self.memory, 0, n, -1)
-            self.n_past = n
-            del self.cached[n:]
+        n = max(n, 0)
+        if n >= self.n_past:
+            return
+        dropped = self.n_past - n
+        kept = self.cached[:n]
+        if self.rollback == "kv" or n == 0:
+            # removing a whole sequence never fails; a partial removal may, and then the cache
+            # still holds the dropped tokens: never go on from there
+            if ll.llama_memory_seq_rm(self.memory, 0, n, -1):
+                self._moved_to(n)
+                return
+        elif 0 <= self._checkpoint <= n:
+            ll.llama_memory_seq_rm(self.memory, 0, -1, -1)
+            ll.llama_memory_seq_cp(self.memory, 1, 0, -1, -1)
+            self._moved_to(self._checkpoint)
+            if n > self.n_past:
+                self.eval(kept[self.n_past:], all_logits=False)
+            return
+        # no way back in place: empty the cache and evaluate the kept tokens again, removing
+        # each sequence whole (with seq_id -1 a recurrent cache keeps stale tails and then
+        # fails to decode); _moved_to drops the checkpoint's sequence
+        self._moved_to(0)
+        ll.llama_memory_seq_rm(self.memory, 0, -1, -1)
+        if kept:
+            self.eval(kept, all_logits=False)
+        raise CacheRebuilt(f"llama.cpp could not roll back {dropped} tokens in place; the {n} kept tokens were evaluated again")
+
+    def _moved_to(self, n: int) -> None:
+        self.n_past = n
+        del self.cached[n:]
+        if self._checkpoint > n:
+            # a checkpoint past the cache's end is of no use; its cells would crowd the context
+            ll.llama_memory_seq_rm(self.memory, 1, -1, -1)
+            self._checkpoint = -1
 
     def artifacts(self) -> ModelArtifacts:
         return self.model.artifacts()
@@ -226,8 +305,17 @@ class LlamaCppBackend:
             "flash_attn": self.flash_attn,
             "n_ctx": str(self.n_ctx),
             "n_batch": str(self.n_batch),
+            "rollback": self.rollback,
+            **({"deterministic": self._deterministic()} if self.config.deterministic else {}),
+            "swa_full": str(bool(self.model.n_swa)).lower(),
             "system_info": ll.llama_print_system_info().decode(errors="replace").strip(),
         }
+
+    def _deterministic(self) -> str:
+        try:
+            return deterministic_guarantee(self.config)
+        except SpectuiError as exc:
+            return f"not guaranteed: {exc}"
 
     def close(self) -> None:
         if self.ctx:

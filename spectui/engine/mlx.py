@@ -3,7 +3,8 @@
 The decode loop only needs ``eval`` (logits of the rows asked for) and ``truncate`` (drop
 cached tokens), so mlx-lm's generator is not used: an ``MLXBackend`` calls the mlx-lm model
 on its own prompt cache (``mlx_lm.models.cache.make_prompt_cache``) and rolls back with
-``trim_prompt_cache``. mlx-lm's ``KVCache.trim`` only moves the offset; the rows past it are
+``trim_prompt_cache`` where every layer can be trimmed, from a checkpoint where one cannot
+(``spectui.engine.mlx_cache``). mlx-lm's ``KVCache.trim`` only moves the offset; the rows past it are
 overwritten by the next update, so a rollback costs nothing.
 
 Logits stay on the device: for ``all_logits=False`` only the last position goes through the
@@ -44,6 +45,8 @@ from spectui.models.artifacts import file_sha256, model_artifacts, package_versi
 from spectui.models.gguf import GGUF_MAGIC, read_gguf
 from spectui.models.vocab import VocabFacts, draft_incompatibility
 from spectui.models.tokenizer import TextTokenizer
+from spectui.engine.mlx_cache import PromptCache
+from spectui.engine.protocol import CacheRebuilt
 from spectui.errors import SpectuiError
 from spectui.recording.schema import ModelArtifacts
 
@@ -257,14 +260,15 @@ class MLXBackend:
     name = "mlx"
 
     def __init__(self, model: MLXModel, config: BackendConfig) -> None:
-        from mlx_lm.models.cache import make_prompt_cache
-
         if model.model is None:
             raise SpectuiError("this MLX model was closed")
         self.model = model
         model.refs += 1
         self._net = model.model
-        self._cache = make_prompt_cache(self._net)
+        self._cache = PromptCache(self._net)
+        #: how a rollback is done: "trim" (every layer a KV cache), or "checkpoint" (a
+        #: sliding-window or recurrent layer: ``spectui.engine.mlx_cache``)
+        self.rollback = self._cache.rollback
         self._split = _split_head(self._net, model.config)
         self.n_ctx = config.n_ctx
         self.n_batch = config.n_batch
@@ -311,6 +315,8 @@ class MLXBackend:
             raise ValueError(f"all_logits for {n} tokens exceeds the batch size {self.n_batch}")
         if self._net is None:
             raise SpectuiError("this MLX backend was closed")
+        if all_logits and self.rollback == "checkpoint":
+            self.checkpoint()  # a verification block: the next truncate lands inside it
         ids = list(tokens)
         with self._lock:
             start = 0
@@ -319,20 +325,20 @@ class MLXBackend:
                 # evaluating it per chunk keeps the lazy graph (and peak memory) bounded
                 chunk = mx.array(ids[start:start + self.n_batch], dtype=mx.uint32)[None]
                 if self._split is not None:
-                    self._split[0](chunk, cache=self._cache)
+                    self._split[0](chunk, cache=self._cache.layers)
                 else:
-                    self._net(chunk, cache=self._cache)
-                mx.eval([c.state for c in self._cache])
+                    self._net(chunk, cache=self._cache.layers)
+                mx.eval([c.state for c in self._cache.layers])
                 start += self.n_batch
                 self.n_past += self.n_batch
                 self.cached.extend(ids[start - self.n_batch:start])
             x = mx.array(ids[start:], dtype=mx.uint32)[None]
             if self._split is not None:
                 body, head = self._split
-                hidden = body(x, cache=self._cache)
+                hidden = body(x, cache=self._cache.layers)
                 rows = head(hidden[0] if all_logits else hidden[0, -1:])
             else:
-                out = self._net(x, cache=self._cache)
+                out = self._net(x, cache=self._cache.layers)
                 rows = out[0] if all_logits else out[0, -1:]
             rows = rows.astype(mx.float32)
             mx.eval(rows)
@@ -340,16 +346,28 @@ class MLXBackend:
             self.cached.extend(ids[start:])
         return np.asarray(rows)
 
-    def truncate(self, n: int) -> None:
-        if n < self.n_past:
-            from mlx_lm.models.cache import trim_prompt_cache
+    def checkpoint(self) -> None:
+        with self._lock:
+            self._cache.checkpoint(self.n_past)
 
-            with self._lock:
-                trimmed = trim_prompt_cache(self._cache, self.n_past - max(n, 0))
-                if trimmed != self.n_past - max(n, 0):
-                    raise RuntimeError(f"the MLX cache trimmed {trimmed} of {self.n_past - n} tokens")
-                self.n_past = max(n, 0)
-                del self.cached[self.n_past:]
+    def truncate(self, n: int) -> None:
+        n = max(n, 0)
+        if n >= self.n_past:
+            return
+        with self._lock:
+            at = 0 if n == 0 else self._cache.roll_back(self.n_past, n)
+            rebuilt = at is None
+            if at is None or at == 0:
+                self._cache.reset()  # a new cache: nothing of the old one can leak into it
+                at = 0
+            kept = self.cached[:n]
+            dropped = self.n_past - n
+            self.n_past = at
+            del self.cached[at:]
+        if n > at:
+            self.eval(kept[at:], all_logits=False)
+        if rebuilt:
+            raise CacheRebuilt(f"the MLX cache could not drop {dropped} tokens in place; the {n} kept tokens were evaluated again")
 
     def artifacts(self) -> ModelArtifacts:
         return self.model.artifacts()
@@ -367,6 +385,8 @@ class MLXBackend:
             "mlx_quant": self.model.mlx_quant,
             "n_ctx": str(self.n_ctx),
             "n_batch": str(self.n_batch),
+            "rollback": self.rollback + (f" ({self._cache.untrimmable})" if self._cache.untrimmable else ""),
+            "wired_limit_bytes": str(_wired_limit),
         }
         info.update({k: str(v) for k, v in device_info().items()})
         info.update({k: str(v) for k, v in memory_info().items()})
@@ -375,7 +395,7 @@ class MLXBackend:
     def close(self) -> None:
         if self._net is not None:
             self._net = None
-            self._cache = []
+            self._cache.close()
             self._split = None
             self.model.release()
 
@@ -433,8 +453,28 @@ def memory_info() -> dict[str, int]:
 # -- the engine's entry point ---------------------------------------------------------------
 
 
+#: the wired-memory limit set for the runs (bytes; 0: this device recommends none)
+_wired_limit = 0
+
+
+def set_wired_limit() -> int:
+    """Wire up to the device's recommended working set, as ``mlx_lm.generate`` does on macOS
+    15+ (``mlx_lm.utils.maybe_set_recommended_wired_limit``): the weights stay resident
+    instead of being paged out between tokens. Returns the limit (0: none recommended)."""
+    global _wired_limit
+    from mlx_lm.utils import maybe_set_recommended_wired_limit
+
+    try:
+        if maybe_set_recommended_wired_limit() is not None:
+            _wired_limit = int(_mx().device_info()["max_recommended_working_set_size"])
+    except Exception:  # noqa: BLE001 - a device or OS that cannot wire memory: nothing is wired
+        _wired_limit = 0
+    return _wired_limit
+
+
 def open_mlx_models(target: str, draft: str | None, config: BackendConfig) -> tuple[MLXBackend, MLXBackend | None]:
     """Target (and draft model) backends for ``Engine.load``; refuses mismatched vocabularies."""
+    set_wired_limit()
     target_path = resolve_mlx_model(target)
     draft_path = resolve_mlx_model(draft) if draft is not None else None
     backend = MLXBackend.open(target_path, config)

@@ -55,7 +55,21 @@ class Backend(Protocol):
         """
 
     def truncate(self, n: int) -> None:
-        """Drop every cached token from position ``n`` on (rollback)."""
+        """Drop every cached token from position ``n`` on (rollback).
+
+        Exact or an exception, never a cache that still holds dropped tokens. A cache that
+        cannot roll back in place (a recurrent state past its checkpoint, a full sliding
+        window) is rebuilt from the kept tokens and ``CacheRebuilt`` is raised: the cache is
+        then right, only slower to have got there, and a fallback policy may step down.
+        """
+
+    def checkpoint(self) -> None:
+        """Mark the current position as one a later ``truncate`` returns to cheaply.
+
+        A cache that rolls back anywhere ignores it. A recurrent state remembers this one
+        position; a verification block (``eval`` with ``all_logits``) marks its own start, and
+        a draft model marks where its proposal starts.
+        """
 
     def artifacts(self) -> ModelArtifacts:
         """What identifies the loaded model."""
@@ -65,6 +79,11 @@ class Backend(Protocol):
 
     def close(self) -> None:
         """Free the model and its context."""
+
+
+class CacheRebuilt(RuntimeError):
+    """A rollback that could not be done in place: the backend emptied its cache and
+    re-evaluated the kept tokens, so the cache is exact and the backend usable."""
 
 
 class Draft:
