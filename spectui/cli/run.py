@@ -22,6 +22,7 @@ from spectui.cli.common import (
     otlp_endpoint,
     output_path,
 )
+from spectui import storage
 from spectui.errors import SpectuiError
 
 if TYPE_CHECKING:
@@ -65,6 +66,11 @@ def headless(args: argparse.Namespace) -> int:
     from spectui.sessions.record import record_session
 
     config = config_from_args(args)
+    if args.otel_file:  # a file of another kind there is refused before the run, not after it
+        from spectui.telemetry.otel import OTEL_KIND
+
+        if storage.classify(args.otel_file, OTEL_KIND) == storage.FOREIGN:
+            raise storage.refuse(Path(args.otel_file), OTEL_KIND)
     record_to = None if args.no_record else (args.record or default_recording_path)
     recorded: list[Path | None] = []  # filled by record_session once the engine accepted the run
     events: list[Event] = []

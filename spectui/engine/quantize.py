@@ -16,7 +16,7 @@ from pathlib import Path
 import llama_cpp as ll
 
 from spectui import storage
-from spectui.engine.llamacpp import default_threads
+from spectui.engine.llamacpp import _init_llama, _last_error, default_threads
 from spectui.errors import SpectuiError
 from spectui.models.artifacts import cache_dir, file_sha256
 
@@ -57,6 +57,7 @@ def quantize(src: str | os.PathLike[str], dst: str | os.PathLike[str], type_name
     even one that appears while the model is written. Requantizing an already quantized
     model is allowed: a probe of the kernels, not a model to ship."""
     dst = Path(dst)
+    _init_llama()  # llama.cpp's log goes to a buffer, not the terminal: a failure is one line
     params = ll.llama_model_quantize_default_params()
     params.ftype = ftype(type_name)
     params.allow_requantize = True
@@ -73,7 +74,7 @@ def quantize(src: str | os.PathLike[str], dst: str | os.PathLike[str], type_name
         rc = ll.llama_model_quantize(os.fsencode(src), os.fsencode(tmp), ctypes.byref(params))
         if rc != 0 or not tmp.is_file() or not tmp.stat().st_size:
             free = _free_space(dst.parent)
-            raise SpectuiError(f"llama.cpp could not quantize {src} to {type_name} (code {rc}{free})")
+            raise SpectuiError(f"llama.cpp could not quantize {src} to {type_name} (code {rc}{free}): {_last_error()}")
         os.chmod(tmp, 0o666 & ~storage.current_umask())  # a model, no user text: the usual modes
         with open(tmp, "rb+") as f:
             os.fsync(f.fileno())

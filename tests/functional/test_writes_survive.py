@@ -112,7 +112,8 @@ def test_a_damaged_index_is_moved_aside_and_rebuilt(tmp_path):
     proc = run_cli("history", "--index", str(index), "--json", str(folder))
     assert proc.returncode == 0, proc.stderr
     aside = list(tmp_path.glob("history.sqlite.corrupt-*"))
-    assert len(aside) == 1 and aside[0].read_bytes() == torn and "moved it aside" in proc.stderr
+    notes = json.loads(proc.stdout)["notes"]
+    assert len(aside) == 1 and aside[0].read_bytes() == torn and any("moved it aside" in n for n in notes)
     assert indexed(index) == 3
 
 
@@ -198,6 +199,15 @@ def test_export_never_replaces_a_file_of_another_kind(tmp_path):
     assert "leaves it as it is" in err and digest(notes) == before
 
 
+def test_run_refuses_an_otel_file_of_another_kind_before_it_runs(tmp_path):
+    notes = tmp_path / "notes.jsonl"
+    notes.write_text("my notes\n")
+    start = time.monotonic()
+    err = one_line(run_cli("run", "--headless", "--max-tokens", "4", "--prompt", "hi", "--otel-file", str(notes)))
+    assert "leaves it as it is" in err and notes.read_text() == "my notes\n"
+    assert time.monotonic() - start < 30  # refused before a model was loaded
+
+
 def test_export_killed_or_on_a_full_disk_keeps_the_earlier_export(tmp_path):
     with small_disk(512 * 1024) as (disk, limit):
         out = disk / "spans.jsonl"
@@ -266,7 +276,7 @@ def test_soak_and_quality_killed_mid_run_keep_every_finished_recording(tmp_path,
         args = ("soak", "--mode", "spec", "--k", "4", "--max-tokens", "6", "--threads", "1", "--duration", "120",
                 "--out", str(out))
     else:
-        args = ("quality", "--only", "quality-json,quality-list", "--max-tokens", "24", "--threads", "1",
+        args = ("quality", "--only", "quality-json-capital", "quality-tool-weather", "--max-tokens", "24", "--threads", "1",
                 "--repeats", "3", "--out", str(out))
     proc = start(*args)
     kill_when(proc, lambda: len(_complete_recordings(out)) >= 2)
@@ -360,7 +370,8 @@ def test_draft_memory_save_killed_keeps_the_saved_memory_and_the_next_run_adds_t
 def test_tune_killed_while_writing_its_result_keeps_the_previous_result(tmp_path):
     cache = tmp_path / "cache"
     env = {"XDG_CACHE_HOME": str(cache)}
-    args = ("tune", "--json", "--tiers", "short", "--reps", "1", "--max-tokens", "8", "--threads", "1")
+    # --reps 0: predictions only (the curves and calibrations, cached by the first run, are the cost)
+    args = ("tune", "--json", "--tiers", "short", "--reps", "0", "--max-tokens", "8", "--threads", "1")
     first = cli(*args, env=env, timeout=600)
     assert first.returncode == 0, first.stderr
     (result,) = (cache / "spectui" / "tune").glob("*.json")

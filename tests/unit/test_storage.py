@@ -293,3 +293,36 @@ def test_recordings_are_0600_and_the_recordings_folder_is_tightened_once(tmp_pat
     with RecordingWriter(user_folder / "run.spectui") as w:  # a folder the user named keeps its modes
         w.write(events[0])
     assert mode(user_folder) == 0o755 and mode(user_folder / "run.spectui") == 0o600
+
+
+def test_a_recording_on_a_full_disk_keeps_every_complete_record_and_says_so(tmp_path):
+    from spectui.recording.reader import read_recording
+    from tests.faults import python
+
+    code = (
+        "import sys\n"
+        "from spectui.errors import SpectuiError\n"
+        "from spectui.recording.reader import read_recording\n"
+        "from spectui.recording.writer import RecordingWriter\n"
+        f"events = read_recording({str(RECORDING)!r}).events\n"
+        "w = RecordingWriter(sys.argv[1] if len(sys.argv) > 1 else {path!r})\n"
+        "try:\n"
+        "    w.write(events[0])\n"
+        "    for _ in range(10_000):\n"
+        "        for ev in events[1:-1]:\n"
+        "            w.write(ev)\n"
+        "    w.close()\n"
+        "except SpectuiError as exc:\n"
+        "    print(f'spectui: error: {exc}', file=sys.stderr)\n"
+        "    sys.exit(2)\n"
+    )
+    with small_disk(128 * 1024) as (disk, limit):
+        path = disk / "run.spectui"
+        proc = python(code.replace("{path!r}", repr(str(path))), preexec=limit)
+        assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+        assert "cannot write recording" in proc.stderr
+        rec = read_recording(path)  # every complete record is there; the cut one is a torn tail
+        assert not rec.complete and len(rec.events) > 10
+        path.unlink()
+        ok = python(code.replace("range(10_000)", "range(1)").replace("{path!r}", repr(str(path))), preexec=limit)
+        assert ok.returncode == 0, ok.stderr  # the next run works once there is room
