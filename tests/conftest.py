@@ -80,3 +80,55 @@ def any_engine(request):
     """One test body over both backends: the llama.cpp engine, then the MLX one."""
     return request.getfixturevalue("engine" if request.param == "llamacpp" else "mlx_engine")
 
+
+
+# -- tiers ------------------------------------------------------------------------------------
+# `pytest -m "not slow"` is the fast tier: no model is loaded, no wheel built, no server or
+# second process with a model started. A test is slow when its folder runs real engines or
+# servers throughout (backends/, server/), when it is a command-line or dashboard test outside
+# the modules that work on checked-in recordings alone (FAST_MODULES), when it asks for a
+# fixture that loads a model, or when its module or function says so (`@pytest.mark.slow`).
+# The fast tier checks itself: a test outside the slow tier that loads a model in this
+# process fails and says it must be marked.
+
+SLOW_FOLDERS = {"backends", "server"}
+#: command-line and dashboard modules whose tests read checked-in recordings and load no model
+#: (a test among them that does is marked slow itself)
+FAST_MODULES = {
+    "functional/test_diff_cli.py", "functional/test_outputs_unchanged.py", "functional/test_otel_cli.py",
+    "ui/test_snapshots.py", "ui/test_live.py", "ui/test_history_screen.py", "ui/test_envelope_header.py",
+}
+#: fixtures that load a model (or start the engine thread on one)
+MODEL_FIXTURES = {"engine", "mlx_engine", "any_engine", "runner", "llama", "tuned"}
+
+
+def pytest_collection_modifyitems(config, items):  # noqa: ANN001
+    tests = os.path.join(REPO, "tests")
+    for item in items:
+        module = os.path.relpath(str(item.fspath), tests).replace(os.sep, "/")
+        folder = module.split("/")[0]
+        if folder == "ui":
+            item.add_marker(pytest.mark.ui)
+        if folder == "server":
+            item.add_marker(pytest.mark.server)
+        slow_folder = folder in SLOW_FOLDERS or (folder in ("functional", "ui") and module not in FAST_MODULES)
+        if slow_folder or MODEL_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture(autouse=True)
+def _fast_tier_loads_no_model(request, monkeypatch):
+    if request.node.get_closest_marker("slow") is not None:
+        return
+
+    def refuse(*_args, **_kwargs):
+        raise AssertionError(f"{request.node.nodeid} loads a model: mark it slow (pytest.mark.slow)")
+
+    # where weights are read: llama.cpp's model load, and MLX's where MLX is already imported
+    # (bad input refused before that point, as the one-line-error tests check, is fast)
+    from spectui.engine.llamacpp import LlamaModel
+
+    monkeypatch.setattr(LlamaModel, "__init__", refuse)
+    mlx = sys.modules.get("spectui.engine.mlx")
+    if mlx is not None:
+        monkeypatch.setattr(mlx, "open_mlx_models", refuse)

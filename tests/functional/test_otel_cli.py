@@ -159,6 +159,7 @@ def test_export_of_a_torn_recording(tmp_path):
     assert set(spans) == SPANS and "spectui.draft.tokens.drafted" in metrics
 
 
+@pytest.mark.slow
 def test_a_live_headless_run_writes_its_telemetry(tmp_path):
     out = tmp_path / "live.jsonl"
     proc = run_cli(

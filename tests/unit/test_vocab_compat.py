@@ -80,6 +80,7 @@ def test_engine_load_refuses_the_changed_draft_naming_the_token(qwen_like):
         Engine.load(config)
 
 
+@pytest.mark.slow  # it reaches llama.cpp's loader (which refuses a file without weights)
 def test_engine_load_passes_the_vocabulary_check_for_the_padded_pair(qwen_like):
     """The pair gets past the vocabulary check; loading then fails only because these files
     carry no weights (llama.cpp's own error, not a vocabulary refusal)."""
