@@ -76,7 +76,7 @@ def plain_number(value: float, decimals: int) -> str:
 
 
 def nice_ticks(lo: float, hi: float, n: int = TICKS) -> tuple[tuple[float, float], list[float], list[str]]:
-    """(limits, tick values, labels) covering ``lo``..``hi`` at a round step (1, 2 or 5 x 10^k):
+    """(limits, tick values, labels) covering ``lo``..``hi`` at a round step (1, 2, 2.5 or 5 x 10^k):
     ``nice_ticks(74.2, 75.8)`` ticks 74.0, 74.5 ... 76.0. One value gets a small span around it."""
     if not (math.isfinite(lo) and math.isfinite(hi)):
         lo, hi = 0.0, 1.0
