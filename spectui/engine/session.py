@@ -29,7 +29,7 @@ from spectui.engine.suffix import SuffixDrafter
 from spectui.engine.suffix_memory import SuffixMemory
 from spectui.models.gguf import read_gguf
 from spectui.models.vocab import VocabFacts, draft_incompatibility
-from spectui.engine.llamacpp import LlamaCppBackend, LlamaModel
+from spectui.engine.llamacpp import LlamaCppBackend, LlamaModel, deterministic_guarantee
 from spectui.engine.noise import batch_noise
 from spectui.engine.policy import FallbackPolicy, ladder
 from spectui.models.chat import apply_chat_template
@@ -59,6 +59,10 @@ class Engine:
         #: the conversation whose turns the KV caches hold ("" = none): only its next turn
         #: keeps their prefix (see ``reuses_cache``)
         self._cache_owner = ""
+        #: block sizes this engine's target and draft model have evaluated once since the load
+        #: (``warm_up``), and what the warm-up for the next run cost: (ms, sizes)
+        self._warm: set[tuple[str, int]] = set()
+        self._warmup: tuple[float, list[int]] = (0.0, [])
         #: the suffix drafter's memory of this target's vocabulary, opened on first use (its
         #: load rebuilds an index: about a second at the default cap, paid once per engine)
         self._suffix_memory: SuffixMemory | None = None
@@ -71,11 +75,19 @@ class Engine:
             # imported here: mlx and mlx-lm load only for sessions that ask for them
             from spectui.engine.mlx import open_mlx_models
 
+            if config.backend.deterministic:
+                raise SpectuiError(
+                    "--deterministic: no batch-invariant setting is known for MLX (its kernels are chosen by shape); "
+                    "use --backend llamacpp"
+                )
+
             draft_source = config.draft.source if config.mode == "spec" and config.draft.has_model else None
             mlx_target, mlx_draft = open_mlx_models(config.target, draft_source, config.backend)
             return cls(mlx_target, mlx_draft, config)
         if config.backend.name != "llamacpp":  # a server is spectui.sessions.open_engine's to pick
             raise SpectuiError(f"the embedded engine runs llamacpp or mlx, not {config.backend.name!r}")
+        if config.backend.deterministic:
+            deterministic_guarantee(config.backend)  # refused here, before a model loads, where it cannot hold
         target_info = read_gguf(resolve_model(config.target))
         draft_info = None
         if config.mode == "spec" and config.draft.has_model:
@@ -209,6 +221,49 @@ class Engine:
         assert isinstance(self.target, MLXBackend)
         return MLXBackend.open(self.target.model.path, settings, share_with=self.target)
 
+    def block_sizes(self, config: RunConfig) -> list[int]:
+        """Every number of tokens ``config``'s run can evaluate at once on the target after the
+        prefill: 1 (an AR step) and K + 1 for each draft length K it can use (a verification
+        block is the pending token and K drafts). The fallback policy's rungs may shrink K."""
+        if config.mode == "ar":
+            return [1]
+        d = config.draft
+        ks = set(range(d.k_min, d.k_max + 1)) if d.adaptive else {d.k}
+        if config.policy.enabled:
+            ks |= {r.k for r in ladder(config) if r.k}
+        return sorted({1, *(k + 1 for k in ks if k > 0)})
+
+    def warm_up(self, config: RunConfig, *, before: Callable[[], object] | None = None) -> tuple[float, list[int]]:
+        """Evaluate once, from an empty cache, each block size ``config``'s run can use that this
+        engine has not evaluated since the load (and one token on a draft model), so that no
+        measured step pays a kernel's first use (Metal compiles a pipeline per kernel and
+        shape). ``before`` is called first when there is anything to do (the dashboard says
+        "warming up"). Returns the time it took in ms and the sizes; the next ``run`` records
+        both in its header. A conversation's later turn keeps its caches: nothing is done."""
+        if self.reuses_cache(config):
+            return 0.0, []
+        parts: list[tuple[str, Backend, int]] = [("target", self.target, n) for n in self.block_sizes(config)]
+        if self.draft_model is not None and config.mode == "spec" and config.draft.has_model:
+            parts.append(("draft", self.draft_model, 1))
+        todo = [p for p in parts if (p[0], p[2]) not in self._warm]
+        if not todo:
+            return 0.0, []
+        if before is not None:
+            before()
+        tokens = self.prepare_prompt(config)[1]
+        t0 = time.perf_counter()
+        for role, backend, n in todo:
+            backend.truncate(0)
+            backend.eval((tokens * (n // len(tokens) + 1))[:n], all_logits=n > 1)
+            backend.truncate(0)
+            self._warm.add((role, n))
+        ms = (time.perf_counter() - t0) * 1000.0
+        sizes = sorted({n for role, _, n in todo if role == "target"})
+        previous_ms, previous_sizes = self._warmup
+        self._warmup = (previous_ms + ms, sorted({*previous_sizes, *sizes}))
+        self._cache_owner = ""  # the caches hold nothing of a conversation now
+        return ms, sizes
+
     def deterministic_target(self) -> Backend | None:
         """A second context over the target's weights with the batch-invariant settings
         (``--deterministic``), for measuring what they cost; None where no such setting is
@@ -272,6 +327,9 @@ class Engine:
         config = self.seed_cost(config)
         header = self.header(config, prompt_text, prompt_tokens)  # fingerprints: not the model's time
         header.batch_noise = self.calibrate(config, prompt_tokens=len(prompt_tokens))
+        self.warm_up(config)  # nothing when a dashboard warmed this engine for the run already
+        header.warmup_ms, header.warmup_sizes = round(self._warmup[0], 3), self._warmup[1]
+        self._warmup = (0.0, [])
         reuse = self.reuses_cache(config)
         self._cache_owner = config.conversation
         drafter = self.make_drafter(config, reuse=reuse)

@@ -207,6 +207,11 @@ class Header(msgspec.Struct, tag=1, kw_only=True):
     #: recording made here from its stream; "" = run on the machine that recorded it.
     #: ``artifacts.host`` and the memory samples are then the node's.
     node: str = ""
+    #: 1.6: milliseconds spent before this run evaluating, once each, the block sizes it can
+    #: use that the loaded engine had not run yet (so no measured step pays a kernel's first
+    #: use), and those sizes; 0 and [] when the engine was warm already
+    warmup_ms: float = 0.0
+    warmup_sizes: list[int] = msgspec.field(default_factory=list)
 
 
 INTERLEAVED_CLOCK = "own-steps (interleaved; the other session's time removed)"

@@ -45,6 +45,8 @@ _POLL_S = 0.25
 #: The loading detail the dashboard shows while a first greedy run calibrates its batch noise
 #: (what, and how long; the controller adds why in a notification: ``CALIBRATION_NOTICE``).
 CALIBRATING = CALIBRATION_DETAIL
+#: ... and while a run's block sizes are evaluated once before it, unmeasured (``Engine.warm_up``)
+WARMING_UP = "warming up: one evaluation per block size, not measured"
 
 
 @dataclass
@@ -244,6 +246,9 @@ class SessionRunner:
             # a first greedy run at these settings calibrates the batch noise (seconds): say so
             # now, rather than leave the dashboard showing a run that has not started
             engine.calibrate(request.config, before=lambda: request.post(SessionStatus(request.run_id, "loading", CALIBRATING)))
+            warm_up = getattr(engine, "warm_up", None)  # the embedded engine's; a server warms its own kernels
+            if warm_up is not None:
+                warm_up(request.config, before=lambda: request.post(SessionStatus(request.run_id, "loading", WARMING_UP)))
         except SpectuiError as exc:
             request.post(SessionFinished(request.run_id, error=str(exc)))
             return None
