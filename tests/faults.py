@@ -88,13 +88,10 @@ def read_only(folder: Path) -> Iterator[Path]:
     """``folder`` read-only for the test (root ignores modes: a read-only bind mount then)."""
     if os.geteuid() == 0:
         proc = subprocess.run(["mount", "--bind", "-o", "ro", str(folder), str(folder)], capture_output=True)
-        if proc.returncode != 0:  # no bind mounts here: the mode alone (meaningful as a user)
-            os.chmod(folder, 0o555)
-            try:
-                yield folder
-            finally:
-                os.chmod(folder, 0o755)
-            return
+        if proc.returncode != 0:  # root ignores modes, and this container allows no mounts
+            import pytest
+
+            pytest.skip("a read-only folder needs a bind mount as root, and this machine allows none")
         subprocess.run(["mount", "-o", "remount,bind,ro", str(folder)], check=False)
         try:
             yield folder

@@ -370,8 +370,8 @@ def test_draft_memory_save_killed_keeps_the_saved_memory_and_the_next_run_adds_t
 def test_tune_killed_while_writing_its_result_keeps_the_previous_result(tmp_path):
     cache = tmp_path / "cache"
     env = {"XDG_CACHE_HOME": str(cache)}
-    # --reps 0: predictions only (the curves and calibrations, cached by the first run, are the cost)
-    args = ("tune", "--json", "--tiers", "short", "--reps", "0", "--max-tokens", "8", "--threads", "1")
+    # one prompt, --reps 0 (predictions only): the verify-cost curves and calibrations are the cost
+    args = ("tune", "--json", "--prompt", "Say hi.", "--reps", "0", "--max-tokens", "8", "--threads", "1")
     first = cli(*args, env=env, timeout=600)
     assert first.returncode == 0, first.stderr
     (result,) = (cache / "spectui" / "tune").glob("*.json")
