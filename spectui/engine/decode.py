@@ -54,6 +54,122 @@ def _margins(logits: np.ndarray, best: Sequence[int], n: int) -> tuple[list[int]
     return [m for m, _ in pairs], [r for _, r in pairs]
 
 
+class _Block:
+    """One verified step: the tokens it emits and where each came from, what was drafted and
+    kept, and the emitted tokens' margins (greedy runs that record them)."""
+
+    __slots__ = ("accepted", "draft", "k", "margins", "next", "origins", "tokens")
+
+    def __init__(self, k: int, draft: Draft, tokens: list[int], origins: list[int], accepted: int,
+                 margins: tuple[list[int], list[int]] | None) -> None:
+        self.k, self.draft, self.tokens, self.origins = k, draft, tokens, origins
+        self.accepted, self.margins = accepted, margins
+        self.next = tokens[-1]  # the target's own token after the kept drafts: the next pending
+
+
+def _prefill(target: Backend, prompt: Sequence[int], sampler: Sampler, reuse: bool) -> tuple[int, np.ndarray, int]:
+    """Evaluate the prompt (what the cache does not hold already, when ``reuse``); returns
+    (tokens kept from the cache, the last row of logits, the first token)."""
+    kept = shared_prefix(target.cached, prompt, len(prompt) - 1) if reuse else 0
+    try:
+        target.truncate(kept)
+    except CacheRebuilt:
+        pass  # the kept prefix was evaluated again: exact, only slower
+    logits = target.eval(prompt[kept:], all_logits=False)
+    return kept, logits, sampler.choose(logits[-1])
+
+
+def _propose(active: Drafter, draft_length: DraftLength, history: list[int], limit: int,
+             policy: FallbackPolicy | None) -> tuple[int, Draft, Draft | None]:
+    """(K, the draft to verify, a guess to score instead of verifying) for this step.
+
+    A free drafter (n-gram, suffix) is asked first, then as much of its proposal is verified
+    as its match is worth; a K of 0 (no block pays now) keeps its proposal as a guess, scored
+    against what AR produces, so acceptance keeps being measured at no cost. A draft model is
+    not free: K first (an adaptive 0 probes it now and then), then the model drafts K tokens.
+    A drafter that fails under the fallback policy leaves the step without a draft.
+    """
+    k = 0
+    try:
+        if active.free and draft_length.adaptive:
+            proposal = active.propose(history, min(draft_length.k_max, limit)) if limit > 0 else _NO_DRAFT
+            k = min(draft_length.k_for(proposal.match), limit) if proposal.tokens else 0
+            if k > 0:
+                return k, Draft(proposal.tokens[:k], match=proposal.match), None
+            return k, _NO_DRAFT, proposal if proposal.tokens else None
+        k = min(draft_length.next_k(), limit)
+        return k, (active.propose(history, k) if k > 0 else _NO_DRAFT), None
+    except Exception as exc:
+        if policy is None:
+            raise
+        policy.part_failed("drafter", exc)  # this step goes on without a draft
+        return k, _NO_DRAFT, None
+
+
+def _verify(target: Backend, pending: int, k: int, draft: Draft, sampler: Sampler, with_margins: bool,
+            policy: FallbackPolicy | None) -> _Block:
+    """Evaluate ``[pending, *draft]`` in one pass, keep the accepted prefix and the target's
+    token after it, and roll the cache back past the rejected rest. With nothing drafted (or
+    a verification block that failed under the fallback policy) it is one AR step."""
+    base = target.n_past
+    drafted = draft.tokens
+    if drafted:
+        try:
+            logits = target.eval([pending, *drafted], all_logits=True)
+        except Exception as exc:
+            if policy is None:
+                raise
+            policy.part_failed("verifier", exc)
+            target.truncate(base)  # whatever the failed block wrote; this step goes AR
+            return _ar_step(target, pending, k, sampler, with_margins)
+        margins = None
+        if sampler.greedy:
+            best = logits.argmax(axis=1).tolist()
+            accepted, nxt = verify_greedy(drafted, best)
+            if with_margins:  # the emitted tokens are the best of the first rows
+                margins = _margins(logits, best, accepted + 1)
+        else:
+            accepted, nxt = verify_sampled(drafted, lambda i: sampler.probs(logits[i]), draft.probs, sampler.rng)
+        if accepted < len(drafted):
+            _rollback(target, base + 1 + accepted, policy)
+        origins = [_DRAFT] * accepted
+        origins.append(_BONUS if accepted == len(drafted) else _CORRECTION)
+        return _Block(k, draft, [*drafted[:accepted], nxt], origins, accepted, margins)
+    return _ar_step(target, pending, k, sampler, with_margins)
+
+
+def _ar_step(target: Backend, pending: int, k: int, sampler: Sampler, with_margins: bool) -> _Block:
+    logits = target.eval((pending,), all_logits=False)
+    nxt = sampler.choose(logits[-1])
+    return _Block(k, _NO_DRAFT, [nxt], [_AR], 0, _margins(logits, [nxt], 1) if with_margins else None)
+
+
+def _rollback(target: Backend, n_past: int, policy: FallbackPolicy | None) -> None:
+    """Truncate the target's cache to ``n_past``. A cache that cannot drop the rejected tokens
+    in place is rebuilt by the backend (exact again, but every block now costs a rebuild), and
+    the fallback policy hears of it."""
+    try:
+        target.truncate(n_past)
+    except CacheRebuilt as exc:
+        if policy is not None:
+            policy.part_failed("verifier", exc)
+
+
+def _clip(block: _Block, eog: frozenset[int] | set[int], budget: int) -> str | None:
+    """Cut the block at the first end-of-generation token and at the token budget; returns
+    "stop" when generation ended inside it."""
+    tokens, origins = block.tokens, block.origins
+    finish = None
+    for i, tok in enumerate(tokens):
+        if tok in eog:
+            finish = "stop"
+            del tokens[i + 1:], origins[i + 1:]
+            break
+    if len(tokens) > budget:
+        del tokens[budget:], origins[budget:]
+    return finish
+
+
 def decode(
     target: Backend,
     prompt: Sequence[int],
@@ -82,28 +198,26 @@ def decode(
     the target's cache and evaluates only the rest (at least the last token, whose logits
     the first step needs); ``Prefill.n_cached`` records how many were kept. Otherwise the
     cache is emptied first, so every run's prefill does the same work.
+
+    Each step: ask the policy for the drafter and a cap on K, draft (``_propose``), verify
+    and roll back (``_verify``), cut at the end of generation or the budget (``_clip``),
+    yield the step, then let the draft length and the policy learn from the block.
     """
     clock = time.perf_counter_ns
     t0 = clock() if t0_ns is None else t0_ns
     if (drafter is not None or policy is not None) and draft_length is None:
         raise ValueError("a drafter needs a DraftLength")
-    greedy = sampler.greedy
-    with_margins = greedy and margins
+    with_margins = sampler.greedy and margins
     eog = target.eog_tokens
     piece = target.piece
 
+    # -- prefill: the prompt, and the first token from its last row ----------------------
     t_start = clock()
-    kept = shared_prefix(target.cached, prompt, len(prompt) - 1) if reuse else 0
-    try:
-        target.truncate(kept)
-    except CacheRebuilt:
-        pass  # the kept prefix was evaluated again: exact, only slower
     if policy is not None:
         policy.reset(prompt)
     elif drafter is not None:
         drafter.reset(prompt)
-    logits = target.eval(prompt[kept:], all_logits=False)
-    first = sampler.choose(logits[-1])
+    kept, logits, first = _prefill(target, prompt, sampler, reuse)
     t_end = clock()
     yield Prefill(n_tokens=len(prompt), t_start_us=(t_start - t0) // 1000, t_end_us=(t_end - t0) // 1000, n_cached=kept)
     t_us = (t_end - t0) // 1000
@@ -113,8 +227,7 @@ def decode(
         first_step.margins_milli, first_step.runner_up = _margins(logits[-1:], [first], 1)
     yield first_step
 
-    history = list(prompt)
-    history.append(first)
+    history = [*prompt, first]
     emitted = 1
     pending = first
     if first in eog:
@@ -123,18 +236,14 @@ def decode(
 
     n_ctx = target.n_ctx
     while True:
-        if emitted >= max_tokens:
-            yield End(t_us=t_us, reason="length", n_tokens=emitted)
-            return
-        if stop is not None and stop.is_set():
-            yield End(t_us=t_us, reason="interrupted", n_tokens=emitted)
-            return
         room = n_ctx - target.n_past  # slots for pending + drafts
-        if room < 1:
-            yield End(t_us=t_us, reason="context", n_tokens=emitted)
+        reason = "length" if emitted >= max_tokens else "interrupted" if stop is not None and stop.is_set() else (
+            "context" if room < 1 else None)
+        if reason is not None:
+            yield End(t_us=t_us, reason=reason, n_tokens=emitted)
             return
 
-        # -- policy ------------------------------------------------------------------
+        # -- policy: which drafter, and a cap on K -------------------------------------
         active, k_cap = drafter, MAX_DRAFT_LENGTH
         if policy is not None:
             change = policy.decide((clock() - t0) // 1000)
@@ -142,111 +251,36 @@ def decode(
                 yield change
             active, k_cap = policy.drafter, policy.k
 
-        # -- draft -------------------------------------------------------------------
+        # -- draft ---------------------------------------------------------------------
         t_a = clock()
-        k = 0
-        draft = _NO_DRAFT
-        guess = None
-        if active is not None:
-            limit = min(k_cap, max_tokens - emitted - 1, room - 1)  # the budget, the context
-            try:
-                if active.free and draft_length.adaptive:
-                    # asking costs nothing: look first, then verify as much of the proposal as
-                    # its match is worth; K = 0 (no block pays now) scores its first token
-                    # against what AR produces instead, so acceptance keeps being measured
-                    proposal = active.propose(history, min(draft_length.k_max, limit)) if limit > 0 else _NO_DRAFT
-                    k = min(draft_length.k_for(proposal.match), limit) if proposal.tokens else 0
-                    if k > 0:
-                        draft = Draft(proposal.tokens[:k], match=proposal.match)
-                    elif proposal.tokens:
-                        guess = proposal
-                else:  # a draft model: K first (an adaptive 0 probes it now and then)
-                    k = min(draft_length.next_k(), limit)
-                    if k > 0:
-                        draft = active.propose(history, k)
-            except Exception as exc:
-                if policy is None:
-                    raise
-                policy.part_failed("drafter", exc)  # this step goes on without a draft
-        drafted = draft.tokens
-        n_drafted = len(drafted)
+        k, draft, guess = 0, _NO_DRAFT, None
+        if active is not None:  # the budget and the context limit K too
+            k, draft, guess = _propose(active, draft_length, history, min(k_cap, max_tokens - emitted - 1, room - 1), policy)
         t_b = clock()
 
-        # -- verify ------------------------------------------------------------------
-        base = target.n_past
-        logits = None
-        if n_drafted:
-            try:
-                logits = target.eval([pending, *drafted], all_logits=True)
-            except Exception as exc:
-                if policy is None:
-                    raise
-                policy.part_failed("verifier", exc)
-                target.truncate(base)  # whatever the failed block wrote; this step goes AR
-                draft, drafted, n_drafted = _NO_DRAFT, [], 0
-        if logits is not None:
-            if greedy:
-                best = logits.argmax(axis=1).tolist()
-                accepted, nxt = verify_greedy(drafted, best)
-                if with_margins:  # the emitted tokens are the best of the first rows
-                    top2 = _margins(logits, best, accepted + 1)
-            else:
-                accepted, nxt = verify_sampled(drafted, lambda i: sampler.probs(logits[i]), draft.probs, sampler.rng)
-            if accepted < n_drafted:
-                try:
-                    target.truncate(base + 1 + accepted)
-                except CacheRebuilt as exc:  # exact again, but each block now costs a rebuild
-                    if policy is not None:
-                        policy.part_failed("verifier", exc)
-            tokens = drafted[:accepted]
-            tokens.append(nxt)
-            origins = [_DRAFT] * accepted
-            origins.append(_BONUS if accepted == n_drafted else _CORRECTION)
-        else:
-            logits = target.eval((pending,), all_logits=False)
-            accepted, nxt = 0, sampler.choose(logits[-1])
-            tokens = [nxt]
-            origins = [_AR]
-            if with_margins:
-                top2 = _margins(logits, [nxt], 1)
+        # -- verify, accept or roll back -----------------------------------------------
+        block = _verify(target, pending, k, draft, sampler, with_margins, policy)
         t_c = clock()
         t_us = (t_c - t0) // 1000
-
-        # -- stop inside the block: budget or end-of-generation ----------------------
-        finish = None
-        for i, tok in enumerate(tokens):
-            if tok in eog:
-                finish = "stop"
-                del tokens[i + 1:], origins[i + 1:]
-                break
-        budget = max_tokens - emitted
-        if len(tokens) > budget:
-            del tokens[budget:], origins[budget:]
+        finish = _clip(block, eog, max_tokens - emitted)
+        tokens = block.tokens
         emitted += len(tokens)
-
-        step = Step(
-            tokens,
-            origins,
-            [piece(t) for t in tokens],
-            [t_us] * len(tokens),
-            k,
-            n_drafted,
-            accepted,
-            (t_b - t_a) // 1000,
-            (t_c - t_b) // 1000,
-            draft.forwards,
-        )
-        if with_margins:
-            step.margins_milli, step.runner_up = top2[0][: len(tokens)], top2[1][: len(tokens)]
+        n_drafted = len(block.draft.tokens)
+        step = Step(tokens, block.origins, [piece(t) for t in tokens], [t_us] * len(tokens), k, n_drafted,
+                    block.accepted, (t_b - t_a) // 1000, (t_c - t_b) // 1000, block.draft.forwards)
+        if block.margins is not None:
+            step.margins_milli, step.runner_up = block.margins[0][: len(tokens)], block.margins[1][: len(tokens)]
         yield step
         if finish is not None:
             yield End(t_us=t_us, reason=finish, n_tokens=emitted)
             return
+
+        # -- learn from the block ------------------------------------------------------
         history.extend(tokens)
-        pending = nxt
+        pending = block.next
         if draft_length is not None:
             if guess is not None:
-                draft_length.shadow(guess.tokens[0] == nxt, guess.match)
-            draft_length.update(k, n_drafted, accepted, (t_c - t_b) / 1000, draft.match)
+                draft_length.shadow(guess.tokens[0] == pending, guess.match)
+            draft_length.update(k, n_drafted, block.accepted, (t_c - t_b) / 1000, block.draft.match)
         if policy is not None:
-            policy.observe_block(n_drafted, accepted)
+            policy.observe_block(n_drafted, block.accepted)
