@@ -1,0 +1,77 @@
+"""Warm-up after load: a run's block sizes are evaluated once, unmeasured, before it (their time
+in the header), so the first measured block of a new size costs what later blocks of that
+size cost. The embedded model drafts for itself greedily (every block is K + 1 tokens), three
+runs on one engine, each with a new K."""
+
+from __future__ import annotations
+
+import statistics
+
+import msgspec
+import pytest
+
+from spectui.config import BackendConfig, DraftConfig, RunConfig
+from spectui.recording.schema import Header, Step
+
+pytestmark = pytest.mark.slow
+
+#: the first block of a size may cost this much more than the median of the later ones
+TOLERANCE = 1.2
+
+
+def _runs(model_path: str, ks: tuple[int, ...]) -> list[tuple[Header, list[Step]]]:
+    from spectui.engine.session import Engine
+
+    base = RunConfig(target=model_path, mode="spec", prompt="1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12,", chat=False, max_tokens=200,
+                     draft=DraftConfig(source=model_path, k=ks[0]), backend=BackendConfig(n_ctx=1024))
+    out = []
+    with Engine.load(base) as engine:
+        for k in ks:
+            config = msgspec.structs.replace(base, draft=DraftConfig(source=model_path, k=k))
+            events = list(engine.run(config, memory_interval_s=None))
+            out.append((events[0], [e for e in events if type(e) is Step and e.drafted]))
+    return out
+
+
+def test_first_block_of_each_new_size_costs_what_the_later_ones_do(model_path):
+    ks = (3, 6, 12)
+    runs = _runs(model_path, ks)
+    ratios = []
+    for k, (header, steps) in zip(ks, runs):
+        assert header.warmup_sizes == ([1, k + 1] if k == ks[0] else [k + 1]) and header.warmup_ms > 0
+        full = [s for s in steps if s.drafted == k]
+        assert len(full) >= 4, f"K={k}: only {len(full)} full blocks"
+        later = statistics.median(s.verify_us for s in full[1:])
+        ratios.append(full[0].verify_us / later)
+        print(f"K={k}: warm-up {header.warmup_ms:.1f} ms for sizes {header.warmup_sizes}; first block "
+              f"{full[0].verify_us} us, median of the next {len(full) - 1}: {later:.0f} us, ratio {ratios[-1]:.2f}")
+    assert max(ratios) <= TOLERANCE, ratios
+
+
+def test_the_dashboard_says_warming_up_once_per_new_block_size(model_path):
+    """Through the runner the dashboard uses: the first run of a loaded engine, and a run with a
+    new K, say "warming up" before they start; a run at sizes already warm does not."""
+    import queue
+    import threading
+
+    from spectui.sessions.notes import SessionFinished, SessionStatus
+    from spectui.sessions.runner import WARMING_UP, SessionRequest, SessionRunner
+
+    notes: queue.Queue = queue.Queue()
+    runner = SessionRunner()
+    thread = threading.Thread(target=runner.serve, daemon=True)
+    thread.start()
+    base = RunConfig(target=model_path, prompt="Say hi.", mode="spec", max_tokens=4, backend=BackendConfig(n_ctx=512))
+    configs = [base, base, msgspec.structs.replace(base, draft=DraftConfig(k=7))]  # n-gram K=4, again, K=7
+    seen = []
+    try:
+        for run_id, config in enumerate(configs, start=1):
+            runner.submit(SessionRequest(run_id=run_id, config=config, stop=threading.Event(), post=notes.put))
+            while not isinstance(note := notes.get(timeout=300), SessionFinished):
+                if isinstance(note, SessionStatus) and note.detail == WARMING_UP:
+                    seen.append(note.run_id)
+            assert not note.error, note.error
+    finally:
+        runner.shutdown()
+        thread.join(60)
+    assert seen == [1, 3]
