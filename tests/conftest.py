@@ -96,6 +96,7 @@ SLOW_FOLDERS = {"backends", "server"}
 #: (a test among them that does is marked slow itself)
 FAST_MODULES = {
     "functional/test_diff_cli.py", "functional/test_outputs_unchanged.py", "functional/test_otel_cli.py",
+    "functional/test_writes_survive.py",
     "ui/test_snapshots.py", "ui/test_live.py", "ui/test_history_screen.py", "ui/test_envelope_header.py",
 }
 #: fixtures that load a model (or start the engine thread on one)
