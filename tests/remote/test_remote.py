@@ -20,19 +20,21 @@ import pytest
 
 from spectui import __version__
 from spectui.recording.reader import read_recording
-from spectui.recording.schema import End, Prefill, Step
+from spectui.recording.schema import End, MemorySample, Prefill, Step
 from spectui.remote.ssh import mismatch
 from spectui.remote.wire import Hello
 from tests.conftest import REPO
 from tests.remote.conftest import Node, node_spectui_processes, second_home
 
 pytestmark = pytest.mark.server
-TIMEOUT_S = 120
+#: a bound for one command; runs that load a model share two cores with whatever else runs
+TIMEOUT_S = 300
 
 
-def spectui(node: Node, *args: str, stdin: str | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+def spectui(node: Node, *args: str, stdin: str | None = None, env: dict[str, str] | None = None,
+            timeout: float = TIMEOUT_S) -> subprocess.CompletedProcess:  # fmt: skip
     return subprocess.run(
-        [sys.executable, "-m", "spectui", *args], capture_output=True, text=True, input=stdin, timeout=TIMEOUT_S, cwd=REPO,
+        [sys.executable, "-m", "spectui", *args], capture_output=True, text=True, input=stdin, timeout=timeout, cwd=REPO,
         env=env or node.environ(),
     )
 
@@ -219,9 +221,24 @@ def test_a_sweep_on_two_nodes_groups_by_node_in_history(node, tmp_path):
 def test_tune_runs_on_the_node_keeps_its_result_there_and_reports_here(node):
     cache = Path(second_home(node.folder)[0])
     proc = spectui(node, "tune", "--host", "node-b", "--prompt", "Repeat: the quick brown fox.", "--max-tokens", "16",
-                   "--reps", "0", "--threads", "1", "--json")  # fmt: skip
+                   "--reps", "0", "--threads", "1", "--json", timeout=600)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert doc["curve"]["relative"][0] == 1.0 and doc["tiers"]  # measured on the node, printed here
     stored = [p for p in cache.rglob("*.json") if "tune" in str(p.relative_to(cache))]
     assert stored, f"node-b's tune result belongs in node-b's cache ({cache})"
+
+
+@pytest.mark.slow
+def test_soak_and_quality_run_on_the_node(node, tmp_path):
+    soak = spectui(node, "soak", "--host", "node-a", "--duration", "4", "--prompt", "Name a colour.", "--max-tokens", "16",
+                   "--threads", "1", "--out", str(tmp_path / "soak"), "--json")  # fmt: skip
+    assert soak.returncode in (0, 1) and json.loads(soak.stdout)["folder"] == str(tmp_path / "soak"), soak.stderr  # 1: judged
+    recordings = [read_recording(p) for p in sorted((tmp_path / "soak").glob("*.spectui"))]
+    assert recordings and all(r.complete and r.header.node == "node-a" for r in recordings)
+    assert any(type(e) is MemorySample for r in recordings for e in r.events)  # the node's memory, sampled there
+    quality = spectui(node, "quality", "--host", "node-a", "--only", "quality-json-capital", "--threads", "1",
+                      "--out", str(tmp_path / "quality"), "--json")  # fmt: skip
+    assert quality.returncode == 0, quality.stderr
+    graded = sorted((tmp_path / "quality").glob("*.spectui"))
+    assert len(graded) == 2 and all(read_recording(p).header.node == "node-a" for p in graded)  # AR and speculative
