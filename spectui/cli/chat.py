@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from spectui.cli.common import StopOnSignal, add_host_argument, add_run_arguments, config_from_args, gave_prompt
+from spectui.cli.common import StopOnSignal, add_host_argument, add_old_spelling, add_run_arguments, config_from_args, gave_prompt
 from spectui.cli.run import end_output, engine_failed
 from spectui.errors import SpectuiError
 
@@ -36,7 +36,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                       help="re-run every turn of the conversation recorded in DIR with its messages, in --mode"
                       " (default: the other mode: its AR baseline), recorded beside it")
     rec = chat.add_mutually_exclusive_group()
-    rec.add_argument("--record-dir", metavar="DIR", default=None, help="the conversation's folder (default: recordings/chat-<time>/)")
+    rec.add_argument("--out", metavar="DIR", default=None, help="the conversation's folder (default: recordings/chat-<time>/)")
+    add_old_spelling(chat, "--record-dir", "out", metavar="DIR")  # outside the group: argparse cannot list a hidden member
     rec.add_argument("--no-record", action="store_true", help="do not record the turns")
     add_run_arguments(chat)
     add_host_argument(chat)
@@ -115,7 +116,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
         return _rerun(args)
     system, given = read_messages(args.messages) if args.messages is not None else (args.system, None)
     first = base.prompt if gave_prompt(args) else None
-    folder = Path(args.record_dir) if args.record_dir else None
+    folder = Path(args.out) if args.out else None
     conv = Conversation.start(system=system or base.system, record=not args.no_record, folder=folder)
     turns = iter(given) if given is not None else _stdin_turns(first)
     return _converse(args, base, conv, (conv.next_config(base, user) if reply is None else (conv.next_config(base, user), reply) for user, reply in turns))
@@ -198,4 +199,3 @@ def turn_line(config: RunConfig, s: Summary) -> str:
     if config.mode == "spec" and config.backend.name != "server":
         line += f" | acceptance {f(s.acceptance_rate, '.3f')} ({s.accepted}/{s.drafted})"
     return line
-

@@ -24,10 +24,56 @@ if TYPE_CHECKING:
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line (``SpectuiError``, exit 2), like every other error."""
+    """argparse, but a usage error is one line (``SpectuiError``, exit 2), like every other error;
+    and old spellings that took a value where the flag now takes none (``tune --charts on``)
+    still parse (README.md, "One vocabulary for every command")."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
         raise SpectuiError(message)
+
+    def parse_known_args(self, args=None, namespace=None):  # noqa: ANN001, ANN201 - argparse's own signature
+        if args is not None:
+            args = new_spellings(list(args))
+        return super().parse_known_args(args, namespace)
+
+
+#: ``--charts on|off`` (tune, before one vocabulary): now ``--charts`` / ``--no-charts``
+_VALUED_OLD_FLAGS = {("--charts", "on"): "--charts", ("--charts", "off"): "--no-charts"}
+
+
+def new_spellings(args: list[str]) -> list[str]:
+    """``--charts on`` / ``--charts=off`` as today's ``--charts`` / ``--no-charts``."""
+    out, i = [], 0
+    while i < len(args):
+        flag, _, value = args[i].partition("=")
+        if value and (flag, value) in _VALUED_OLD_FLAGS:
+            out.append(_VALUED_OLD_FLAGS[(flag, value)])
+        elif i + 1 < len(args) and (args[i], args[i + 1]) in _VALUED_OLD_FLAGS:
+            out.append(_VALUED_OLD_FLAGS[(args[i], args[i + 1])])
+            i += 1
+        else:
+            out.append(args[i])
+        i += 1
+    return out
+
+
+def add_charts_arguments(p: argparse.ArgumentParser, what: str) -> None:
+    """``--charts`` / ``--no-charts`` (default: when stdout is a terminal), the same on every command."""
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--charts", action="store_true", default=None, help=f"draw {what} as text charts (default: when stdout is a terminal)")
+    g.add_argument("--no-charts", dest="charts", action="store_false", help="leave the charts out")
+
+
+def add_old_spelling(p: argparse.ArgumentParser, flag: str, dest: str, **kwargs: object) -> None:
+    """An old spelling of a flag, hidden from ``--help``, that still works (one vocabulary)."""
+    p.add_argument(flag, dest=dest, default=argparse.SUPPRESS, help=argparse.SUPPRESS, **kwargs)
+
+
+class JoinComma(argparse.Action):
+    """An old space-separated list flag (``--only A B``) read as today's comma list ("A,B")."""
+
+    def __call__(self, parser, namespace, values, option_string=None):  # noqa: ANN001, ANN204
+        setattr(namespace, self.dest, ",".join(values))
 
 
 # -- the run flags ------------------------------------------------------------------------
@@ -36,8 +82,10 @@ class Parser(argparse.ArgumentParser):
 def add_run_arguments(p: argparse.ArgumentParser) -> None:
     """Every knob of one session: run, compare (live), sweep, soak and quality take them all."""
     d_run, d_draft, d_samp, d_back, d_pol = RunConfig(), DraftConfig(), SamplingConfig(), BackendConfig(), PolicyConfig()
-    p.add_argument("--backend", choices=["llamacpp", "mlx"], default=d_back.name)
-    p.add_argument("--target", default="", help="target GGUF path (default: the embedded SmolLM2-135M)")
+    p.add_argument("--backend", choices=["llamacpp", "mlx"], default=d_back.name,
+                   help=f"the engine that runs the model: llamacpp (llama.cpp) or mlx (MLX) (default {d_back.name})")
+    p.add_argument("--target", default="", metavar="MODEL",
+                   help="the model to run: a GGUF path, or a name that `spectui models` lists (default: the embedded SmolLM2-135M)")
     # default None: "spec" for the embedded engine, "ar" with --server (whose drafting, if
     # any, is the server's own configuration: --mode spec only labels the run)
     p.add_argument("--mode", choices=["ar", "spec"], default=None, help=f"default: {d_run.mode}; ar with --server")
@@ -51,10 +99,12 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                    help="choose K each step from the measured verify cost and recent acceptance (0 = no draft when none pays)")
     p.add_argument("--p-min", type=float, default=d_draft.p_min,
                    help="draft model confidence: stop a draft where the draft's top token probability is below P (0 = off)")
-    p.add_argument("--k-min", type=int, default=d_draft.k_min)
-    p.add_argument("--k-max", type=int, default=d_draft.k_max)
-    p.add_argument("--ngram-min", type=int, default=d_draft.ngram_min)
-    p.add_argument("--ngram-max", type=int, default=d_draft.ngram_max)
+    p.add_argument("--k-min", type=int, default=d_draft.k_min, help=f"the shortest draft a chosen K may be (default {d_draft.k_min})")
+    p.add_argument("--k-max", type=int, default=d_draft.k_max, help=f"the longest draft a chosen K may be (default {d_draft.k_max})")
+    p.add_argument("--ngram-min", type=int, default=d_draft.ngram_min,
+                   help=f"n-gram drafting: the fewest recent tokens looked up in the text so far (default {d_draft.ngram_min})")
+    p.add_argument("--ngram-max", type=int, default=d_draft.ngram_max,
+                   help=f"n-gram drafting: the most recent tokens looked up in the text so far (default {d_draft.ngram_max})")
     p.add_argument("--draft-temperature", type=float, default=None, help="draft model's own temperature")
     p.add_argument(
         "--fallback",
@@ -65,9 +115,10 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fallback-floor", type=float, default=d_pol.acceptance_floor, help="acceptance floor of the fallback policy")
     p.add_argument("--fallback-window", type=int, default=d_pol.window_blocks, help="drafted blocks per acceptance window")
     p.add_argument("--temperature", type=float, default=d_samp.temperature, help="0 = greedy")
-    p.add_argument("--top-k", type=int, default=d_samp.top_k)
-    p.add_argument("--top-p", type=float, default=d_samp.top_p)
-    p.add_argument("--seed", type=int, default=d_samp.seed)
+    p.add_argument("--top-k", type=int, default=d_samp.top_k, help="sampling: only the K most likely tokens (0 = no limit)")
+    p.add_argument("--top-p", type=float, default=d_samp.top_p,
+                   help="sampling: only the most likely tokens whose probabilities add up to P (1 = no limit)")
+    p.add_argument("--seed", type=int, default=d_samp.seed, help=f"sampling: the random seed; the same seed repeats a run (default {d_samp.seed})")
     p.add_argument("--max-tokens", type=int, default=None, help=f"token budget (default: the prompt's ceiling, else {d_run.max_tokens})")
     src = p.add_mutually_exclusive_group()
     src.add_argument("--prompt", default=None, help="prompt text")
@@ -100,7 +151,10 @@ def add_envelope_arguments(p: argparse.ArgumentParser, *, override: bool = False
     """The declared memory and machine envelope (``EnvelopeConfig``), recorded in the header.
     ``override``: for ``gate``, every default is None (each recording's own envelope)."""
     d = EnvelopeConfig()
-    g = p.add_argument_group("envelope (the acceptance brief's limits" + (", overriding the recordings' own)" if override else ")"))
+    g = p.add_argument_group(
+        "envelope: the machine limits a run must stay within (memory, swap, pressure, heat, power)"
+        + ("; these override the recordings' own" if override else "")
+    )
 
     def default(value: object, text: str) -> tuple[object, str]:
         return (None, "as recorded") if override else (value, text)

@@ -11,6 +11,7 @@ import argparse
 import shutil
 import sys
 
+from spectui.cli.common import add_charts_arguments
 from spectui.errors import SpectuiError
 
 
@@ -21,9 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--index", metavar="PATH", default=None, help="the SQLite index file (default: history.sqlite in the user data folder)")
     p.add_argument("--stale-days", type=float, default=14.0, metavar="N", help="flag groups whose newest run is older than this (default 14)")
     p.add_argument("--last", type=int, default=20, metavar="N", help="table rows per group (0 = every run; charts and JSON have all)")
-    charts = p.add_mutually_exclusive_group()
-    charts.add_argument("--charts", action="store_true", default=None, help="draw plotext charts (default: when stdout is a terminal)")
-    charts.add_argument("--no-charts", dest="charts", action="store_false")
+    add_charts_arguments(p, "every number against time")
     p.set_defaults(func=cmd_history)
 
 
@@ -60,4 +59,3 @@ def cmd_history(args: argparse.Namespace) -> int:
     width = max(60, min(shutil.get_terminal_size((100, 24)).columns, 160))
     print(format_history(groups, update, stale_days=args.stale_days, last=args.last, charts=charts, width=width), end="")
     return 0
-

@@ -15,7 +15,16 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from spectui.cli.common import StopOnSignal, add_host_argument, add_run_arguments, config_from_args, gave_prompt, host_engines
+from spectui.cli.common import (
+    StopOnSignal,
+    add_charts_arguments,
+    add_host_argument,
+    add_old_spelling,
+    add_run_arguments,
+    config_from_args,
+    gave_prompt,
+    host_engines,
+)
 from spectui.cli.progress import Progress
 from spectui.errors import SpectuiError
 from spectui.format import counted
@@ -45,15 +54,16 @@ def _register_sweep(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--temperatures", default="", help="temperatures to sweep, e.g. 0.5,1.0")
     p.add_argument("--top-k-values", default="", help="top-k values to sweep, e.g. 10,40")
     p.add_argument("--drafters", default="", help="drafters to sweep: 'ngram' and/or draft GGUF paths")
-    p.add_argument("--repeats", type=int, default=3, help="runs of every point per prompt (default 3)")
+    p.add_argument("--reps", type=int, default=3, metavar="N", help="runs of every point per prompt (default 3)")
+    add_old_spelling(p, "--repeats", "reps", type=int)
     p.add_argument("--out", default=None, help="folder for the recordings and sweep.json (default recordings/sweep-<time>)")
     p.add_argument("--headless", action="store_true", help="no sweep view: a progress line, then the table")
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="one JSON object: plan, runs, rows, knees")
     fmt.add_argument("--csv", action="store_true", help="the rows as CSV")
-    p.add_argument("--no-charts", action="store_true", help="leave out the plotext charts")
+    add_charts_arguments(p, "speedup and acceptance against K")
     p.add_argument("--analyze", metavar="DIR", default=None, help="rebuild the table of an earlier sweep from its recordings")
-    p.add_argument("--theme", default=None)
+    p.add_argument("--theme", default=None, help="the sweep view's theme: spectui-dark, spectui-light, spectui-256, ...")
     p.set_defaults(func=cmd_sweep)
 
 
@@ -143,8 +153,8 @@ def sweep_plan(args: argparse.Namespace) -> tuple[SweepPlan, list[PromptSpec]]:
     from spectui.lab.sweep import SweepPlan, make_points, select_prompts
     from spectui.prompts import list_prompts
 
-    if args.repeats < 1:
-        raise SpectuiError(f"--repeats must be >= 1, got {args.repeats}")
+    if args.reps < 1:
+        raise SpectuiError(f"--reps must be >= 1, got {args.reps}")
     if gave_prompt(args):
         raise SpectuiError("a sweep runs prompts from prompts/: choose them with --tiers or --prompts")
     args.prompt = "sweep"  # the base configuration's prompt is replaced per run
@@ -158,7 +168,7 @@ def sweep_plan(args: argparse.Namespace) -> tuple[SweepPlan, list[PromptSpec]]:
         prompts=[p.name for p in prompts],
         tiers={p.name: p.tier for p in prompts},
         points=points,
-        repeats=args.repeats,
+        repeats=args.reps,
     )
     return plan, prompts
 
@@ -174,7 +184,7 @@ def print_sweep(result: SweepResult, args: argparse.Namespace) -> None:
         print(format_csv(result), end="")
     else:
         print(format_table(result))
-        charts = "" if args.no_charts else format_charts(result)
+        charts = format_charts(result) if args.charts or (args.charts is None and sys.stdout.isatty()) else ""
         if charts:
             print(charts)
 

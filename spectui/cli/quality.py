@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from spectui.cli.common import StopOnSignal, add_host_argument, add_run_arguments, config_from_args
+from spectui.cli.common import JoinComma, StopOnSignal, add_host_argument, add_old_spelling, add_run_arguments, config_from_args
 from spectui.cli.progress import Progress
 from spectui.errors import SpectuiError
 
@@ -44,12 +44,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="pass rates of the quality mini-set (JSON / tool-call prompts), AR vs speculative",
         description="Runs every prompt in prompts/ that has a quality check, AR and then speculative "
         "(--draft, --k, ... say how; --mode is ignored), records each session and prints the pass "
-        "rates with 95% Wilson intervals. --prompt-name NAME runs one prompt, like --only NAME.",
+        "rates with 95% Wilson intervals. --prompt-name NAME runs one prompt, like --prompts NAME.",
     )
     add_run_arguments(q)
     add_host_argument(q)
-    q.add_argument("--only", nargs="+", metavar="NAME", default=None, help="run only these quality prompts")
-    q.add_argument("--repeats", type=int, default=1, metavar="N", help="sampled runs per prompt and mode, seeds seed..seed+N-1 (default 1)")
+    q.add_argument("--prompts", default="", metavar="A,B", help="comma-separated quality prompts to run (default: all of them)")
+    add_old_spelling(q, "--only", "prompts", nargs="+", metavar="NAME", action=JoinComma)
+    q.add_argument("--reps", type=int, default=1, metavar="N", help="sampled runs per prompt and mode, seeds seed..seed+N-1 (default 1)")
+    add_old_spelling(q, "--repeats", "reps", type=int)
     q.add_argument("--out", metavar="DIR", default=None, help="folder for the recordings (default: recordings/quality-<time>/)")
     q.add_argument("--json", action="store_true", help="one JSON object (every run, per-prompt and overall rates)")
     q.set_defaults(func=cmd_quality)
@@ -61,19 +63,19 @@ def cmd_quality(args: argparse.Namespace) -> int:
     from spectui.recording.writer import check_run_folder, new_run_folder
 
     if args.prompt is not None or args.prompt_file is not None:
-        raise SpectuiError("quality runs the prompts/ quality set; choose among them with --only NAME ...")
+        raise SpectuiError("quality runs the prompts/ quality set; choose among them with --prompts A,B")
     if args.server:  # a server decodes in one mode of its own: no AR/spec pair here
         raise SpectuiError("quality runs AR and speculative on the embedded engine; --server is not supported")
-    if args.repeats < 1:
-        raise SpectuiError(f"--repeats must be >= 1, got {args.repeats}")
-    only = list(args.only or []) + ([args.prompt_name] if args.prompt_name is not None else [])
+    if args.reps < 1:
+        raise SpectuiError(f"--reps must be >= 1, got {args.reps}")
+    only = [n for n in args.prompts.split(",") if n] + ([args.prompt_name] if args.prompt_name is not None else [])
     specs = select_prompts(only or None)
     folder = Path(args.out) if args.out is not None else new_run_folder("quality")
     check_run_folder(folder, "quality run")
     spec_config = mode_configs(args, specs[0])["spec"]  # validates every flag before a model loads
     greedy = spec_config.sampling.greedy
-    if greedy and args.repeats > 1:
-        print(f"spectui: greedy: --repeats {args.repeats} ignored, every repeat would decode the same tokens", file=sys.stderr)
+    if greedy and args.reps > 1:
+        print(f"spectui: greedy: --reps {args.reps} ignored, every repeat would decode the same tokens", file=sys.stderr)
     runs, stopped = run_quality(args, specs, folder)
     report = quality_report(runs, specs, greedy)
     report["folder"] = str(folder)
@@ -83,7 +85,7 @@ def cmd_quality(args: argparse.Namespace) -> int:
         print(msgspec.json.encode(report).decode())
     else:
         s = spec_config.sampling
-        sampling = "greedy" if greedy else f"temperature {s.temperature:g}, seeds {s.seed}..{s.seed + args.repeats - 1}"
+        sampling = "greedy" if greedy else f"temperature {s.temperature:g}, seeds {s.seed}..{s.seed + args.reps - 1}"
         print(format_quality_report(report, f"spectui quality: {len(specs)} prompts, AR vs {spec_config.label()}, {sampling}"))
         if stopped:
             print("stopped early: the table covers the sessions that ran")
@@ -143,7 +145,7 @@ def run_quality(args: argparse.Namespace, specs: list[PromptSpec], folder: Path)
 
     plans = [(spec, mode_configs(args, spec)) for spec in specs]
     first = plans[0][1]["spec"]
-    repeats = 1 if first.sampling.greedy else args.repeats
+    repeats = 1 if first.sampling.greedy else args.reps
     runs: list[QualityRun] = []
     total = len(plans) * repeats * len(MODES)
     with open_engine(first, host=args.host) as engine, StopOnSignal() as stop, Progress("quality", total) as bar:

@@ -47,7 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     from spectui.compare.thresholds import GateThresholds  # msgspec only: --help stays cheap
 
     report = sub.add_parser("report", help="summarise a recording: speed, latency, acceptance, memory, artifacts")
-    report.add_argument("file")
+    report.add_argument("file", help="a recording (.spectui); with --floors, a sweep folder")
     report.add_argument("--json", action="store_true", help="one JSON object with the header and the summary")
     report.add_argument(
         "--redact",
@@ -62,8 +62,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     report.set_defaults(func=cmd_report)
 
     diff = sub.add_parser("diff", help="baseline vs candidate recording: artifacts, outputs, speedup, acceptance, memory")
-    diff.add_argument("baseline", metavar="BASELINE")
-    diff.add_argument("candidate", metavar="CANDIDATE")
+    diff.add_argument("baseline", metavar="BASELINE", help="the recording to compare against (usually AR)")
+    diff.add_argument("candidate", metavar="CANDIDATE", help="the recording to judge (usually speculative)")
     fmt = diff.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="one JSON object (the whole diff)")
     fmt.add_argument("--markdown", action="store_true", help="GitHub markdown tables")
@@ -74,7 +74,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     diff.set_defaults(func=cmd_diff)
 
     defaults = GateThresholds()
-    gate = sub.add_parser("gate", help="pass/fail for production: speedup, p95 ITL, acceptance, TTFT, outputs, and the brief's envelope")
+    gate = sub.add_parser("gate", help="pass/fail for production: speedup, p95 ITL, acceptance, TTFT, outputs, and the machine envelope")
     gate.add_argument("--baseline", nargs="+", required=True, metavar="FILE", help="baseline recordings (usually AR)")
     gate.add_argument("--candidate", nargs="+", required=True, metavar="FILE", help="candidate recordings (usually speculative)")
     for field, kind, text in GATE_KNOBS:
@@ -108,6 +108,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         " token texts and ids; timings, acceptance, memory and fingerprints stay (into -o DIR, default ./redacted-<time>/;"
         " -o NAME.spectui for one recording)",
     )
+    export.add_argument("--json", action="store_true",
+                        help="one JSON object on stdout saying what went where (the JSON lines then need -o or --otel-endpoint)")
     export.set_defaults(func=cmd_export)
 
 
@@ -229,13 +231,21 @@ def cmd_export(args: argparse.Namespace) -> int:
         raise SpectuiError("export needs a format: --otel-json [-o OUT.jsonl] and/or --otel-endpoint URL")
     require_otel()
     recordings = read_recordings(args.files)  # a bad path leaves no half-written output
+    if args.json and json_lines and args.output is None:
+        raise SpectuiError("--json prints what was exported on stdout: send the JSON lines to a file with -o OUT.jsonl")
     jsonl = (args.output or sys.stdout) if json_lines else None
-    done = []
+    done, traces = [], []
     with OtelDestination(jsonl=jsonl, endpoint=args.otel_endpoint) as dest:
         for rec in recordings:
             note = f" (truncated at byte {rec.truncated_at}: exported what it holds)" if rec.truncated else ""
-            done.append(f"spectui: {rec.path} -> trace {trace_id_hex(dest.emit(rec.events))}{note}")
+            trace = trace_id_hex(dest.emit(rec.events))
+            traces.append({"file": str(rec.path), "trace_id": trace, "truncated_at": rec.truncated_at if rec.truncated else None})
+            done.append(f"spectui: {rec.path} -> trace {trace}{note}")
     print("\n".join(done), file=sys.stderr)  # only once the export went through
+    if args.json:
+        import json
+
+        print(json.dumps({"exported": traces, "otel_json": args.output, "otel_endpoint": args.otel_endpoint}))
     return 0
 
 
@@ -274,8 +284,14 @@ def export_redacted(args: argparse.Namespace) -> int:
         if rec.header.redaction is not None:
             raise SpectuiError(f"{rec.path} is a redacted copy already")
     redactor = Redactor()
+    copies = []
     for rec, target in zip(recordings, targets):
         write_copy(redactor.recording(rec), target)
         note = f" (truncated at byte {rec.truncated_at}: redacted what it holds)" if rec.truncated else ""
         print(f"spectui: {rec.path} -> {target}, redacted{note}", file=sys.stderr)
+        copies.append({"file": str(rec.path), "copy": str(target)})
+    if args.json:
+        import json
+
+        print(json.dumps({"redacted": copies}))
     return 0

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, TextIO
 from spectui.cli.common import (
     StopOnSignal,
     add_host_argument,
+    add_old_spelling,
     add_run_arguments,
     config_from_args,
     host_engines,
@@ -39,7 +40,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_host_argument(run)
     run.add_argument("--json", action="store_true", help="print one JSON object (text, token ids, summary) on stdout")
     rec = run.add_mutually_exclusive_group()
-    rec.add_argument("--record", metavar="FILE", default=None, help="recording path (default: a readable name under recordings/)")
+    rec.add_argument("-o", "--output", metavar="FILE", default=None,
+                     help="the recording's file (default: a readable name in the recordings folder)")
+    add_old_spelling(run, "--record", "output", metavar="FILE")  # outside the group: argparse cannot list a hidden member
     rec.add_argument("--no-record", action="store_true", help="do not record this session")
     run.add_argument("--otel-file", metavar="PATH", type=output_path, default=None,
                      help="write the session's OpenTelemetry spans and metrics as JSON lines")
@@ -71,7 +74,7 @@ def headless(args: argparse.Namespace) -> int:
 
         if storage.classify(args.otel_file, OTEL_KIND) == storage.FOREIGN:
             raise storage.refuse(Path(args.otel_file), OTEL_KIND)
-    record_to = None if args.no_record else (args.record or default_recording_path)
+    record_to = None if args.no_record else (args.output or default_recording_path)
     recorded: list[Path | None] = []  # filled by record_session once the engine accepted the run
     events: list[Event] = []
     tokens: list[int] = []
@@ -131,8 +134,8 @@ def engine_failed(events: Sequence[Event]) -> bool:
 def dashboard(args: argparse.Namespace) -> int:
     if args.otel_file or args.otel_endpoint:
         raise SpectuiError("--otel-file/--otel-endpoint are for headless runs (add --headless), or convert a recording: spectui export FILE")
-    if args.record is not None:
-        raise SpectuiError("--record FILE is for headless runs; the dashboard names each session's recording itself")
+    if args.output is not None:
+        raise SpectuiError("-o/--output FILE is for headless runs; the dashboard names each session's recording itself")
     config = config_from_args(args, fallback_default=True)
     from spectui.ui.launch import run_dashboard as launch  # Textual loads only when a dashboard opens
 

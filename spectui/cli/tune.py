@@ -8,7 +8,17 @@ import json
 import os
 import sys
 
-from spectui.cli.common import add_host_argument, add_run_arguments, config_from_args, gave_prompt, output_path, read_recordings, without_host
+from spectui.cli.progress import Progress
+from spectui.cli.common import (
+    add_charts_arguments,
+    add_host_argument,
+    add_run_arguments,
+    config_from_args,
+    gave_prompt,
+    output_path,
+    read_recordings,
+    without_host,
+)
 from spectui.errors import SpectuiError
 
 DEFAULT_TIERS = "copy,code,memo,medium,short"
@@ -29,7 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--write-quant", nargs=2, metavar=("TYPE", "OUT"), type=str,
                    help="write the target requantized to TYPE (e.g. Q4_0) at OUT, then stop")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
-    p.add_argument("--charts", choices=["on", "off"], default=None, help="plotext charts (default: on in a terminal)")
+    add_charts_arguments(p, "the verify-cost curve and the predicted speedups")
     p.set_defaults(func=cmd_tune)
 
 
@@ -85,15 +95,15 @@ def cmd_tune(args: argparse.Namespace) -> int:
     plan = runner.TunePlan(specs=specs, max_tokens=args.max_tokens or TUNE_TOKENS, reps=args.reps,
                            model_k=config.draft.k if args.k is not None else runner.MODEL_PROBE_K,
                            recordings=recordings, source=args.from_dir or "runs")
-    progress = _Progress(plan.phases(config) + (5 if args.weights else 0))
-    result = runner.run_tune(config, plan, progress)
-    store.save_result(result)
-    weights = None
-    if args.weights:
-        from spectui.tune.weights import probe_weights
+    # one step per phase (spectui.cli.progress: a bar in a terminal, a line each otherwise)
+    with Progress("tune", plan.phases(config) + (5 if args.weights else 0)) as progress:
+        result = runner.run_tune(config, plan, progress.advance)
+        store.save_result(result)
+        weights = None
+        if args.weights:
+            from spectui.tune.weights import probe_weights
 
-        weights = probe_weights(config.backend, specs[0].text, progress=progress)
-    progress.close()
+            weights = probe_weights(config.backend, specs[0].text, progress=progress.advance)
     _print(result, weights, args)
     return 0
 
@@ -130,7 +140,7 @@ def _print(result, weights, args: argparse.Namespace) -> None:
     if weights is not None:
         print()
         print(format_weights(weights, result))
-    if args.charts == "on" or (args.charts is None and sys.stdout.isatty()):
+    if args.charts or (args.charts is None and sys.stdout.isatty()):
         print()
         print(report.format_charts(result, colour=sys.stdout.isatty()))
 

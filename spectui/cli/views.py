@@ -19,12 +19,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     replay.add_argument("file", help="a recording, or a conversation's folder (spectui chat, the dashboard's composer)")
     replay.add_argument("--speed", default="1", help="0.5, 1, 2, 4 or max (default 1: the original timing)")
     replay.add_argument("--paused", action="store_true", help="open paused at the start: space plays, n steps a block")
-    replay.add_argument("--theme", default=None)
+    replay.add_argument("--theme", default=None, help="dashboard theme: spectui-dark, spectui-light, spectui-256, ...")
+    replay.add_argument("--json", action="store_true",
+                        help="no dashboard: print the recorded session as `run --json` printed it (a JSON object per turn)")
     replay.set_defaults(func=cmd_replay)
 
     compare = sub.add_parser("compare", help="AR and speculative side by side: two recordings, or both run live")
     compare.add_argument("files", nargs="*", metavar="FILE", help="two recordings (baseline first); none: run both live")
-    compare.add_argument("--theme", default=None)
+    compare.add_argument("--theme", default=None, help="dashboard theme: spectui-dark, spectui-light, spectui-256, ...")
+    compare.add_argument("--json", action="store_true", help="no dashboard: the two recordings' comparison as one JSON object (as diff --json)")
     compare.add_argument("--no-record", action="store_true", help="live: do not record the two sessions")
     compare.add_argument(
         "--interleave",
@@ -46,19 +49,47 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if os.path.isdir(args.file):  # a conversation: every turn, read (and refused) before the screen opens
         from spectui.sessions.conversation import turn_paths
 
-        read_recordings([str(p) for p in turn_paths(args.file)])
+        recordings = read_recordings([str(p) for p in turn_paths(args.file)])
     else:
-        read_recordings([args.file])
+        recordings = read_recordings([args.file])
+    if args.json:
+        return print_sessions(recordings)
     need_terminal("replay")
     from spectui.ui.launch import run_replay
 
     return run_replay(args.file, speed=speed, paused=args.paused, theme=args.theme)
 
 
+def print_sessions(recordings: list) -> int:
+    """``replay --json``: each recorded session as ``run --json`` printed it, one line each."""
+    import msgspec
+
+    from spectui.metrics.stats import summarize
+    from spectui.recording.output import OutputText
+    from spectui.recording.schema import Step
+
+    for rec in recordings:
+        text = OutputText()
+        parts = [chunk for ev in rec.events if (chunk := text.feed(ev))]
+        tokens = [t for ev in rec.events if type(ev) is Step for t in ev.tokens]
+        doc = {"text": "".join(parts), "tokens": tokens, "summary": msgspec.to_builtins(summarize(rec.events)), "recording": str(rec.path)}
+        print(msgspec.json.encode(doc).decode())
+    return 0
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     if len(args.files) not in (0, 2):
         raise SpectuiError("compare takes two recordings (baseline first), or none to run AR and speculative live")
-    read_recordings(args.files)
+    recordings = read_recordings(args.files)
+    if args.json:
+        if not recordings:
+            raise SpectuiError("compare --json compares two recordings (baseline first); record them with spectui run --headless")
+        import msgspec
+
+        from spectui.compare.diff import diff_recordings
+
+        print(msgspec.json.encode(diff_recordings(*recordings)).decode())
+        return 0
     config = config_from_args(args) if not args.files else None
     if config is not None and config.backend.name == "server" and args.interleave:
         # a server keeps generating while its turn waits: its clock cannot be taken out

@@ -29,7 +29,7 @@ def test_greedy_quality_ar_and_spec_agree_and_match_the_recordings(tmp_path):
     proc = run_cli("quality", "--only", *PROMPTS, *FAST, "--repeats", "3", "--json", "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
-    assert "--repeats 3 ignored" in proc.stderr  # greedy repeats would be the same tokens
+    assert "--reps 3 ignored" in proc.stderr  # greedy repeats would be the same tokens (--repeats: the old spelling)
     assert report["greedy"] is True and report["identical_pairs"] == report["pairs"] == len(PROMPTS)
     assert [p["prompt"] for p in report["prompts"]] == PROMPTS
     for row in report["prompts"]:
@@ -78,8 +78,9 @@ def test_sampled_quality_run_then_the_gate_measures_quality(tmp_path):
 def test_bad_quality_input_is_one_line(tmp_path):
     for args, message in [
         (["--only", "quality-nope"], "no quality prompt named quality-nope"),
-        (["--prompt", "hi"], "choose among them with --only"),
-        (["--repeats", "0"], "--repeats must be >= 1"),
+        (["--prompt", "hi"], "choose among them with --prompts"),
+        (["--reps", "0"], "--reps must be >= 1"),
+        (["--prompts", "quality-json-book,nope"], "no quality prompt named nope"),
         (["--only", "short-control"], "no quality prompt named short-control"),
     ]:
         proc = run_cli("quality", *args, "--out", str(tmp_path / "x"))

@@ -75,7 +75,7 @@ def test_analyze_rebuilds_the_same_table(sweep):
     r = run_cli("sweep", "--analyze", str(out), "--json")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["rows"] == doc["rows"]
-    text = run_cli("sweep", "--analyze", str(out))
+    text = run_cli("sweep", "--analyze", str(out), "--charts")  # charts off a terminal only when asked
     assert "== tier copy (load-typo-fix) ==" in text.stdout and "== tier short (short-control) ==" in text.stdout
     assert "knee:" in text.stdout and "speedup vs AR" in text.stdout  # the chart
     csv = run_cli("sweep", "--analyze", str(out), "--csv").stdout.splitlines()
@@ -133,7 +133,7 @@ def test_interrupted_sweep_keeps_finished_runs(tmp_path):
         (["--prompts", "nosuch"], "no prompt named nosuch"),
         (["--k-values", "2,x"], "sweep value 'x' is not a valid int"),
         (["--k-values", ""], "the sweep has no points"),
-        (["--repeats", "0"], "--repeats must be >= 1"),
+        (["--reps", "0"], "--reps must be >= 1"),
         (["--prompt", "hello"], "a sweep runs prompts from prompts/"),
         (["--analyze", "/nonexistent"], "is not a sweep folder"),
     ],
