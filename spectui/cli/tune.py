@@ -8,7 +8,6 @@ import json
 import os
 import sys
 
-from spectui.cli.progress import Progress
 from spectui.cli.common import (
     add_charts_arguments,
     add_host_argument,
@@ -19,6 +18,7 @@ from spectui.cli.common import (
     read_recordings,
     without_host,
 )
+from spectui.cli.progress import Progress
 from spectui.errors import SpectuiError
 
 DEFAULT_TIERS = "copy,code,memo,medium,short"
@@ -41,29 +41,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     add_charts_arguments(p, "the verify-cost curve and the predicted speedups")
     p.set_defaults(func=cmd_tune)
-
-
-class _Progress:
-    """One line on stderr per phase: a bar in a terminal, plain lines otherwise."""
-
-    def __init__(self, total: int) -> None:
-        self.total, self.done = max(total, 1), 0
-        self.tty = sys.stderr.isatty()
-
-    def __call__(self, message: str) -> None:
-        self.done = min(self.done + 1, self.total)
-        if self.tty:
-            width = 24
-            fill = width * self.done // self.total
-            sys.stderr.write(f"\r\x1b[2K[{'#' * fill}{'.' * (width - fill)}] {self.done}/{self.total} {message}")
-            sys.stderr.flush()
-        else:
-            print(f"tune: {message}", file=sys.stderr, flush=True)
-
-    def close(self) -> None:
-        if self.tty:
-            sys.stderr.write("\r\x1b[2K")
-            sys.stderr.flush()
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
