@@ -89,14 +89,6 @@ def plot_panels(live: LiveRun, points: int = 160) -> list[Panel]:
     ]
 
 
-def _thin_run(x: Sequence[float], y: Sequence[float]) -> tuple[list[float], list[float]]:
-    return _thin(x, y, _thin_limit)
-
-
-#: points kept per series: set by ``build_plots`` from the width it draws at
-_thin_limit = 160
-
-
 def build_plots(live: LiveRun, width: int, height: int, colours: dict[str, str]) -> str:
     """The three stacked plots as ANSI text, ``width`` x ``height`` cells, or ``EMPTY``."""
     fg = _rgb(colours.get("foreground", "#c0c0c0"))
