@@ -96,8 +96,9 @@ def headless(args: argparse.Namespace) -> int:
     summary = summarize(events)
     doc = {"text": "".join(parts), "tokens": tokens, "summary": msgspec.to_builtins(summary)}
     end_output(out, {**doc, "recording": str(path) if path is not None else None} if args.json else None)
-    print(format_summary(config, summary), file=sys.stderr)
     header = events[0] if events and isinstance(events[0], Header) else None
+    # the header's config is what ran: the cost seed the engine found for this model included
+    print(format_summary(header.config if header is not None else config, summary), file=sys.stderr)
     if header is not None and header.batch_noise is not None:
         print(noise_line(config, header.batch_noise), file=sys.stderr)
     if path is not None:
@@ -161,7 +162,19 @@ def format_summary(config: RunConfig, s: Summary) -> str:
             f" | mean accepted length {f(s.mean_accepted_length, '.2f')}"
             f" | rollbacks {s.rollbacks} | draft forwards {s.draft_forwards}"
         )
+        if config.draft.adaptive and not config.draft.cost_seed:
+            lines.append(prior_line())
     return "\n".join(lines)
+
+
+def prior_line() -> str:
+    """Said when a cost-aware K began from the built-in prior: no curve of this model was
+    measured on this machine yet. The run's own timings replace it as it goes and are kept
+    for the next run of this model here (``models.cost_curves``)."""
+    from spectui.metrics.predict import CPU_PRIOR
+
+    return (f"spectui: the cost-aware K started from {CPU_PRIOR}: no verify-cost curve of this model on this machine yet; "
+            "the block costs this run timed seed the next one (spectui tune measures the whole curve)")
 
 
 def noise_line(config: RunConfig, noise: BatchNoise) -> str:

@@ -36,6 +36,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--reps", type=int, default=2, help="check rounds per prompt, AR and recommended alternating (0: no check)")
     p.add_argument("--weights", action="store_true",
                    help="also measure the curve of a small probe requantized to Q4_0, Q4_1, Q8_0, Q4_K_M and F16")
+    p.add_argument("--probe-target", action="store_true",
+                   help="with --weights: requantize your target itself as the probe instead of the small embedded model "
+                        "(its width decides which kernels it gets; each copy is cached and takes about its size on disk)")
     p.add_argument("--write-quant", nargs=2, metavar=("TYPE", "OUT"), type=str,
                    help="write the target requantized to TYPE (e.g. Q4_0) at OUT, then stop")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -50,6 +53,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
         return _write_quant(args)
     if args.reps < 0:
         raise SpectuiError("--reps must be >= 0")
+    if args.probe_target and not args.weights:
+        raise SpectuiError("--probe-target chooses the model --weights probes: add --weights")
     config = config_from_args(args)
     if config.backend.name == "server":
         raise SpectuiError("tune measures the embedded engine; for a server use: spectui sweep --server URL")
@@ -80,7 +85,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
         if args.weights:
             from spectui.tune.weights import probe_weights
 
-            weights = probe_weights(config.backend, specs[0].text, progress=progress.advance)
+            weights = probe_weights(config.backend, specs[0].text, progress=progress.advance,
+                                    source=(config.target or None) if args.probe_target else None)
     _print(result, weights, args)
     return 0
 
@@ -108,7 +114,7 @@ def _print(result, weights, args: argparse.Namespace) -> None:
     if args.json:
         doc = report.to_json(result)
         if weights is not None:
-            doc["weights"] = report.finite([{"quant": w.quant, "path": w.path, "size_bytes": w.size_bytes, "unit_us": w.curve.unit_us,
+            doc["weights"] = report.finite([{"quant": w.quant, "path": w.path, "probe": w.source, "size_bytes": w.size_bytes, "unit_us": w.curve.unit_us,
                                "relative": list(w.curve.relative), "batched": w.batched, "ideal_speedup_k8": w.ideal_speedup()}
                               for w in weights])
         print(json.dumps(doc, indent=1, allow_nan=False))
@@ -129,7 +135,8 @@ def format_weights(weights, result) -> str:
     sizes = (2, 4, 8, 16)
     rows = [[w.quant, size(w.size_bytes), f"{w.curve.unit_us / 1000:.1f} ms", *(f"{w.curve.cost(n):.2f}" for n in sizes),
              f"{w.rows_per_cost:.1f}", f"{w.ideal_speedup():.2f}x", "yes" if w.batched else "no"] for w in weights]
-    lines = ["weight types on this machine (the embedded model requantized; n tokens at once, in one-token evaluations)",
+    probed = os.path.basename(weights[0].source) if weights else "?"
+    lines = [f"weight types on this machine ({probed} requantized; n tokens at once, in one-token evaluations)",
              text_table(["weights", "size", "1 token", *(f"n={n}" for n in sizes), "rows/unit at 16", "ideal K=8", "batched"],
                         rows, right=set(range(1, 9)), rules_before={0})]
     lines += [f"  {s}" for s in weights_summary(weights, result.quant, result.curve)]

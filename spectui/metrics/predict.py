@@ -39,6 +39,8 @@ import msgspec
 #: SmolLM2-135M Q4_1 on a 2-core CPU (``spectui tune`` measures it per machine). Used only when a run has no step that
 #: shows what one AR forward costs; a verify of a K-token draft evaluates K + 1 tokens.
 VERIFY_COST_POINTS: tuple[tuple[int, float], ...] = ((1, 1.0), (2, 1.8), (4, 2.8), (8, 4.6), (16, 8.2))
+#: what ``VERIFY_COST_POINTS`` is, in the words a run's summary uses when it priced blocks by it
+CPU_PRIOR = "the built-in CPU prior (SmolLM2-135M Q4_1, 2 cores)"
 
 _BISECT_STEPS = 60  # 2^-60: far below any acceptance a recording can resolve
 

@@ -1,8 +1,11 @@
 """``spectui tune --weights``: why the verify-cost curve looks the way it does.
 
-A small probe (the embedded SmolLM2-135M) is requantized with llama.cpp's own quantize API to
-each weight type, cached in the user cache directory, and each copy's curve is measured on
-this machine: the types whose blocks cost far less than their rows get batched matrix
+A probe is requantized with llama.cpp's own quantize API to each weight type, cached in the
+user cache directory, and each copy's curve is measured on this machine: by default the small
+embedded SmolLM2-135M (seconds), or, with ``--probe-target``, the user's own target, whose width
+decides which kernels a large model gets (a 576-wide 135M model does not meet the conditions of
+every kernel a 7B one runs, on Metal above all). Either way the report names the model probed.
+Per type: the types whose blocks cost far less than their rows get batched matrix
 kernels here (on x86 ggml: Q4_0 repacked in groups of 4 rows, Q8_0 and F16 through
 llamafile's sgemm), the others pay close to one pass per token. The user's model is never
 requantized unless ``--write-quant`` asks for it.
@@ -31,6 +34,7 @@ class WeightRow:
     path: str
     size_bytes: int
     curve: Curve
+    source: str = ""  # the model file the probe was made from
 
     @property
     def rows_per_cost(self) -> float:
@@ -45,9 +49,10 @@ class WeightRow:
         return (k + 1) / self.curve.cost(k + 1)
 
 
-def probe_file(quant: str) -> str:
-    """The embedded model in ``quant``: the shipped file itself, or a cached requantized copy."""
-    src = embedded_model_path()
+def probe_file(quant: str, source: str | None = None) -> str:
+    """``source`` (the embedded model when None) in ``quant``: the file itself when it is of
+    that type already, or a cached requantized copy."""
+    src = source or embedded_model_path()
     return src if read_gguf(src).quant.upper() == quant.upper() else str(cached_copy(src, quant))
 
 
@@ -57,21 +62,24 @@ def probe_weights(
     *,
     types: Sequence[str] = PROBE_TYPES,
     progress: Callable[[str], None] = lambda _m: None,
+    source: str | None = None,
 ) -> list[WeightRow]:
-    """The probe's curve in every weight type, at the depth ``text`` reaches."""
+    """The probe's curve in every weight type, at the depth ``text`` reaches; the probe is
+    ``source`` (a model file) or, when None, the embedded model."""
     config = BackendConfig(n_ctx=max(512, min(backend.n_ctx, 2048)), n_batch=backend.n_batch, n_threads=backend.n_threads,
                            n_gpu_layers=backend.n_gpu_layers)
     rows = []
     for quant in types:
         progress(f"probe weights: {quant}")
-        path = probe_file(quant)
+        path = probe_file(quant, source)
         llama = LlamaCppBackend.open(path, config)
         try:
             tokens = llama.tokenize(text, add_bos=True)
             curve = measure_curve(llama, tokens, depth=len(tokens))
         finally:
             llama.close()
-        rows.append(WeightRow(quant=quant, path=path, size_bytes=Path(path).stat().st_size, curve=curve))
+        rows.append(WeightRow(quant=quant, path=path, size_bytes=Path(path).stat().st_size, curve=curve,
+                              source=source or embedded_model_path()))
     return rows
 
 

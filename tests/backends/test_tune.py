@@ -6,6 +6,7 @@ and the weight probe measures a real requantized copy."""
 from __future__ import annotations
 
 import math
+import os
 
 import pytest
 
@@ -83,3 +84,20 @@ def test_weight_probe_measures_a_requantized_copy():
     assert len(row.curve.relative) == 16 and row.curve.relative[0] == 1.0
     assert all(math.isfinite(c) and c > 0.5 for c in row.curve.relative)
     assert row.curve.cost(16) > row.curve.cost(2)  # sixteen rows never cost what two do
+
+
+def test_weight_probe_of_the_users_own_target_says_which_model_it_measured(tmp_path, monkeypatch):
+    """``--probe-target``: the copies are made from the given model, not the embedded one,
+    and each row names the model it was made from."""
+    from spectui.engine.quantize import cached_copy
+    from spectui.models.artifacts import file_sha256
+    from spectui.models.registry import embedded_model_path
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    target = str(cached_copy(embedded_model_path(), "Q8_0"))  # "your model": another file than the probe
+    (row,) = probe_weights(RunConfig().backend, find_prompt("short-greeting").text, types=("Q4_0",), source=target)
+    assert row.source == target
+    assert read_gguf(row.path).quant == "Q4_0"
+    assert os.path.basename(row.path).startswith(file_sha256(target)[:16])  # made from the target's bytes
+    (own,) = probe_weights(RunConfig().backend, find_prompt("short-greeting").text, types=("Q4_0",))
+    assert own.source == embedded_model_path() and own.path != row.path

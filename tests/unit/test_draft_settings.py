@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import msgspec
+
 from spectui.cli import build_parser
 from spectui.cli.common import config_from_args
 from spectui.config import DraftConfig
@@ -32,3 +34,18 @@ def test_the_flags_and_the_picker_resolve_alike():
     # the dashboard's picker choosing n-gram drafting gives what `spectui run` gives without --k
     picked = flags("--k", "6").drafting_with("ngram")
     assert (picked.adaptive, picked.k) == (flags().adaptive, flags().k)
+
+
+def test_a_run_priced_by_the_built_in_prior_says_so():
+    """The cost-aware K's first prices come from a CPU measurement of another model until this
+    machine measured this model: the headless summary names the prior when the run used it."""
+    from spectui.cli.run import format_summary
+    from spectui.metrics.stats import summarize
+
+    unseeded = config_from_args(build_parser().parse_args(["run", "--mode", "spec"]))
+    assert unseeded.draft.adaptive and not unseeded.draft.cost_seed
+    assert "built-in CPU prior" in format_summary(unseeded, summarize([]))
+    seeded = msgspec.structs.replace(unseeded, draft=msgspec.structs.replace(unseeded.draft, cost_seed=(1.0, 1.8)))
+    assert "built-in CPU prior" not in format_summary(seeded, summarize([]))
+    fixed = config_from_args(build_parser().parse_args(["run", "--mode", "spec", "--k", "4"]))
+    assert "built-in CPU prior" not in format_summary(fixed, summarize([]))
