@@ -58,7 +58,7 @@ def write(writer: str, folder: Path, n: int, pad: int) -> bool:
         return memory.save()
     if writer == "otel-export":
         from spectui.recording.reader import read_recording
-        from spectui.telemetry.otel import OtelDestination
+        from spectui.telemetry.destination import OtelDestination
 
         events = read_recording(RECORDING).events
         with OtelDestination(jsonl=path_of(writer, folder)) as dest:

@@ -224,7 +224,8 @@ def cmd_gate(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     if args.redact:
         return export_redacted(args)
-    from spectui.telemetry.otel import OtelDestination, require_otel, trace_id_hex
+    from spectui.telemetry.destination import OtelDestination
+    from spectui.telemetry.otel import require_otel, trace_id_hex
 
     json_lines = args.otel_json or args.output is not None  # -o alone can only mean JSON lines
     if not (json_lines or args.otel_endpoint):

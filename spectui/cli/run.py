@@ -70,7 +70,7 @@ def headless(args: argparse.Namespace) -> int:
 
     config = config_from_args(args)
     if args.otel_file:  # a file of another kind there is refused before the run, not after it
-        from spectui.telemetry.otel import OTEL_KIND
+        from spectui.telemetry.destination import OTEL_KIND
 
         if storage.classify(args.otel_file, OTEL_KIND) == storage.FOREIGN:
             raise storage.refuse(Path(args.otel_file), OTEL_KIND)
@@ -192,7 +192,8 @@ def noise_line(config: RunConfig, noise: BatchNoise) -> str:
 def export_run(events: Sequence[Event], *, file: str | None, endpoint: str | None) -> None:
     """The end of a live run: its events, as collected, to the telemetry destinations asked for
     (the same exporter ``spectui export`` uses on a recording)."""
-    from spectui.telemetry.otel import export_events, trace_id_hex
+    from spectui.telemetry.destination import export_events
+    from spectui.telemetry.otel import trace_id_hex
 
     trace_id = export_events(events, jsonl=file, endpoint=endpoint)
     where = " and ".join(w for w in (file, endpoint) if w)

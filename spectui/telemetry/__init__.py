@@ -8,6 +8,7 @@ May import ``spectui.sessions``, ``spectui.engine``, ``spectui.server``, ``spect
 ``spectui.ui`` sit above it; ``lab``, ``compare`` and ``report`` are its siblings.
 """
 
-from spectui.telemetry.otel import MISSING_EXTRA, OtelDestination, emit_session, export_events, span_name
+from spectui.telemetry.destination import OtelDestination, export_events
+from spectui.telemetry.otel import MISSING_EXTRA, emit_session, span_name
 
 __all__ = ["MISSING_EXTRA", "OtelDestination", "emit_session", "export_events", "span_name"]
