@@ -112,10 +112,12 @@ def test_every_subcommand_registers_a_function_and_help_stays_light():
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     assert set(sub.choices) == {
         "run", "report", "diff", "gate", "export", "replay", "compare", "sweep", "soak", "quality", "models", "history",
-        "tune", "chat",
+        "tune", "chat", "node",
     }  # fmt: skip
     for name, parser in sub.choices.items():
-        assert callable(parser.get_default("func")), name
+        nested = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        for leaf_name, leaf in nested[0].choices.items() if nested else [(name, parser)]:  # `node serve|hello`
+            assert callable(leaf.get_default("func")), leaf_name
     code = (
         "import sys\n"
         "from spectui.cli import main\n"
