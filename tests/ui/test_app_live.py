@@ -61,7 +61,8 @@ async def finished(pilot, app) -> None:  # noqa: ANN001
 @pytest.mark.asyncio
 async def test_run_streams_tokens_and_the_recording_matches_the_screen(tmp_path):
     app = make_app(real_config(max_tokens=32), recordings_dir=str(tmp_path))
-    async with app.run_test(size=SIZE) as pilot:
+    # wide enough for the whole recording name (time, mode, drafter and the model's display name)
+    async with app.run_test(size=(160, 30)) as pilot:
         assert app.controller.state == "idle"
         assert "idle" in await header_text(pilot)
         await pilot.press("r")
