@@ -68,6 +68,9 @@ class SharedEngine:
     def check(self, config) -> None:  # noqa: ANN001
         self.engine.check(config)
 
+    def __getattr__(self, name: str):  # noqa: ANN204 - calibrate, warm_up, ...: the engine's own
+        return getattr(self.engine, name)
+
     def close(self) -> None:
         pass
 
