@@ -117,13 +117,9 @@ def test_the_dashboard_in_tmux_starts_runs_and_quits(installed, tmp_path):
     recordings = tmp_path / "recordings"
     status = tmp_path / "exit-status"
     tmux = Tmux(f"spectui-wheel-{os.getpid()}")
-    command = (
-        f"sh -c 'env -u COLORTERM TERM=xterm-256color SPECTUI_RECORDINGS={recordings} PATH={bin_dir}:$PATH "
-        f"{bin_dir / 'spectui'} --max-tokens 24; echo $? > {status}'"
-    )
     try:
-        tmux("new-session", "-d", "-s", "e2e", "-x", "100", "-y", "30", "-c", str(outside), command)
-        tmux("set-option", "-t", "e2e", "remain-on-exit", "on")
+        tmux.start(f"{bin_dir / 'spectui'} --max-tokens 24", cwd=outside, status_file=status,
+                   env=f"SPECTUI_RECORDINGS={recordings} PATH={bin_dir}:$PATH")
         screen = tmux.wait_for(lambda s: "idle" in s and "Quit" in s or "Traceback" in s, "the dashboard")
         assert "Traceback" not in screen and "spectui" in screen and "SmolLM2" in screen
         tmux("send-keys", "-t", "e2e", "r")

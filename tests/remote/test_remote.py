@@ -122,20 +122,29 @@ def test_a_node_run_records_the_tokens_of_a_local_run(node, tmp_path, mode):
     assert report.returncode == 0, report.stderr
 
 
-@pytest.mark.slow
-def test_a_dropped_connection_keeps_what_arrived_and_leaves_nothing_on_the_node(node, tmp_path):
-    record = tmp_path / "cut.spectui"
-    # a long greedy count: runs for many seconds unless the link drops
-    run = subprocess.Popen(
+def start_long_run(node, record) -> subprocess.Popen:  # noqa: ANN001
+    """A long greedy count on node-a, recorded here: it runs for many seconds unless stopped."""
+    return subprocess.Popen(
         [sys.executable, "-m", "spectui", "run", "--headless", "--host", "node-a", "--mode", "ar", "--raw", "--max-tokens", "3000",
          "--prompt", "1, 2, 3, 4, 5, 6, 7, 8, 9, 10,", "--record", str(record)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO, env=node.environ(),
     )  # fmt: skip
+
+
+def wait_for_steps(run: subprocess.Popen, record, n: int) -> None:  # noqa: ANN001
+    """Until ``record`` holds ``n`` decode steps (the run must still be going)."""
+    deadline = time.monotonic() + TIMEOUT_S
+    while not (record.exists() and sum(type(e) is Step for e in read_recording(record).events) >= n):
+        assert run.poll() is None and time.monotonic() < deadline, run.stderr.read() if run.poll() is not None else "no tokens"
+        time.sleep(0.2)
+
+
+@pytest.mark.slow
+def test_a_dropped_connection_keeps_what_arrived_and_leaves_nothing_on_the_node(node, tmp_path):
+    record = tmp_path / "cut.spectui"
+    run = start_long_run(node, record)
     try:
-        deadline = time.monotonic() + TIMEOUT_S
-        while not (record.exists() and sum(type(e) is Step for e in read_recording(record).events) >= 20):
-            assert run.poll() is None and time.monotonic() < deadline, run.stderr.read() if run.poll() is not None else "no tokens"
-            time.sleep(0.2)
+        wait_for_steps(run, record, 20)
         assert node_spectui_processes(node), "the node's spectui should be running mid-run"
         node.kill()
         out, err = run.communicate(timeout=60)
@@ -174,16 +183,9 @@ def test_a_conversation_keeps_its_cache_on_the_node_between_turns(node, tmp_path
 @pytest.mark.slow
 def test_ctrl_c_here_stops_the_run_on_the_node_cleanly(node, tmp_path):
     record = tmp_path / "stopped.spectui"
-    run = subprocess.Popen(
-        [sys.executable, "-m", "spectui", "run", "--headless", "--host", "node-a", "--mode", "ar", "--raw", "--max-tokens", "3000",
-         "--prompt", "1, 2, 3, 4, 5, 6, 7, 8, 9, 10,", "--record", str(record)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO, env=node.environ(),
-    )  # fmt: skip
+    run = start_long_run(node, record)
     try:
-        deadline = time.monotonic() + TIMEOUT_S
-        while not (record.exists() and sum(type(e) is Step for e in read_recording(record).events) >= 10):
-            assert run.poll() is None and time.monotonic() < deadline
-            time.sleep(0.2)
+        wait_for_steps(run, record, 10)
         run.send_signal(signal.SIGINT)
         _, err = run.communicate(timeout=60)
     finally:

@@ -39,6 +39,18 @@ class Tmux:
             raise AssertionError(f"tmux {' '.join(args)} failed: {out.stderr.strip()}")
         return out.stdout
 
+    def start(self, argv: str, *, cwd, status_file, env: str = "", size: tuple[int, int] = (100, 30)) -> None:  # noqa: ANN001
+        """Run the shell command line ``argv`` in a new session ``e2e`` of ``size`` in ``cwd``,
+        in a 256-colour terminal without truecolor, with ``env`` (``NAME=value ...``) set.
+
+        Textual draws on stderr: it must stay the pane's terminal, so nothing is redirected.
+        The exit status goes through ``status_file``: a tmux server whose SIGCHLD is blocked by
+        whatever started it (seen on this build machine) never reaps the pane's process, and
+        then #{pane_dead_status} stays empty. The shell waits for the app itself."""
+        command = f"sh -c 'env -u COLORTERM TERM=xterm-256color {env} {argv}; echo $? > {status_file}'"
+        self("new-session", "-d", "-s", "e2e", "-x", str(size[0]), "-y", str(size[1]), "-c", str(cwd), command)
+        self("set-option", "-t", "e2e", "remain-on-exit", "on")
+
     def screen(self, *, escapes: bool = False) -> str:
         return self("capture-pane", "-p", *(["-e"] if escapes else []), "-t", "e2e")
 
@@ -68,18 +80,9 @@ class Tmux:
 def test_dashboard_in_tmux(tmp_path):
     tmux = Tmux(f"spectui-test-{os.getpid()}")
     recordings = tmp_path / "recordings"
-    # Textual draws on stderr: it must stay the pane's terminal, so nothing is redirected.
-    # The exit status goes through a file: a tmux server whose SIGCHLD is blocked by whatever
-    # started it (seen on this build machine) never reaps the pane's process, and then
-    # #{pane_dead_status} stays empty. The shell waits for the app itself.
     status_file = tmp_path / "exit-status"
-    command = (
-        f"sh -c 'env -u COLORTERM TERM=xterm-256color SPECTUI_RECORDINGS={recordings} "
-        f"{sys.executable} -m spectui.ui; echo $? > {status_file}'"
-    )
     try:
-        tmux("new-session", "-d", "-s", "e2e", "-x", "100", "-y", "30", "-c", str(REPO), command)
-        tmux("set-option", "-t", "e2e", "remain-on-exit", "on")
+        tmux.start(f"{sys.executable} -m spectui.ui", cwd=REPO, status_file=status_file, env=f"SPECTUI_RECORDINGS={recordings}")
 
         # up and idle, on the embedded model, with the keys in the footer
         screen = tmux.wait_for(lambda s: "idle" in s and "Quit" in s, "the dashboard")

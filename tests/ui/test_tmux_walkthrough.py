@@ -48,13 +48,9 @@ def test_every_screen_after_a_real_run(tmp_path):
     status_file = tmp_path / "exit-status"
     # a fresh data and cache folder: the history index and the tune store start empty
     env = f"XDG_DATA_HOME={tmp_path / 'data'} XDG_CACHE_HOME={tmp_path / 'cache'} SPECTUI_RECORDINGS={recordings}"
-    command = (
-        f"sh -c 'env -u COLORTERM TERM=xterm-256color {env} "
-        f"{sys.executable} -m spectui run --threads 1 --max-tokens 40; echo $? > {status_file}'"
-    )
     try:
-        tmux("new-session", "-d", "-s", "e2e", "-x", "120", "-y", "36", "-c", str(REPO), command)
-        tmux("set-option", "-t", "e2e", "remain-on-exit", "on")
+        tmux.start(f"{sys.executable} -m spectui run --threads 1 --max-tokens 40", cwd=REPO, status_file=status_file,
+                   env=env, size=(120, 36))
         tmux.wait_for(lambda s: "idle" in s and "Quit" in s, "the dashboard")
         tmux("send-keys", "-t", "e2e", "r")
         main = tmux.wait_for(lambda s: "✔ done" in s, "the run to finish")
