@@ -16,6 +16,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("folders", nargs="*", metavar="DIR", help="more folders to search (also: $SPECTUI_MODELS)")
     p.add_argument("--json", action="store_true", help="one JSON object: every model, its drafts, and the notes")
+    p.add_argument(
+        "--drafts-for", metavar="NAME", default=None,
+        help="one target: its compatible drafts, and every other model with the reason it cannot draft for it",
+    )
     p.set_defaults(func=cmd_models)
 
 
@@ -25,6 +29,8 @@ def cmd_models(args: argparse.Namespace) -> int:
     from spectui.models.catalogue import discover
 
     cat = discover(args.folders)
+    if args.drafts_for is not None:
+        return _drafts_for(cat, args.drafts_for, as_json=args.json)
     if args.json:
         doc = {
             "models": [{**msgspec.to_builtins(m), "drafts": [d.name for d in cat.drafts_for(m)]} for m in cat.models],
@@ -57,3 +63,29 @@ def format_catalogue(cat) -> str:
     if rows:
         lines.append(text_table(header, rows, right={4, 6, 7}, rules_before=rules))
     return "\n".join(lines)
+
+
+def _drafts_for(cat, name: str, *, as_json: bool) -> int:
+    import msgspec
+
+    from spectui.errors import SpectuiError
+
+    target = cat.find(name)
+    if target is None:
+        raise SpectuiError(f"model {name!r} not found in the catalogue; `spectui models` lists the names")
+    drafts, refused = cat.drafts_for(target), cat.refused_drafts(target)
+    if as_json:
+        doc = {
+            "target": target.name,
+            "drafts": [d.name for d in drafts],
+            "refused": [{"name": m.name, "reason": why} for m, why in refused],
+        }
+        print(msgspec.json.encode(doc).decode())
+        return 0
+    lines = [f"drafts for {target.name} ({target.architecture}, {target.quant}):"]
+    lines += [f"  {d.name}" for d in drafts] or ["  none: only n-gram drafting (--draft ngram) fits this target"]
+    if refused:
+        lines.append("cannot draft for it:")
+        lines += [f"  {m.name}: {why}" for m, why in refused]
+    print("\n".join(lines))
+    return 0

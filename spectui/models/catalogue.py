@@ -86,6 +86,11 @@ class Catalogue(msgspec.Struct, kw_only=True):
         out = [m for m in self.models if m.path != target.path and can_draft(m, target)]
         return sorted(out, key=lambda m: (m.n_params, m.size_bytes, m.name))
 
+    def refused_drafts(self, target: ModelEntry) -> list[tuple[ModelEntry, str]]:
+        """Every other model that cannot draft for ``target``, with the reason."""
+        out = [(m, draft_refusal(m, target)) for m in self.models if m.path != target.path]
+        return [(m, why) for m, why in out if why is not None]
+
     def find(self, name: str) -> ModelEntry | None:
         """The model a name means: its catalogue name, or a unique last part of one (a file's
         stem, Ollama's ``name`` for ``name:latest``); case does not matter."""
@@ -103,14 +108,22 @@ class Catalogue(msgspec.Struct, kw_only=True):
         return tails[0] if tails else None
 
 
-def can_draft(draft: ModelEntry, target: ModelEntry) -> bool:
+def draft_refusal(draft: ModelEntry, target: ModelEntry) -> str | None:
+    """Why ``draft`` cannot draft for ``target`` (one clause, for a list or an error), or None."""
     if draft.vocab_signature is None or target.vocab_signature is None:
-        return False
-    if draft.vocab_signature.incompatibility(target.vocab_signature) is not None:
-        return False
+        return "its tokenizer could not be read"
+    reason = draft.vocab_signature.incompatibility(target.vocab_signature)
+    if reason is not None:
+        return f"{reason} (llama.cpp's vocabulary rule)"
     if target.format == "gguf" and draft.format != "gguf":
-        return False
-    return draft.n_params < target.n_params or (draft.n_params == target.n_params and draft.size_bytes < target.size_bytes)
+        return "an MLX folder cannot draft for a GGUF target (llama.cpp loads GGUF only)"
+    if not (draft.n_params < target.n_params or (draft.n_params == target.n_params and draft.size_bytes < target.size_bytes)):
+        return "not smaller than the target: it would cost more to draft than to verify"
+    return None
+
+
+def can_draft(draft: ModelEntry, target: ModelEntry) -> bool:
+    return draft_refusal(draft, target) is None
 
 
 # -- where models live -----------------------------------------------------------------------
