@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from spectui.config import RunConfig
     from spectui.prompts import PromptSpec
     from spectui.quality import PassRate
-    from spectui.sessions.protocol import Engine
+    from spectui.sessions.protocol import EngineProtocol
 
 MODES = ("ar", "spec")
 
@@ -174,7 +174,7 @@ def run_quality(args: argparse.Namespace, specs: list[PromptSpec], folder: Path)
     return runs, stop.is_set()
 
 
-def record_and_grade(engine: Engine, config: RunConfig, path: Path, stop: threading.Event) -> QualityRun:
+def record_and_grade(engine: EngineProtocol, config: RunConfig, path: Path, stop: threading.Event) -> QualityRun:
     """One session recorded to ``path``, then graded from the file (as the gate will grade it)."""
     from spectui.recording.output import grade_recording, output_tokens
     from spectui.recording.reader import read_recording

@@ -1,6 +1,6 @@
 """Soak: decode back to back for a long while, then ask whether memory stayed flat.
 
-``run_soak`` keeps one loaded ``Engine`` busy with sessions back to back, cycling through the
+``run_soak`` keeps one loaded engine busy with sessions back to back, cycling through the
 prompts, and records every session into one folder. It keeps no events in memory (a soak that
 held its own event lists would grow by tens of MB and report its own leak): the analysis reads
 the folder back afterwards, which is also what ``spectui soak --analyze DIR`` does, so the live
@@ -35,7 +35,7 @@ from spectui.lab.soak_report import format_soak_report
 from spectui.prompts import PromptSpec, list_prompts, prompts_dir
 from spectui.recording.schema import Step
 from spectui.recording.writer import SUFFIX, check_run_folder
-from spectui.sessions.protocol import Engine
+from spectui.sessions.protocol import EngineProtocol
 from spectui.sessions.record import record_session
 
 __all__ = [
@@ -77,7 +77,7 @@ def session_configs(base: RunConfig, prompts: Sequence[PromptSpec], max_tokens: 
 
 
 def run_soak(
-    engine: Engine,
+    engine: EngineProtocol,
     configs: Sequence[RunConfig],
     *,
     duration_s: float,

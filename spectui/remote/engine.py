@@ -1,4 +1,4 @@
-"""``RemoteEngine``: the ``Engine`` surface over an engine loaded on a node.
+"""``RemoteEngine``: the ``EngineProtocol`` surface over an engine loaded on a node.
 
 ``load`` connects (``spectui.remote.ssh``: the handshake refuses another spectui in one line)
 and asks the node to load the models of the configuration, model paths and catalogue names

@@ -4,7 +4,7 @@
 Headless and standard library only: ``client`` speaks HTTP and server-sent events, ``wire``
 reads what the servers send, ``probe`` asks a server what it is, ``vocabulary`` turns streamed
 text back into token ids with a local copy of the model's vocabulary, and ``session`` offers
-the ``Engine`` surface (``run`` yielding the one event stream) so the CLI, the dashboard, the
+the ``EngineProtocol`` surface (``run`` yielding the one event stream) so the CLI, the dashboard, the
 recorder and ``spectui diff`` treat a server session like any other; ``report`` and
 ``compare`` hold what ``spectui report`` and ``spectui diff`` say about a server recording.
 

@@ -1,4 +1,4 @@
-"""A server session: the ``Engine`` surface over an OpenAI-compatible endpoint.
+"""A server session: the ``EngineProtocol`` surface over an OpenAI-compatible endpoint.
 
 ``ServerEngine.load`` checks everything that can fail before a session starts (the URL, the API
 key variable, that the server answers and what it is, the local vocabulary) and raises one
@@ -199,7 +199,7 @@ class ServerEngine:
         config: RunConfig | None = None,
         *,
         stop: threading.Event | None = None,
-        memory_interval_s: float | None = None,  # accepted for Engine's signature; see module doc
+        memory_interval_s: float | None = None,  # accepted for Engine.run's signature; see module doc
     ) -> Iterator[Event]:
         config = config or self.config
         config.validate()

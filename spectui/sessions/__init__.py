@@ -1,6 +1,6 @@
 """Sessions: the one place that picks an engine and runs it into a recording.
 
-``protocol.Engine`` is what every engine offers (the embedded llama.cpp / MLX engine of
+``protocol.EngineProtocol`` is what every engine offers (the embedded llama.cpp / MLX engine of
 ``spectui.engine`` and the server client of ``spectui.server`` both implement it, without
 importing each other), and so does ``spectui.remote.engine.RemoteEngine`` (either of them on a
 node over SSH); ``open.open_engine`` chooses among them from the configuration (and ``host``) and

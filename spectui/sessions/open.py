@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from spectui.config import RunConfig
-from spectui.sessions.protocol import Engine
+from spectui.sessions.protocol import EngineProtocol
 
-EngineFactory = Callable[[RunConfig], Engine]
+EngineFactory = Callable[[RunConfig], EngineProtocol]
 
 
-def open_engine(config: RunConfig, *, host: str | None = None) -> Engine:
+def open_engine(config: RunConfig, *, host: str | None = None) -> EngineProtocol:
     """The engine ``config`` asks for: a running server (``--server URL``) or models loaded
     here (llama.cpp or MLX), or either of them on a node reached over SSH (``host``,
     ``spectui.remote``). Every check that can fail on bad input runs here, before
@@ -29,7 +29,7 @@ def open_engine(config: RunConfig, *, host: str | None = None) -> Engine:
 
 
 class EngineCache:
-    """One loaded engine, reused while configurations fit it (``Engine.fits``).
+    """One loaded engine, reused while configurations fit it (``EngineProtocol.fits``).
 
     Another setup closes it before the next load, so two sets of weights never sit in memory
     at once. An engine with a draft model also runs the AR and n-gram configurations of the
@@ -38,11 +38,11 @@ class EngineCache:
 
     def __init__(self, factory: EngineFactory | None = None) -> None:
         self._factory = factory or open_engine
-        self.engine: Engine | None = None
+        self.engine: EngineProtocol | None = None
         #: engines loaded so far: reuse shows as a count that stays put
         self.loads = 0
 
-    def get(self, config: RunConfig, *, before_load: Callable[[], object] | None = None) -> Engine:
+    def get(self, config: RunConfig, *, before_load: Callable[[], object] | None = None) -> EngineProtocol:
         """An engine that runs ``config``; ``before_load`` is called when one must be loaded."""
         if self.engine is not None and self.engine.fits(config):
             return self.engine

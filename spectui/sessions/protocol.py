@@ -1,8 +1,10 @@
-"""The ``Engine`` protocol: what the layers above ask of any engine.
+"""``EngineProtocol``: what the layers above ask of any engine.
 
-Two implementations, neither importing the other: ``spectui.engine.session.Engine`` (models
-loaded into this process, llama.cpp or MLX) and ``spectui.server.session.ServerEngine`` (a
-running OpenAI-compatible server). ``spectui.sessions.open.open_engine`` picks one.
+Three implementations, none importing another: ``spectui.engine.session.Engine`` (models
+loaded into this process, llama.cpp or MLX), ``spectui.server.session.ServerEngine`` (a
+running OpenAI-compatible server) and ``spectui.remote.engine.RemoteEngine`` (either of them on
+a node). ``spectui.sessions.open.open_engine`` picks one. (The protocol is not called
+``Engine``: that name is the embedded engine's, the one class that loads models here.)
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from spectui.recording.schema import BatchNoise, Event
 
 
 @runtime_checkable
-class Engine(Protocol):
+class EngineProtocol(Protocol):
     """A loaded engine: runs configurations into the one event stream."""
 
     #: The configuration it was loaded for (its target, backend and draft model).
@@ -52,6 +54,6 @@ class Engine(Protocol):
         """Free the models (or connections); the engine is unusable afterwards."""
         ...
 
-    def __enter__(self) -> Engine: ...
+    def __enter__(self) -> EngineProtocol: ...
 
     def __exit__(self, *exc: object) -> None: ...

@@ -20,7 +20,7 @@ from spectui.config import RunConfig
 from spectui.recording.schema import INTERLEAVED_CLOCK, End, Event, Step
 from spectui.recording.timeline import shift_event
 from spectui.recording.writer import RecordingWriter
-from spectui.sessions.protocol import Engine
+from spectui.sessions.protocol import EngineProtocol
 
 #: Where a session is recorded: a path, a function naming the file from the configuration
 #: (called right before the file is made, so runs started within one second never pick the
@@ -29,7 +29,7 @@ RecordTo = Path | str | Callable[[RunConfig], Path] | None
 
 
 def record_session(
-    engine: Engine,
+    engine: EngineProtocol,
     config: RunConfig,
     record_to: RecordTo = None,
     *,

@@ -1,9 +1,9 @@
 """The engine thread behind the dashboard: one long-lived thread that runs every session.
 
-``SessionRunner`` owns the app's ``Engine``. Only one thread ever calls into it: the app
-starts ``serve`` once, in a Textual thread worker, and it runs the sessions it is handed one
-after another (loading the models on the way, reusing them while they stay the same, closing
-them at the end). Two reasons for one thread rather than a worker per session:
+``SessionRunner`` owns the app's engine (an ``EngineProtocol``). Only one thread ever calls into
+it: the app starts ``serve`` once, in a Textual thread worker, and it runs the sessions it is
+handed one after another (loading the models on the way, reusing them while they stay the
+same, closing them at the end). Two reasons for one thread rather than a worker per session:
 
 * Correctness: two runs can never share the llama.cpp context, and no model is used while
   half-loaded or closed under a run, because nothing else touches them.
@@ -35,7 +35,7 @@ from spectui.errors import SpectuiError
 from spectui.recording.schema import Event, Step
 from spectui.sessions.notes import Note, Outbox, SessionEvents, SessionFinished, SessionStatus
 from spectui.sessions.open import EngineCache, EngineFactory
-from spectui.sessions.protocol import Engine
+from spectui.sessions.protocol import EngineProtocol
 from spectui.sessions.record import record_session
 
 #: How long closing waits for a session to end its current step (or a model load to finish).
@@ -79,7 +79,7 @@ class JobRequest:
     is "" on success, "stopped" when ``stop`` was set before it began)."""
 
     config: RunConfig
-    job: Callable[[Engine], object]
+    job: Callable[[EngineProtocol], object]
     done: Callable[[object, str], object]
     stop: threading.Event
     #: told what is being loaded when the engine must be loaded first
@@ -90,7 +90,7 @@ class _Stream:
     """One session on the engine thread: ``record_session`` writes each event, then it goes
     into the session's outbox for the reader. ``pump`` runs the session to its next step."""
 
-    def __init__(self, request: SessionRequest, engine: Engine, *, interleaved: bool = False) -> None:
+    def __init__(self, request: SessionRequest, engine: EngineProtocol, *, interleaved: bool = False) -> None:
         self.request = request
         self.events: Iterator[Event] = record_session(
             engine, request.config, request.record_to, stop=request.stop, interleaved=interleaved, on_start=self._started
@@ -217,7 +217,7 @@ class SessionRunner:
             self._done.set()
 
     @property
-    def engine(self) -> Engine | None:
+    def engine(self) -> EngineProtocol | None:
         return self.engines.engine
 
     @property
@@ -225,18 +225,18 @@ class SessionRunner:
         """Engines loaded so far: reuse shows as a count that stays put."""
         return self.engines.loads + self.peer_engines.loads
 
-    def _engine_for(self, request: SessionRequest) -> Engine:
+    def _engine_for(self, request: SessionRequest) -> EngineProtocol:
         config = request.config
         what = config.target or "embedded default model"
         return self.engines.get(config, before_load=lambda: request.post(SessionStatus(request.run_id, "loading", what)))
 
-    def _peer_engine_for(self, request: SessionRequest) -> Engine:
+    def _peer_engine_for(self, request: SessionRequest) -> EngineProtocol:
         what = "a second context for interleaving"
         return self.peer_engines.get(
             request.config, before_load=lambda: request.post(SessionStatus(request.run_id, "loading", what))
         )
 
-    def _load(self, request: SessionRequest, load: Callable[[SessionRequest], Engine]) -> Engine | None:
+    def _load(self, request: SessionRequest, load: Callable[[SessionRequest], EngineProtocol]) -> EngineProtocol | None:
         """The engine for ``request``, or None after posting why there is none."""
         if request.stop.is_set():  # stopped or superseded before its turn
             request.post(SessionFinished(request.run_id))

@@ -57,7 +57,7 @@ class Baseline:
 
 
 class Baselines:
-    """The latest finished AR run of each setup seen this session (run or opened)."""
+    """The latest finished AR run of each setup since the dashboard started (run or opened)."""
 
     def __init__(self) -> None:
         self._by_setup: dict[tuple, Baseline] = {}

@@ -60,7 +60,7 @@ class DashboardView:
         return ctl.config
 
     def baseline_for(self, live: LiveRun) -> Baseline | None:
-        """The AR baseline of ``live``'s setup, if this session ran or opened one."""
+        """The AR baseline of ``live``'s setup, if this dashboard ran or opened one."""
         return self._ctl.baselines.for_run(live)
 
     def breach_marker(self, live: LiveRun) -> str:

@@ -18,7 +18,7 @@ from spectui.recording.output import output_text
 from spectui.recording.reader import read_recording
 from spectui.recording.schema import INTERLEAVED_CLOCK, End, Header, Step
 from spectui.sessions.open import EngineCache, open_engine
-from spectui.sessions.protocol import Engine
+from spectui.sessions.protocol import EngineProtocol
 from spectui.sessions.record import record_session
 
 
@@ -28,7 +28,7 @@ def config_for(engine, **overrides) -> RunConfig:  # noqa: ANN001
 
 
 def test_the_embedded_engine_is_an_engine(engine):
-    assert isinstance(engine, Engine)
+    assert isinstance(engine, EngineProtocol)
 
 
 def test_refused_input_leaves_no_file(engine, tmp_path):

@@ -3,7 +3,7 @@
 Speed (decode tok/s, TTFT, prefill), speculation (acceptance, mean accepted length, K,
 rollbacks), memory (peak RSS, swap) and the verdict: predicted speedup (from the measured
 acceptance and costs, ``spectui.metrics.predict``) beside the measured one (decode tok/s
-over an AR run of the same prompt and settings, when this session has one), and the
+over an AR run of the same prompt and settings, when the dashboard has one), and the
 break-even acceptance.
 
 Beside the run's K, the K its verify-cost curve says pays best at the run's acceptance
