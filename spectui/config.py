@@ -85,6 +85,10 @@ class DraftConfig(msgspec.Struct, frozen=True, kw_only=True):
     #: The suffix drafter remembers earlier outputs of the model across requests, in a file per
     #: vocabulary under the user cache dir (``--no-draft-memory``: this request's text only).
     memory: bool = True
+    #: A drafter chain: ``"ngram"`` or ``"suffix"`` asked first, the draft model (``source``)
+    #: only at steps where no lookup match pays and the model's own cost is repaid (the
+    #: cost-aware K prices its tokens with what they cost to draft). ``""``: no chain.
+    chain: str = ""
 
     @property
     def is_ngram(self) -> bool:
@@ -107,6 +111,8 @@ class DraftConfig(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def drafter_label(self) -> str:
         """``n-gram``, ``suffix`` or ``draft model``."""
+        if self.chain and self.has_model:
+            return f"{self.chain.replace('ngram', 'n-gram')}, then draft model"
         return {"ngram": "n-gram", "suffix": "suffix"}.get(self.source, "draft model")
 
     def k_label(self) -> str:
@@ -115,6 +121,8 @@ class DraftConfig(msgspec.Struct, frozen=True, kw_only=True):
 
     def label(self, *, model: str = "draft model") -> str:
         """``n-gram K=4`` or ``draft model K=4``; ``model`` names a draft model (its file, say)."""
+        if self.chain and self.has_model:
+            model = f"{self.chain.replace('ngram', 'n-gram')}, then {model}"
         return f"{model if self.has_model else self.drafter_label} {self.k_label()}"
 
     def drafting_with(self, source: str, *, fixed_k: int | None = None, cost_aware: bool | None = None) -> DraftConfig:
@@ -125,7 +133,8 @@ class DraftConfig(msgspec.Struct, frozen=True, kw_only=True):
         None keeps what these settings chose for a draft model."""
         if cost_aware is None:
             cost_aware = self.adaptive and self.has_model
-        adaptive = cost_aware or (fixed_k is None and source in MODEL_FREE)
+        # a chain asks its free lookup first: cost-aware like one, unless a K is fixed
+        adaptive = cost_aware or (fixed_k is None and (source in MODEL_FREE or bool(self.chain)))
         k = fixed_k if fixed_k is not None else min(max(DraftConfig().k, self.k_min), self.k_max)
         return msgspec.structs.replace(self, source=source, k=k, adaptive=adaptive)
 
@@ -141,6 +150,11 @@ class DraftConfig(msgspec.Struct, frozen=True, kw_only=True):
             raise SpectuiError(f"draft temperature must be >= 0, got {self.temperature}")
         if not 0.0 <= self.p_min < 1.0:
             raise SpectuiError(f"draft p-min must be in [0, 1), got {self.p_min}")
+        if self.chain and (self.chain not in MODEL_FREE or not self.has_model):
+            raise SpectuiError(
+                f"a drafter chain is ngram or suffix in front of a draft model (--draft MODEL.gguf --chain ngram), "
+                f"got --chain {self.chain} with --draft {self.source}"
+            )
         if self.cost_seed and (self.cost_seed[0] != 1.0 or not all(c > 0 for c in self.cost_seed)):
             raise SpectuiError("a verify-cost seed starts at 1.0 (one token) and holds positive costs")
 

@@ -91,6 +91,9 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mode", choices=["ar", "spec"], default=None, help=f"default: {d_run.mode}; ar with --server")
     p.add_argument("--draft", default=d_draft.source,
                    help="'ngram' (prompt lookup), 'suffix' (suffix decoding: the request and earlier outputs) or a draft GGUF path")
+    p.add_argument("--chain", choices=["ngram", "suffix"], default=None,
+                   help="with a draft model: ask this free drafter first and the model only where no match pays "
+                        "and the model's own cost is repaid (cost-aware K unless --k fixes one)")
     p.add_argument("--no-draft-memory", action="store_true",
                    help="suffix drafting: this request only, no memory of earlier outputs (kept under the user cache dir)")
     p.add_argument("--k", type=int, default=None,
@@ -226,6 +229,7 @@ def config_from_args(args: argparse.Namespace, *, fallback_default: bool = False
         p_min=args.p_min,
         learn_cost=not args.deterministic,
         memory=not args.no_draft_memory,
+        chain=args.chain or "",
     ).drafting_with(args.draft if on_node else model_path(args.draft), fixed_k=args.k, cost_aware=args.adaptive_k)
     config = RunConfig(
         target=args.target if on_node else model_path(args.target),  # a catalogue name (spectui models) or a path

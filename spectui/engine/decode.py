@@ -91,6 +91,8 @@ def _propose(active: Drafter, draft_length: DraftLength, history: list[int], lim
     """
     k = 0
     try:
+        if getattr(active, "chained", False) and draft_length.adaptive:
+            return _propose_chained(active, draft_length, history, limit)
         if active.free and draft_length.adaptive:
             proposal = active.propose(history, min(draft_length.k_max, limit)) if limit > 0 else _NO_DRAFT
             k = min(draft_length.k_for(proposal.match), limit) if proposal.tokens else 0
@@ -104,6 +106,23 @@ def _propose(active: Drafter, draft_length: DraftLength, history: list[int], lim
             raise
         policy.part_failed("drafter", exc)  # this step goes on without a draft
         return k, _NO_DRAFT, None
+
+
+def _propose_chained(chain, draft_length: DraftLength, history: list[int], limit: int) -> tuple[int, Draft, Draft | None]:  # noqa: ANN001
+    """A drafter chain's step (``drafters.ChainDrafter``): the lookup's proposal when its match
+    pays, else the draft model's when its tokens repay their drafting, else nothing (the
+    lookup's proposal, if any, is kept as a guess to score)."""
+    if limit <= 0:
+        return 0, _NO_DRAFT, None
+    found = chain.lookup.propose(history, min(draft_length.k_max, limit))
+    if found.tokens:
+        k = min(draft_length.k_for(found.match), limit)
+        if k > 0:
+            return k, Draft(found.tokens[:k], match=found.match), None
+    k = min(draft_length.model_k(), limit)
+    if k > 0:
+        return k, chain.model.propose(history, k), None
+    return 0, _NO_DRAFT, found if found.tokens else None
 
 
 def _verify(target: Backend, pending: int, k: int, draft: Draft, sampler: Sampler, with_margins: bool,
@@ -281,6 +300,7 @@ def decode(
         if draft_length is not None:
             if guess is not None:
                 draft_length.shadow(guess.tokens[0] == pending, guess.match)
-            draft_length.update(k, n_drafted, block.accepted, (t_c - t_b) / 1000, block.draft.match)
+            draft_length.update(k, n_drafted, block.accepted, (t_c - t_b) / 1000, block.draft.match,
+                                (t_b - t_a) / 1000, block.draft.forwards)
         if policy is not None:
             policy.observe_block(n_drafted, block.accepted)

@@ -22,6 +22,12 @@ proposed, and that guess is scored against the token AR produced: acceptance kee
 measured at no cost, so speculation resumes as soon as the text turns copyable again. A draft
 model is not free: it is probed with a short draft (``k_min`` tokens) after a run of AR steps instead, the run
 doubling while probes fail.
+
+In a drafter chain (``DraftConfig.chain``) the draft model competes with a free lookup, so its
+K is priced with what drafting costs too: a block of K model tokens costs the verification of
+K + 1 and K draft forwards, each measured in the run against one target token (``model_k``).
+A draft model that costs 0.63 of its target per token (Qwen2.5-Coder 0.5B for the 1.5B on a
+2-core CPU) is repaid only where its acceptance is near perfect and verification batches.
 """
 
 from __future__ import annotations
@@ -145,6 +151,8 @@ class DraftLength:
         self.learn_cost = config.learn_cost
         self._by_match: dict[int, _Acceptance] = {}
         self._idle = 0  # AR steps since the last draft (draft model only)
+        #: a chain's draft model: one draft forward's time, relative to one target token
+        self._draft_us: deque[float] = deque(maxlen=COST_WINDOW)
         self._probe_after = PROBE_AFTER
         if self.adaptive:  # the first block too is sized by what the prior says pays
             self.k = self._choose(0)
@@ -166,14 +174,17 @@ class DraftLength:
         """Current estimate of the chance that a position drafted after ``match`` is accepted."""
         return self._rates(match).rate
 
-    def update(self, asked: int, drafted: int, accepted: int, verify_us: float = math.nan, match: int = 0) -> None:
+    def update(self, asked: int, drafted: int, accepted: int, verify_us: float = math.nan, match: int = 0,
+               draft_us: float = math.nan, forwards: int = 0) -> None:
         """After a step that asked for ``asked`` tokens, got ``drafted`` (found by a ``match``)
         and kept ``accepted``; ``verify_us`` is what the step's evaluation took (``drafted + 1``
-        tokens)."""
+        tokens), ``draft_us`` what drafting took in ``forwards`` forward passes of a draft model."""
         if not self.adaptive:
             return
         if self.learn_cost:
             self.cost.observe(drafted + 1, verify_us)
+            if forwards and draft_us > 0:
+                self._draft_us.append(draft_us / forwards)
         if drafted:
             self._rates(match).observe(accepted, min(accepted + 1, drafted))
             if self.k == 0:  # that was a probe: back off while probes fail
@@ -194,6 +205,25 @@ class DraftLength:
         if self.k or not self.adaptive or self._idle < self._probe_after:
             return self.k
         return self.k_min
+
+    def draft_cost(self) -> float:
+        """One draft-model forward in one-token target evaluations: the median of this run's,
+        0 until both sides were timed (an optimistic start: the first blocks measure it)."""
+        unit = self.cost._unit()
+        if len(self._draft_us) < COST_MIN_SAMPLES or math.isnan(unit):
+            return 0.0
+        return sorted(self._draft_us)[len(self._draft_us) // 2] / unit
+
+    def model_k(self) -> int:
+        """Tokens a chain's draft model drafts this step: the K that pays once its drafting is
+        paid for too, or a probe (``k_min``) after enough idle steps, or 0."""
+        if not self.adaptive:
+            return self.k
+        per_token = self.draft_cost()
+        self.k = best_k(self.acceptance(0), lambda n: self.cost(n) + (n - 1) * per_token, self.k_min, self.k_max)
+        if self.k == 0 and self._idle >= self._probe_after:
+            return self.k_min
+        return self.k
 
     def k_for(self, match: int) -> int:
         """Tokens to verify of a free drafter's proposal found by a ``match``."""

@@ -1,4 +1,5 @@
-"""Drafters: an n-gram prompt-lookup drafter (no model) and a draft-model drafter.
+"""Drafters: an n-gram prompt-lookup drafter (no model), a draft-model drafter, and a chain
+of a free lookup in front of a draft model.
 
 Both keep state between proposals, so a step costs what it must: the n-gram drafter keeps an
 incremental index of the history; the model drafter keeps its KV cache and only evaluates
@@ -174,6 +175,40 @@ class ModelDrafter:
 
     def close(self) -> None:
         self.backend.close()
+
+
+class ChainDrafter:
+    """A free lookup (n-gram or suffix) first, the draft model where the lookup has nothing.
+
+    With a cost-aware K the decode loop chooses per step (``decode._propose``): the lookup's
+    proposal when its match pays (``DraftLength.k_for``), else the model when its tokens repay
+    what they cost to draft (``DraftLength.model_k``), else an AR step. The model's cache
+    follows the history whoever drafted: it evaluates the committed tokens it has not seen
+    in one batch at its next proposal. Each step's proposal is either the lookup's (a
+    deterministic draft) or the model's (with its probabilities when sampling), chosen from
+    the committed history alone, so verification stays exact under greedy and sampling.
+    With a fixed K, ``propose`` is that choice without prices: the lookup when it matches.
+    """
+
+    free = False
+    chained = True
+
+    def __init__(self, lookup, model: ModelDrafter) -> None:  # noqa: ANN001 (a free Drafter)
+        self.lookup = lookup
+        self.model = model
+        self.name = f"{lookup.name}+{model.name}"
+
+    def reset(self, prompt: Sequence[int]) -> None:
+        self.lookup.reset(prompt)
+        self.model.reset(prompt)
+
+    def propose(self, history: Sequence[int], k: int) -> Draft:
+        found = self.lookup.propose(history, k)
+        return found if found.tokens else self.model.propose(history, k)
+
+    def close(self) -> None:
+        self.lookup.close()
+        self.model.close()
 
 
 def draft_sampling(target: SamplingConfig, draft: DraftConfig) -> SamplingConfig:

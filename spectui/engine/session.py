@@ -24,7 +24,7 @@ from spectui.config import BackendConfig, RunConfig
 from spectui.models.artifacts import host_info
 from spectui.engine.decode import decode
 from spectui.engine.draft_length import DraftLength
-from spectui.engine.drafters import ModelDrafter, NgramDrafter, draft_sampling
+from spectui.engine.drafters import ChainDrafter, ModelDrafter, NgramDrafter, draft_sampling
 from spectui.engine.suffix import SuffixDrafter
 from spectui.engine.suffix_memory import SuffixMemory
 from spectui.models.gguf import read_gguf
@@ -176,10 +176,15 @@ class Engine:
             return SuffixDrafter(self.suffix_memory() if config.draft.memory else None)
         if self.draft_model is None:
             raise SpectuiError("this engine was loaded without a draft model")
-        return ModelDrafter(
+        model = ModelDrafter(
             self.draft_model, draft_sampling(config.sampling, config.draft), p_min=config.draft.p_min,
             reuse=reuse,
         )
+        if config.draft.chain == "ngram":
+            return ChainDrafter(NgramDrafter(config.draft.ngram_min, config.draft.ngram_max), model)
+        if config.draft.chain == "suffix":
+            return ChainDrafter(SuffixDrafter(self.suffix_memory() if config.draft.memory else None), model)
+        return model
 
     def suffix_memory(self) -> SuffixMemory:
         """The suffix drafter's memory for this target's vocabulary (a bad file: one warning,
@@ -379,8 +384,9 @@ class Engine:
                 sampler.stop()
         if draft_length is not None and draft_length.adaptive:
             merge_run_curve(self.cost_key(), draft_length.cost.measured())
-        if isinstance(drafter, SuffixDrafter):  # the whole output into its memory (saved)
-            drafter.finish([*prompt_tokens, *output])
+        lookup = drafter.lookup if isinstance(drafter, ChainDrafter) else drafter
+        if isinstance(lookup, SuffixDrafter):  # the whole output into its memory (saved)
+            lookup.finish([*prompt_tokens, *output])
         if sampler is not None:
             samples.append(sampler.sample_now())
             while samples:

@@ -62,6 +62,8 @@ DRAFTERS = {
     # perfectly and leave nothing rejected to test
     "suffix": lambda path: DraftConfig(source="suffix", memory=False),
     "model-t1": lambda path: DraftConfig(source=path, temperature=1.0),
+    # a chain with a fixed K: the lookup's proposal where it matches, else the model's
+    "chain-ngram-model-t1": lambda path: DraftConfig(source=path, temperature=1.0, chain="ngram"),
 }
 
 

@@ -97,6 +97,9 @@ def pit_values(engine, config: RunConfig, rng: np.random.Generator) -> list[floa
         pytest.param(lambda path: DraftConfig(source=path, k=3, temperature=2.0, p_min=0.3), id="model-draft-t2-pmin"),
         pytest.param(lambda path: DraftConfig(source="ngram", k=3), id="ngram"),
         pytest.param(lambda path: DraftConfig(source="suffix", k=3), id="suffix"),
+        # a chain with the cost-aware K: lookup blocks (deterministic drafts) and model blocks
+        # (drawn from the draft at t=2) in one run, chosen step by step
+        pytest.param(lambda path: DraftConfig(source=path, chain="ngram", temperature=2.0).drafting_with(path), id="chain"),
     ],
 )
 def test_decode_loop_samples_from_target_distribution(engine, draft):

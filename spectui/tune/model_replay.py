@@ -1,0 +1,70 @@
+"""A draft model's run replayed at any plan, from one recorded run at a long K.
+
+In a greedy run with a draft model, every emitted token says whether the draft model's own
+greedy choice at that position (given the target's prefix) was the target's: an accepted
+draft token agreed, a correction disagreed, and a bonus token (after a block the target
+kept whole) is not known, counted as agreeing. That per-position agreement decides what any
+draft length would have kept, so a plan that chooses K step by step (the cost-aware K, which
+``DraftLength`` chooses in the run) can be replayed exactly, token for token, at the costs
+tune measured: a block of K costs K draft forwards and one verification of K + 1 tokens.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import msgspec
+
+from spectui.config import DraftConfig
+from spectui.engine.draft_length import DraftLength
+
+
+def agreement(blocks: Sequence[tuple[Sequence[float], int, int]]) -> list[bool | None]:
+    """Per emitted position after the first token: did the draft agree (None: not known).
+
+    ``blocks`` are tune's (confidences, drafted, accepted) per step of a fixed-K run; a step
+    that drafted nothing emitted one AR token, whose agreement is not known either."""
+    out: list[bool | None] = []
+    for _conf, drafted, accepted in blocks:
+        out.extend([True] * accepted)
+        out.append(None if accepted == drafted else False)
+    return out
+
+
+@dataclass
+class Replayed:
+    speedup: float
+    acceptance: float
+    mean_k: float
+
+
+def replay_model(agree: Sequence[bool | None], cost: Callable[[int], float], draft_cost: float, draft: DraftConfig) -> Replayed:
+    """The plan of ``draft`` (fixed or cost-aware K, p-min off) over the agreement sequence:
+    speedup over AR (one unit per token), acceptance of the drafted tokens, mean K asked."""
+    plan = msgspec.structs.replace(draft, learn_cost=False)
+    length = DraftLength(plan)
+    j, n = 0, len(agree)
+    spent = 0.0
+    drafted_total = kept_total = asked_total = steps = 0
+    while j < n:
+        k = min(length.next_k(), n - j - 1)
+        steps += 1
+        if k <= 0:
+            spent += 1.0
+            j += 1
+            length.update(0, 0, 0)
+            continue
+        kept = 0
+        while kept < k and agree[j + kept] is not False:
+            kept += 1
+        spent += draft_cost * k + cost(k + 1)
+        drafted_total += k
+        kept_total += kept
+        asked_total += k
+        j += kept + 1
+        length.update(k, k, kept)
+    speedup = n / spent if spent else math.nan
+    return Replayed(speedup, kept_total / drafted_total if drafted_total else math.nan, asked_total / steps if steps else 0.0)
+

@@ -1,0 +1,74 @@
+"""A drafter chain (n-gram or suffix lookup first, the draft model where no match pays) on the
+real model: greedy output equals AR, both drafters really draft in one run, and the model is
+priced with what its drafting costs, so a draft model as dear as its target stops drafting.
+
+The embedded model drafts for itself here (the only model shipped): a draft forward costs about
+one target token, the case in which a chain must fall back to the lookup and AR. The Qwen pair
+of benchmarks/real_pair.py measures chains where the model is cheaper (benchmarks/pair.py).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from spectui.config import DraftConfig, RunConfig, SamplingConfig
+from spectui.engine.draft_length import DraftLength
+from spectui.recording.schema import Step
+from tests.prompts import ALL
+
+MAX_TOKENS = 64
+COPY = ("Fix the typos and return the text unchanged otherwise: 'The quick brwon fox jumsp over the "
+        "lazy dgo while the cat sleeps on the warm windowsill of the old house.'")
+
+
+def run(engine, prompt: str, **overrides) -> list[Step]:
+    config = RunConfig(target=engine.target.model.info.path, prompt=prompt, max_tokens=MAX_TOKENS, **overrides)
+    return [ev for ev in engine.run(config) if isinstance(ev, Step)]
+
+
+def tokens(steps: list[Step]) -> list[int]:
+    return [t for s in steps for t in s.tokens]
+
+
+@pytest.mark.parametrize("chain", ["ngram", "suffix"])
+def test_cost_aware_chain_equals_ar_and_uses_both_drafters(engine, chain):
+    path = engine.target.model.info.path
+    lookup_blocks = model_blocks = 0
+    for prompt in (*ALL, COPY):
+        ar = tokens(run(engine, prompt, mode="ar"))
+        draft = DraftConfig(source=path, chain=chain, temperature=1.0, memory=False).drafting_with(path)
+        assert draft.adaptive, "a chain is cost-aware unless K is fixed"
+        steps = run(engine, prompt, mode="spec", draft=draft, sampling=SamplingConfig(seed=3))
+        assert tokens(steps) == ar, f"{chain} chain diverged from AR on {prompt[:40]!r}"
+        lookup_blocks += sum(1 for s in steps if s.drafted and not s.draft_forwards)
+        model_blocks += sum(1 for s in steps if s.drafted and s.draft_forwards)
+    assert lookup_blocks > 0 and model_blocks > 0, (lookup_blocks, model_blocks)
+
+
+def test_model_as_dear_as_its_target_is_not_repaid():
+    """The chain's model K is priced with the measured draft cost: at 1.0 target tokens per draft
+    forward no K pays at an acceptance of 0.9 on a CPU-like curve; at 0.05 long drafts do."""
+    length = DraftLength(DraftConfig(source="x.gguf", chain="ngram", adaptive=True, k_min=1, k_max=8,
+                                     cost_seed=(1.0, 1.6, 2.2, 2.8, 3.4, 4.0, 4.6, 5.2, 5.8)))
+    for _ in range(4):
+        length.update(0, 0, 0, verify_us=1000.0)  # AR steps time the unit
+        length.update(4, 4, 4, verify_us=3400.0, match=0, draft_us=4000.0, forwards=4)  # 1.0 per forward
+    assert length.draft_cost() == pytest.approx(1.0)
+    assert length.acceptance(0) > 0.8
+    assert length.model_k() == 0
+    cheap = DraftLength(DraftConfig(source="x.gguf", chain="ngram", adaptive=True, k_min=1, k_max=8,
+                                    cost_seed=(1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7, 1.8)))
+    for _ in range(4):
+        cheap.update(0, 0, 0, verify_us=1000.0)
+        cheap.update(4, 4, 4, verify_us=1400.0, match=0, draft_us=200.0, forwards=4)
+    assert cheap.draft_cost() == pytest.approx(0.05)
+    assert cheap.model_k() >= 4
+
+
+def test_chain_needs_a_draft_model(model_path):
+    from spectui.errors import SpectuiError
+
+    with pytest.raises(SpectuiError, match="drafter chain"):
+        DraftConfig(source="ngram", chain="ngram").validate()
+    with pytest.raises(SpectuiError, match="drafter chain"):
+        DraftConfig(source=model_path, chain="model").validate()
