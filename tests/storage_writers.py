@@ -44,7 +44,7 @@ def write(writer: str, folder: Path, n: int, pad: int) -> bool:
         return write_entry("verify-cost.json", f"k{n}" if pad < 0 else "k", {"n": n, "pad": "x" * max(pad, 0)}, cache=folder)
     if writer == "tune-result":
         from spectui.tune.measure import Curve
-        from spectui.tune.runner import TuneResult
+        from spectui.tune.result import TuneResult
         from spectui.tune.store import save_result
 
         curve = Curve(depth=pad, unit_us=1.0, relative=(1.0,) * max(pad // 8, 1))
@@ -90,8 +90,8 @@ def read(writer: str, folder: Path) -> str:
     if writer == "tune-result":
         from spectui.tune.store import load_result
 
-        doc = load_result("k", cache=folder)
-        return doc["measured_at"] if doc else "-"
+        result = load_result("k", cache=folder)
+        return result.measured_at if result else "-"
     if writer == "draft-memory":
         from spectui.engine.suffix_memory import SuffixMemory
 

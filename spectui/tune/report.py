@@ -1,5 +1,8 @@
-"""What ``spectui tune`` prints: the curves, a plan per tier with its check, the settings to
-use in spectui, llama-server and mlx_lm, plotext charts, and the same as JSON."""
+"""Every rendering of a ``TuneResult`` (``spectui.tune.result``): what ``spectui tune`` prints
+(the curves, a plan per tier with its check, the settings to use in spectui, llama-server and
+mlx_lm), the shorter view the dashboard's tune screen shows (``format_summary``), the plotext
+charts both show, and the JSON ``tune --json`` prints and ``spectui.tune.store`` keeps. The
+screen reads a stored result back into a ``TuneResult`` and renders it here: one renderer."""
 
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ import msgspec
 from spectui.charts import Axis, Panel, Series, render
 from spectui.format import num, section_title, text_table
 from spectui.tune.plan import K_CHOICES, LOOKUP_NAMES, Setting, TierPlan
-from spectui.tune.runner import TuneResult
+from spectui.tune.result import TuneResult, agreement, finite
 
 #: a prediction and its check agree when within this share of each other
 AGREEMENT = 0.15
@@ -27,33 +30,60 @@ def fixed_k_label(result: TuneResult) -> str:
     return Setting(result.drafter).fixed_prefix() + "{}"
 
 
-def agreement(plan: TierPlan) -> float | None:
-    """measured / predicted - 1 for the tier (None: not checked)."""
-    if plan.measured is None or not plan.best_speedup:
-        return None
-    return plan.measured / plan.best_speedup - 1.0
-
-
-def format_text(result: TuneResult) -> str:
-    out = [section_title(f"spectui tune: {result.model} ({result.quant}), {result.threads} threads, drafter {result.drafter}")]
+def curve_lines(result: TuneResult) -> list[str]:
+    """The verify-cost curves as a table (and a draft model's cost per token)."""
     curves = [_curve_row("prompt depth", result.curve)]
     if result.long_curve is not None:
         curves.append(_curve_row("long context", result.long_curve))
-    out.append("verify cost: evaluating n tokens at once, in one-token evaluations")
-    out.append(text_table(["at", "depth", "1 token", *(f"n={n}" for n in SHOWN_SIZES)], curves,
-                          right=set(range(1, 3 + len(SHOWN_SIZES))), rules_before={0}))
+    out = ["verify cost: evaluating n tokens at once, in one-token evaluations",
+           text_table(["at", "depth", "1 token", *(f"n={n}" for n in SHOWN_SIZES)], curves,
+                      right=set(range(1, 3 + len(SHOWN_SIZES))), rules_before={0})]
     if result.draft_cost:
         out.append(f"  draft model: {result.draft_cost:.2f} target one-token evaluations per drafted token")
+    return out
+
+
+def _off_by(plan: TierPlan) -> str:
+    """How far the check landed from the prediction; `` !`` past ``AGREEMENT``."""
+    agree = agreement(plan)
+    return "-" if agree is None else f"{agree:+.0%}" + ("" if abs(agree) <= AGREEMENT else " !")
+
+
+def _x(value: float | None) -> str:
+    return "-" if value is None or math.isnan(value) else f"{value:.2f}x"
+
+
+def format_summary(result: TuneResult) -> str:
+    """The dashboard's tune screen: when and where it was measured, the curves, one table of
+    the plan per tier with its check and what the weights allow, the verdicts and the
+    settings to use (``format_text`` has the rest)."""
+    out = [f"{result.model} ({result.quant}), {result.threads} threads, drafter {result.drafter} · measured "
+           f"{result.measured_at or '?'} · acceptance from {result.source}", ""]
+    out.extend(curve_lines(result))
+    out.append("")
+    out.append("plan per tier (predicted from the curve, checked by real runs)")
+    rows = [[p.tier, p.best.label(), num(p.acceptance, ".2f"), num(p.break_even, ".2f"), _x(p.best_speedup), _x(p.measured),
+             _off_by(p), _x(p.copy_ceiling), _x(p.perfect_ceiling)] for p in result.tiers]
+    # the last two: what the weights allow (``spectui.tune.ceiling``)
+    out.append(text_table(["tier", "setting", "accept", "break-even", "predicted", "measured", "off by",
+                           "copying at best", "perfect drafter"], rows, right={2, 3, 4, 5, 6, 7, 8}, rules_before={0}))
+    out.append("")
+    out.extend(f"  {p.verdict}" for p in result.tiers if p.verdict)
+    out.append("")
+    out.append("settings to use")
+    out.extend(f"  {line}" for line in settings_lines(result))
+    return "\n".join(out)
+
+
+def format_text(result: TuneResult) -> str:
+    """What ``spectui tune`` prints."""
+    out = [section_title(f"spectui tune: {result.model} ({result.quant}), {result.threads} threads, drafter {result.drafter}")]
+    out.extend(curve_lines(result))
     out.append("")
     out.append(f"plans per tier (acceptance from {result.source}; predicted from the curve, checked by real runs)")
-    rows = []
-    for p in result.tiers:
-        agree = agreement(p)
-        rows.append([
-            p.tier, str(len(p.prompts)), p.best.label(), num(p.acceptance, ".2f"), num(p.break_even, ".2f"),
-            f"{p.best_speedup:.2f}x", "-" if p.measured is None else f"{p.measured:.2f}x",
-            "-" if agree is None else f"{agree:+.0%}" + ("" if abs(agree) <= AGREEMENT else " !"),
-        ])
+    rows = [[p.tier, str(len(p.prompts)), p.best.label(), num(p.acceptance, ".2f"), num(p.break_even, ".2f"),
+             f"{p.best_speedup:.2f}x", "-" if p.measured is None else f"{p.measured:.2f}x", _off_by(p)]
+            for p in result.tiers]
     out.append(text_table(["tier", "prompts", "best setting", "accept", "break-even", "predicted", "measured", "off by"],
                           rows, right={1, 3, 4, 5, 6, 7}, rules_before={0}))
     out.append("")
@@ -170,17 +200,6 @@ def format_charts(result: TuneResult, width: int = 60, height: int = 14, *, colo
         Panel("predicted speedup vs AR", speedups, x=Axis(ticks=[k for k in K_CHOICES if k in (1, 2, 4, 6, 8, 12, 16)], label="K")),
     ]
     return render(panels, width=width * 2, height=height, cols=2, colour=colour)
-
-
-def finite(value):
-    """JSON has no NaN: a value not measured is null, at any depth."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [finite(v) for v in value]
-    return value
 
 
 def to_json(result: TuneResult) -> dict:

@@ -12,7 +12,7 @@ import datetime as dt
 import math
 import statistics
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import msgspec
 
@@ -33,6 +33,7 @@ from spectui.recording.reader import Recording
 from spectui.recording.schema import BatchNoise, Step
 from spectui.tune.measure import LONG_DEPTH, Curve, measure_curve, measure_draft_cost
 from spectui.tune.plan import PromptData, TierPlan, lookup_name, plan_tier
+from spectui.tune.result import TuneResult
 
 #: how long a model drafter's acceptance run drafts, when the configuration does not say
 MODEL_PROBE_K = 8
@@ -40,28 +41,6 @@ MODEL_PROBE_K = 8
 RUNTIME_KEYS = ("backend", "llama.cpp", "llama-cpp-python", "mlx", "mlx-lm")
 
 Progress = Callable[[str], None]
-
-
-@dataclass
-class TuneResult:
-    model: str
-    quant: str
-    threads: int
-    drafter: str  # "ngram", "suffix" or the draft model's name
-    curve: Curve
-    long_curve: Curve | None
-    draft_cost: float  # a draft model's token, in target one-token evaluations (0: n-gram)
-    tiers: list[TierPlan]
-    runtime: dict[str, str] = field(default_factory=dict)
-    source: str = "runs"  # where acceptance came from: "runs" or the --from folder
-    key: str = ""  # the target's cost-curve key (``models.cost_curves``): whose result this is
-    measured_at: str = ""
-    #: the backend's batch-shape noise at these settings (``spectui.engine.noise``)
-    noise: BatchNoise | None = None
-    #: the same under ``--deterministic``, and its one-token cost in these settings' units
-    #: (1.6: 60% slower per token); None / 0 where no deterministic setting is known
-    deterministic_noise: BatchNoise | None = None
-    deterministic_cost: float = 0.0
 
 
 def prompt_config(base: RunConfig, spec: PromptSpec, max_tokens: int, mode: str = "ar") -> RunConfig:

@@ -1,10 +1,10 @@
 """The latest ``spectui tune`` result per target, kept in the user cache directory.
 
-The dashboard's tune screen shows it without re-measuring; JSON as ``tune --json`` prints
-it, one file per target key (``models.cost_curves.curve_key``); safe to delete. Written
-through ``spectui.storage``: atomic (a kill leaves the previous result), private (0600 in a
-0700 folder: a result may quote the model's outputs), a damaged file moved aside and a file of
-another kind refused.
+The dashboard's tune screen shows it without re-measuring, read back into a ``TuneResult``.
+JSON as ``tune --json`` prints it (``report.to_json``), one file per target key
+(``models.cost_curves.curve_key``); safe to delete. Written through ``spectui.storage``: atomic
+(a kill leaves the previous result), private (0600 in a 0700 folder: a result may quote the
+model's outputs), a damaged file moved aside and a file of another kind refused.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 from spectui import storage
 from spectui.models.artifacts import cache_dir
 from spectui.tune.report import to_json
-from spectui.tune.runner import TuneResult
+from spectui.tune.result import TuneResult
 
 
 KIND = storage.json_kind(
@@ -40,10 +40,13 @@ def save_result(result: TuneResult, *, cache: Path | None = None) -> Path | None
     return path
 
 
-def load_result(key: str, *, cache: Path | None = None) -> dict | None:
-    """The latest result for ``key`` as ``tune --json`` prints it, or None."""
+def load_result(key: str, *, cache: Path | None = None) -> TuneResult | None:
+    """The latest result for ``key``, or None (none stored, or a file that is no tune result:
+    tuning again replaces it)."""
     try:
         doc = json.loads(result_path(key, cache=cache).read_text())
+        if not (isinstance(doc, dict) and doc.get("key") == key):
+            return None
+        return TuneResult.from_json(doc)
     except (OSError, ValueError):
         return None
-    return doc if isinstance(doc, dict) and doc.get("key") == key else None

@@ -58,8 +58,8 @@ async def main(tune):
             await until(pilot, lambda: isinstance(app.screen, TuneScreen) and app.screen.loaded, "the tune screen")
             screen = app.screen
             await pilot.press("r")
-            await until(pilot, lambda: screen.doc is not None or "failed" in screen.status, "the tune")
-            assert screen.doc is not None, screen.status
+            await until(pilot, lambda: screen.result is not None or "failed" in screen.status, "the tune")
+            assert screen.result is not None, screen.status
     print(json.dumps({"loads": loads, "runner_loads": app.controller.runner.loads,
                       "peak_rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
 

@@ -16,6 +16,7 @@ from textual.widgets import Static
 
 from spectui.prompts import find_prompt
 from spectui.tune import store
+from spectui.tune.report import to_json
 from spectui.ui.launch import make_app
 from spectui.ui.screens import tune as tune_screen
 from spectui.ui.screens.tune import TuneScreen, target_key
@@ -74,7 +75,9 @@ async def test_t_shows_the_stored_result(tuned, cache):
         await pilot.press("t")
         await wait_until(pilot, lambda: isinstance(app.screen, TuneScreen) and app.screen.loaded, "the stored result", 60)
         screen = app.screen
-        assert screen.key == tuned.key and screen.doc is not None
+        assert screen.key == tuned.key and screen.result is not None
+        # the stored result read back is the object the run built (NaN is null in JSON: compare as JSON)
+        assert to_json(screen.result) == to_json(tuned)
         text = await visible(pilot)
         assert f"tune: {screen._target()}" in text
         assert "(Q4_1), 1 threads, drafter ngram" in text and tuned.measured_at in text
@@ -104,7 +107,7 @@ async def test_no_result_says_so_and_refuses_to_tune_during_a_session(cache):
         await wait_until(pilot, lambda: isinstance(app.screen, TuneScreen) and app.screen.loaded, "the empty state", 60)
         text = await visible(pilot)
         assert "no result for" in text and "Press r to tune now" in text
-        assert app.screen.doc is None
+        assert app.screen.result is None
         app.controller.state = RunState.RUNNING  # a session under way
         await pilot.press("r")
         await pilot.pause()
@@ -127,13 +130,13 @@ async def test_r_tunes_from_the_screen_and_stores_the_result(cache, monkeypatch)
         await pilot.press("r")
         assert screen.tuning is not None
         # the UI keeps answering while the engine measures: progress lands in the title
-        await wait_until(pilot, lambda: seen.append(screen.status) or screen.doc is not None or "failed" in screen.status,
+        await wait_until(pilot, lambda: seen.append(screen.status) or screen.result is not None or "failed" in screen.status,
                          "the tune to finish")
-        assert screen.doc is not None, screen.status
+        assert screen.result is not None, screen.status
         assert any(s.startswith("tuning ") and "verify cost" in s for s in seen)
         stored = store.load_result(screen.key)
-        assert stored is not None and stored["measured_at"] == screen.doc["measured_at"]
-        assert stored["tiers"][0]["tier"] == "short"
+        assert stored is not None and stored.measured_at == screen.result.measured_at
+        assert stored.tiers[0].tier == "short"
         text = await visible(pilot)
         assert "plan per tier" in text and "r tunes again" in text
         assert app.controller.runner.loads == 1  # the tune ran on the dashboard's engine thread
