@@ -33,7 +33,8 @@ from spectui.recording.writer import SUFFIX
 
 #: Bumped whenever the table's columns or their meaning change: an index with another value is
 #: rebuilt (it may come from an older spectui, or a newer one). 2: models by their file name.
-INDEX_SCHEMA = 2
+#: 3: the OS a column of its own (``host_detail`` the rest).
+INDEX_SCHEMA = 3
 INDEX_FILE = "history.sqlite"
 #: the file ``spectui sweep`` writes into its folder (``spectui.lab.sweep.MANIFEST``; lab sits
 #: beside this package, so the name is repeated rather than imported)
@@ -61,7 +62,8 @@ class IndexedRun:
     note: str = ""  # non-empty: the file could not be read, and why (one line)
     started_at: str = ""  # ISO 8601 UTC, from the header
     host: str = ""  # the machine: CPU, cores, memory (a series never spans two)
-    host_detail: str = ""  # what may change on one machine: OS release, Python, GPU
+    os: str = ""  # the OS release (what may change on one machine, with host_detail)
+    host_detail: str = ""  # Python, GPU
     target_sha256: str = ""
     target_name: str = ""
     target_quant: str = ""
@@ -366,7 +368,8 @@ def fill_from_header(run: IndexedRun, h: Header) -> None:
     run.host = f"{host.cpu or host.machine or 'unknown host'} x{host.cpu_count}{memory}"
     if h.node:  # a node's run (--host): the node's name leads, so two nodes alike never share a series
         run.host = f"{h.node}: {run.host}"
-    run.host_detail = ", ".join(x for x in (host.os, f"Python {host.python}" if host.python else "", host.gpu) if x)
+    run.os = host.os
+    run.host_detail = ", ".join(x for x in (f"Python {host.python}" if host.python else "", host.gpu) if x)
     t = parse_time(h.started_at)  # one spelling (UTC, "+00:00"), so the text sorts by time
     run.started_at = t.astimezone(dt.timezone.utc).isoformat() if t is not None else h.started_at
     # the one display name every screen uses (format.model_name: the file's, not general.name)

@@ -1,8 +1,13 @@
 """``spectui history``'s output: a text report (tables via ``spectui.format``), plotext charts,
-and one JSON document. The dashboard's history screen draws the same text and charts."""
+and one JSON document. The dashboard's history screen draws the same text and charts.
+
+The report: the hosts (what each is and runs now), the slowdowns (a host's runs got slower, and
+what changed on it then), the series run on several hosts side by side, then every group,
+host by host."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from collections.abc import Sequence
@@ -10,6 +15,8 @@ from typing import Any
 
 from spectui.charts import Axis, Panel, Series, render, time_axis
 from spectui.format import NA, counted, num_or_na, pct, section_title, size, text_table
+from spectui.history.changes import Slowdown
+from spectui.history.hosts import SideBySide, host_summaries, side_by_side
 from spectui.history.index import IndexedRun, IndexUpdate
 from spectui.history.trend import METRICS, Change, Group, parse_time
 
@@ -44,8 +51,19 @@ def change_lines(change: Change) -> list[str]:
     return [f"{_when(change.started_at)}  {moved}", f"    {numbers}"]
 
 
+def slowdown_text(s: Slowdown) -> str:
+    """``decode tok/s 51.0 -> 34.0 (-33.3%, beyond the 5.0% noise; 3 runs -> 2); changed: runtime ...``"""
+    runs = f"{counted(s.runs_before, 'run')} -> {s.runs_after}"
+    numbers = f"decode tok/s {s.before_tok_s:.1f} -> {s.after_tok_s:.1f} ({-s.drop * 100:+.1f}%, beyond the {s.noise:.1%} noise; {runs})"
+    return f"{_when(s.started_at)}  SLOWER: {numbers}; changed: {s.changed_text()}"
+
+
 def group_table(g: Group, last: int = DEFAULT_LAST_ROWS) -> str:
     marks = {c.at: ", ".join(w.label for w in c.what) for c in g.changes}
+    index = {r.path: i for i, r in enumerate(g.runs)}
+    for s in g.slowdowns:
+        i = index[s.path]
+        marks[i] = "slower" + (f", {marks[i]}" if i in marks else "")
     start = max(0, len(g.runs) - last) if last > 0 else 0
     rows = []
     for i in range(start, len(g.runs)):
@@ -63,6 +81,7 @@ def format_group(g: Group, *, stale_days: float, last: int = DEFAULT_LAST_ROWS, 
     if g.changes:
         lines.append("  changes (median of the runs before -> from the change on):")
         lines += [f"    {line}" for c in g.changes for line in change_lines(c)]
+    lines += [f"  {slowdown_text(s)}" for s in g.slowdowns]
     if g.floor is not None:
         checks = "; ".join(
             f"{label} {num_or_na(v, '.3f' if label == 'acceptance' else '.1f')} >= {limit:g} {'pass' if ok else 'FAIL'}"
@@ -92,8 +111,50 @@ def format_history(
     parts = [head, *(f"note: {n}" for n in update.notes)]
     if not groups:
         parts.append("no readable recordings found (record some with spectui run, sweep or soak)")
-    parts += ["", *(format_group(g, stale_days=stale_days, last=last, charts=charts, width=width) + "\n" for g in groups)]
+    parts += ["", *hosts_report(groups)]
+    host = None
+    for g in groups:
+        if g.host != host:
+            host = g.host
+            parts.append(f"== host {host}")
+        parts.append(format_group(g, stale_days=stale_days, last=last, charts=charts, width=width) + "\n")
     return "\n".join(parts).rstrip() + "\n"
+
+
+def hosts_report(groups: Sequence[Group]) -> list[str]:
+    """The hosts, their slowdowns (newest first) and the series they share, side by side; one
+    host without slowdowns needs none of it (its groups say all)."""
+    hosts = host_summaries(groups)
+    slow = sorted(((g, s) for g in groups for s in g.slowdowns), key=lambda gs: gs[1].started_at, reverse=True)
+    if len(hosts) < 2 and not slow:
+        return []
+    rows = [[h.host, str(h.runs), str(h.groups), _when(h.newest), h.runtime, h.os or NA, str(h.slowdowns)] for h in hosts]
+    lines = [section_title(f"{counted(len(hosts), 'host')}", 0),
+             text_table(["host", "runs", "groups", "newest", "runtime", "OS", "slowdowns"], rows, right={1, 2, 6}, rules_before={0})]  # fmt: skip
+    if slow:
+        lines.append("  slowdowns (decode tok/s median drop beyond noise on one host; what changed on it then), newest first:")
+        for g, s in slow:
+            lines += [f"    {g.title}", f"      {slowdown_text(s)}"]
+    for row in side_by_side(groups):
+        lines.append(side_by_side_table(row))
+    return [*lines, ""]
+
+
+def side_by_side_table(row: SideBySide) -> str:
+    best = row.hosts[0].decode_tok_s
+    cells = [
+        [c.host, str(c.runs), metric_text("decode_tok_s", c.decode_tok_s), f"{c.decode_tok_s / best:.2f}x" if best == best and best else NA,
+         metric_text("acceptance", c.acceptance), c.target_sha256[:12] or NA, c.runtime, c.os or NA]
+        for c in row.hosts
+    ]  # fmt: skip
+    header = ["host", "runs", "decode tok/s", "vs fastest", "acceptance", "target sha256", "runtime", "OS"]
+    differs = ", ".join(row.differs) if row.differs else "nothing recorded but the machines"
+    return "\n".join([
+        section_title(f"side by side: {row.title}", 0),
+        "  each host's newest runs (since its last artifact change)",
+        text_table(header, cells, right={1, 2, 3, 4}, rules_before={0}),
+        f"  differs between the hosts' newest runs: {differs}",
+    ])  # fmt: skip
 
 
 # -- charts ----------------------------------------------------------------------------------
@@ -157,11 +218,27 @@ def _run_json(r: IndexedRun) -> dict[str, Any]:
         "n_tokens": r.n_tokens,
         **{name: _num(getattr(r, name)) for name, _, _ in METRICS},
         "runtime": json.loads(r.runtime or "{}"),
+        "os": r.os,
         "host_detail": r.host_detail,
         "draft_sha256": r.draft_sha256,
         "chat_template_sha256": r.chat_template,
         "spectui_version": r.spectui_version,
         "sweep": r.sweep,
+    }
+
+
+def _slowdown_json(s: Slowdown) -> dict[str, Any]:
+    return {
+        "host": s.host,
+        "line": s.line,
+        "path": s.path,
+        "started_at": s.started_at,
+        "before_started_at": s.before_started_at,
+        "decode_tok_s": {"before": _num(s.before_tok_s), "after": _num(s.after_tok_s), "change": -s.drop},
+        "noise": s.noise,
+        "runs": {"before": s.runs_before, "after": s.runs_after},
+        "changed": [{"field": w.label, "before": w.before, "after": w.after} for w in s.what],
+        "changed_text": s.changed_text(),
     }
 
 
@@ -171,6 +248,13 @@ def history_json(groups: Sequence[Group], update: IndexUpdate, *, stale_days: fl
         "indexed": {"found": update.found, "read": update.read, "unchanged": update.unchanged, "removed": update.removed, "seconds": update.seconds},
         "notes": update.notes,
         "stale_days": stale_days,
+        "hosts": [dataclasses.asdict(h) for h in host_summaries(groups)],
+        "slowdowns": sorted((_slowdown_json(s) for g in groups for s in g.slowdowns), key=lambda d: d["started_at"], reverse=True),
+        "side_by_side": [
+            {"target": row.target, "series": row.series, "differs": row.differs,
+             "hosts": [{**dataclasses.asdict(c), "decode_tok_s": _num(c.decode_tok_s), "acceptance": _num(c.acceptance)} for c in row.hosts]}
+            for row in side_by_side(groups)
+        ],  # fmt: skip
         "groups": [
             {
                 "key": g.key,
@@ -181,6 +265,7 @@ def history_json(groups: Sequence[Group], update: IndexUpdate, *, stale_days: fl
                 "stale": g.stale,
                 "age_days": _num(g.age_days),
                 "runs": [_run_json(r) for r in g.runs],
+                "slowdowns": [_slowdown_json(s) for s in g.slowdowns],
                 "changes": [
                     {
                         "at": c.at,

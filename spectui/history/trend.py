@@ -3,10 +3,13 @@
 A group (a series) is the runs that should measure the same thing: one host, one target file
 (sha256), one backend, mode, drafter and K, one sampling setup, one prompt. Inside a group,
 anything else frozen in the headers that moves is an *artifact change*: the runtime versions,
-the draft model's sha256, the chat template, the host's OS / Python / GPU, the spectui version.
+the draft model's sha256, the chat template, the host's OS, Python and GPU, the spectui version.
 Each is marked at the first run that has it, with every number's median over the runs since
 the previous change against its median over the runs from this change to the next one: the
 "fast last week, slow today" question, answered with the version that moved.
+
+The groups are listed host by host; ``spectui.history.changes`` finds where a host's runs got
+slower and what changed on it then, ``spectui.history.hosts`` sets the hosts side by side.
 
 A new target file (another sha256) starts a new group; when an older group matches it in
 everything else, the new group's first run carries a "target sha256" change against that
@@ -18,13 +21,13 @@ older than two weeks as no longer describing the machine.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from spectui.errors import SpectuiError
 from spectui.format import model_name
+from spectui.history.changes import CHANGE_FIELDS, FieldChange, Slowdown, describe, find_slowdowns, moved
 from spectui.history.index import HistoryIndex, IndexedRun, IndexUpdate, parse_time
 from spectui.metrics.stats import nanmedian
 
@@ -37,15 +40,6 @@ METRICS = (
     ("itl_p95_ms", "p95 ITL ms", False),
     ("ttft_ms", "TTFT ms", False),
     ("peak_rss_bytes", "peak RSS", False),
-)
-
-#: What may change inside a group: (IndexedRun field, label).
-CHANGE_FIELDS = (
-    ("runtime", "runtime"),
-    ("draft_sha256", "draft model sha256"),
-    ("chat_template", "chat template"),
-    ("host_detail", "host"),
-    ("spectui_version", "spectui version"),
 )
 
 #: What makes a group, in display order.
@@ -62,13 +56,6 @@ class FloorLine:
     acceptance: float
     decode_tok_s: float
     source: str  # the sweep folder
-
-
-@dataclass
-class FieldChange:
-    label: str
-    before: str
-    after: str
 
 
 @dataclass
@@ -95,6 +82,13 @@ class Group:
     stale: bool = False
     age_days: float = float("nan")  # since the newest run
     floor: FloorLine | None = None
+    #: this group's runs that decode slower than the runs before them on the host's line
+    #: (``spectui.history.changes``), with what changed then
+    slowdowns: list[Slowdown] = field(default_factory=list)
+
+    @property
+    def host(self) -> str:
+        return self.key["host"]
 
     @property
     def target_label(self) -> str:
@@ -120,20 +114,6 @@ class Group:
         return out
 
 
-def describe(label: str, before: str, after: str) -> FieldChange:
-    """One moved artifact, said briefly: runtime versions by package, digests shortened."""
-    if label == "runtime":
-        try:
-            a, b = json.loads(before or "{}"), json.loads(after or "{}")
-        except ValueError:
-            a, b = {}, {}
-        moved = sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
-        return FieldChange(label, ", ".join(f"{k} {a.get(k) or '-'}" for k in moved), ", ".join(f"{k} {b.get(k) or '-'}" for k in moved))
-    if "sha256" in label or label == "chat template":
-        return FieldChange(label, before[:12] or "-", after[:12] or "-")
-    return FieldChange(label, before or "-", after or "-")
-
-
 def _medians(runs: Sequence[IndexedRun]) -> dict[str, float]:
     return {name: nanmedian(getattr(r, name) for r in runs) for name, _, _ in METRICS}
 
@@ -142,7 +122,7 @@ def _mark_changes(g: Group) -> None:
     points = []
     for i in range(1, len(g.runs)):
         prev, cur = g.runs[i - 1], g.runs[i]
-        what = [describe(label, getattr(prev, f), getattr(cur, f)) for f, label in CHANGE_FIELDS if getattr(prev, f) != getattr(cur, f)]
+        what = moved(prev, cur, CHANGE_FIELDS)
         if what:
             points.append((i, what))
     bounds = [0] + [i for i, _ in points] + [len(g.runs)]
@@ -199,8 +179,21 @@ def build_groups(
             None,
         )
     _link_new_targets(groups)
-    groups.sort(key=lambda g: g.runs[-1].started_at, reverse=True)
-    return groups
+    by_path = {r.path: g for g in groups for r in g.runs}
+    for slowdown in find_slowdowns(runs):
+        by_path[slowdown.path].slowdowns.insert(0, slowdown)  # oldest first, as the runs
+    return by_host(groups)
+
+
+def by_host(groups: list[Group]) -> list[Group]:
+    """Groups host by host (the host with the newest run first), newest first within a host."""
+    newest: dict[str, str] = {}
+    for g in groups:
+        newest[g.host] = max(newest.get(g.host, ""), g.runs[-1].started_at)
+    hosts = sorted(newest, key=lambda h: (newest[h], h), reverse=True)
+    rank = {h: i for i, h in enumerate(hosts)}
+    newest_first = sorted(groups, key=lambda g: g.runs[-1].started_at, reverse=True)
+    return sorted(newest_first, key=lambda g: rank[g.host])  # stable: newest first within a host
 
 
 def latest_sweep(runs: Sequence[IndexedRun]) -> str:

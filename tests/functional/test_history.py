@@ -30,7 +30,8 @@ PROMPT = "Repeat this line twice: the quick brown fox jumps over the lazy dog."
 SLOWDOWN = 1.5
 
 
-def copy_recording(src, dst, *, days_ago: float, runtime: dict | None = None, cpu: str | None = None, slower: float = 1.0):
+def copy_recording(src, dst, *, days_ago: float, runtime: dict | None = None, cpu: str | None = None, slower: float = 1.0,
+                   node: str | None = None, os_release: str | None = None, target_sha256: str | None = None):  # fmt: skip
     """``src`` rewritten to ``dst`` with its header edited and its clock optionally stretched."""
     rec = read_recording(src)
     h = rec.header
@@ -38,9 +39,13 @@ def copy_recording(src, dst, *, days_ago: float, runtime: dict | None = None, cp
     artifacts = h.artifacts
     if runtime is not None:
         artifacts = msgspec.structs.replace(artifacts, runtime={**artifacts.runtime, **runtime})
-    if cpu is not None:
-        artifacts = msgspec.structs.replace(artifacts, host=msgspec.structs.replace(artifacts.host, cpu=cpu))
-    header = msgspec.structs.replace(h, started_at=started.isoformat(), artifacts=artifacts)
+    if cpu is not None or os_release is not None:
+        host = artifacts.host
+        host = msgspec.structs.replace(host, cpu=host.cpu if cpu is None else cpu, os=host.os if os_release is None else os_release)
+        artifacts = msgspec.structs.replace(artifacts, host=host)
+    if target_sha256 is not None:
+        artifacts = msgspec.structs.replace(artifacts, target=msgspec.structs.replace(artifacts.target, sha256=target_sha256))
+    header = msgspec.structs.replace(h, started_at=started.isoformat(), artifacts=artifacts, node=h.node if node is None else node)
     with RecordingWriter(dst) as w:
         for ev in rec.events:
             if type(ev) is Header:
@@ -122,7 +127,7 @@ def test_upgrade_marked_with_the_number_that_moved(timeline, tmp_path, capsys):
     assert code == 0
     assert "runtime: llama-cpp-python 0." in out and "-> llama-cpp-python 9.9.9" in out
     assert "decode tok/s" in out and "(-3" in out  # ~ -33% across the upgrade
-    assert "* runtime" in out  # the table marks the run
+    assert "* slower, runtime" in out  # the table marks the run: slower, and what changed
     assert "time (UTC)" in out and "┌" in out  # charts against wall-clock time (spectui.charts) ...
     assert not re.search(r"\de-0", out)  # ... with no tick in scientific notation
 
@@ -196,3 +201,41 @@ def test_latest_sweep_floors_against_the_trend(made, tmp_path, capsys):
     assert all(c["passed"] for c in g["floor"]["checks"])  # the floor is the sweep's own worst run
     _, out, _ = history(capsys, str(root), "--index", str(tmp_path / "i.sqlite"), "--charts")
     assert "floors of the latest sweep" in out and "sweep floor" in out
+
+
+def test_hosts_side_by_side_and_what_changed_on_the_one_that_got_slower(made, tmp_path, capsys):
+    """Two spectui homes, each a node's recordings folder: node-a steady; on node-b the runtime is
+    upgraded, then the model file replaced, then the OS, each time decoding 1.5x slower. history
+    lists the hosts, names what changed on node-b at each slowdown, and sets the nodes side by side."""
+    (a1, _), _ = made
+    home_a, home_b = tmp_path / "home-a" / "recordings", tmp_path / "home-b" / "recordings"
+    for n in range(8):
+        copy_recording(a1, home_a / f"a{n}.spectui", days_ago=8.5 - n, node="node-a")
+    upgrades = [{}, {"runtime": {"llama-cpp-python": "9.9.9"}}, {"target_sha256": "0" * 64}, {"os_release": "Linux-9.9-next"}]
+    edits: dict = {}
+    for step, upgrade in enumerate(upgrades):
+        edits = {**edits, **upgrade}
+        for n in range(2):
+            copy_recording(a1, home_b / f"b{step}{n}.spectui", days_ago=8 - 2 * step - n, node="node-b", slower=SLOWDOWN**step, **edits)
+    index = str(tmp_path / "index.sqlite")
+    doc = history_json(capsys, str(home_a), str(home_b), "--index", index)
+    assert [h["host"].split(":")[0] for h in doc["hosts"]] == ["node-b", "node-a"]  # the newest run first
+    hosts_in_order = [g["key"]["host"].split(":")[0] for g in doc["groups"]]
+    assert hosts_in_order == sorted(hosts_in_order, key=["node-b", "node-a"].index)  # host by host
+    slow = doc["slowdowns"]
+    assert {s["host"].split(":")[0] for s in slow} == {"node-b"}  # node-a's copies decode alike
+    assert [[c["field"] for c in s["changed"]] for s in slow] == [["OS"], ["target sha256"], ["runtime"]]  # newest first
+    assert all(s["decode_tok_s"]["change"] == pytest.approx(1 / SLOWDOWN - 1, abs=0.05) for s in slow)
+    assert slow[-1]["changed"][0]["after"] == "llama-cpp-python 9.9.9" and slow[-1]["changed_text"].endswith("-> 9.9.9")
+    (row,) = doc["side_by_side"]
+    assert [c["host"].split(":")[0] for c in row["hosts"]] == ["node-a", "node-b"]  # the fastest first
+    assert set(row["differs"]) == {"target sha256", "runtime", "OS"}
+    assert row["hosts"][1]["decode_tok_s"] == pytest.approx(row["hosts"][0]["decode_tok_s"] / SLOWDOWN**3, rel=0.05)
+
+    code, out, _ = history(capsys, str(home_a), str(home_b), "--index", index, "--no-charts")
+    assert code == 0
+    before = read_recording(a1).header.artifacts.runtime["llama-cpp-python"]
+    assert f"changed: runtime llama-cpp-python {before} -> 9.9.9" in out
+    assert "changed: OS " in out and "-> Linux-9.9-next" in out and "changed: target sha256 " in out
+    assert out.index("== host node-b") < out.index("== host node-a") and "side by side:" in out
+    assert "* slower, runtime" in out  # the group's table marks the run
