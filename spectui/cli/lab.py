@@ -48,6 +48,7 @@ def _register_sweep(sub: argparse._SubParsersAction) -> None:
     add_host_argument(p)
     p.add_argument("--hosts", metavar="A,B,...", default=None,
                    help="the same plan on each node in turn (ssh destinations), headless, each into its own subfolder of --out")
+    p.add_argument("--parallel", action="store_true", help="with --hosts: every node at once (each runs its own engine)")
     p.add_argument("--tiers", default="", help="comma-separated prompt tiers (default: every tier but quality)")
     p.add_argument("--prompts", default="", help="comma-separated prompt names (default: every prompt of the tiers)")
     p.add_argument("--k-values", default="2,3,4,6,8", help="draft lengths to sweep ('' for none; default 2,3,4,6,8)")
@@ -82,7 +83,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     folder = Path(args.out) if args.out else new_run_folder("sweep")
     check_run_folder(folder, "sweep")
     if len(hosts) > 1:
-        return sweep_nodes(plan, prompts, folder, hosts, args)
+        from spectui.cli.sweep_nodes import sweep_nodes
+
+        return sweep_nodes(plan, prompts, folder, [str(h) for h in hosts], args)
     if not args.headless and not args.json and not args.csv and sys.stdout.isatty() and sys.stdin.isatty():
         from spectui.ui.launch import run_sweep_view  # Textual loads only when the view opens
 
@@ -110,39 +113,14 @@ def sweep_hosts(args: argparse.Namespace) -> list[str | None]:
     """The nodes a sweep runs on: ``--hosts`` in order, ``--host``, or this machine ([None])."""
     if args.hosts is not None and args.host:
         raise SpectuiError("--host or --hosts, not both")
+    if args.parallel and args.hosts is None:
+        raise SpectuiError("--parallel runs the nodes of --hosts at once: name them with --hosts A,B")
     if args.hosts is None:
         return [args.host]
     hosts = [h.strip() for h in args.hosts.split(",") if h.strip()]
     if not hosts or len(set(hosts)) != len(hosts):
         raise SpectuiError(f"--hosts {args.hosts!r}: name each node once, comma-separated")
     return hosts
-
-
-def sweep_nodes(plan: SweepPlan, prompts: list[PromptSpec], folder: Path, hosts: list[str | None], args: argparse.Namespace) -> int:
-    """``--hosts``: the same frozen plan on each node in turn, ``folder/<node>/`` each; a table per
-    node (``spectui history`` on the folder then sets the nodes side by side)."""
-    import msgspec
-
-    import re
-
-    from spectui.recording.writer import check_run_folder
-
-    # a node's name as a folder name: user@host:port and ssh:// URLs included
-    folders = [folder / (re.sub(r"[^A-Za-z0-9._+-]+", "-", str(h)).strip("-.") or "node") for h in hosts]
-    for f in folders:
-        check_run_folder(f, "sweep")
-    results = {}
-    for host, sub in zip(hosts, folders):
-        result = headless_sweep(plan, prompts, sub, args, host=host)
-        results[str(host)] = result
-        if not args.json:
-            print(f"== node {host} ({sub})")
-            print_sweep(result, args)
-        if not result.complete:
-            break
-    if args.json:
-        print(msgspec.json.encode({"nodes": results}).decode())
-    return 0 if len(results) == len(hosts) and all(r.complete for r in results.values()) else 130
 
 
 def sweep_plan(args: argparse.Namespace) -> tuple[SweepPlan, list[PromptSpec]]:

@@ -8,6 +8,8 @@ point there, with the host key already in its known_hosts, handed to spectui thr
 ``$SPECTUI_REMOTE_COMMAND`` starts spectui with ``sys.executable``. The two aliases are two
 spectui homes on this machine: ``node-a`` runs with the tests' data and cache folders, ``node-b``
 with folders of its own (``SetEnv`` in the client's configuration, ``AcceptEnv`` in the server's).
+One server serves the whole session (``node``); a test that kills its server starts its own
+(``own_node``).
 """
 
 from __future__ import annotations
@@ -81,13 +83,11 @@ def _keygen(path: Path) -> None:
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)], check=True, timeout=30)
 
 
-@pytest.fixture
-def node(tmp_path_factory) -> Node:
-    """A fresh sshd for each test (a drop test kills its own)."""
+def start_node(folder: Path) -> Node:
+    """Keys, configurations and a running sshd in ``folder``; skips where OpenSSH is missing."""
     sshd = _sshd()
     if sshd is None or shutil.which("ssh") is None or shutil.which("ssh-keygen") is None:
         pytest.skip("OpenSSH (ssh, ssh-keygen, sshd) is not installed: .ci/run installs openssh-server and openssh-client")
-    folder = tmp_path_factory.mktemp("sshd")
     for name in ("host_key", "client_key", "other_key"):
         _keygen(folder / name)
     (folder / "authorized_keys").write_text((folder / "client_key.pub").read_text())
@@ -114,6 +114,7 @@ def node(tmp_path_factory) -> Node:
     )
     log = open(folder / "sshd.log", "wb")
     proc = subprocess.Popen([sshd, "-D", "-e", "-f", str(folder / "sshd_config")], stderr=log, stdout=log)
+    log.close()  # the server holds its own copy of the descriptor
     deadline = time.monotonic() + START_TIMEOUT_S
     while True:
         try:
@@ -124,15 +125,35 @@ def node(tmp_path_factory) -> Node:
                 proc.kill()
                 pytest.fail(f"sshd did not start: {(folder / 'sshd.log').read_text()[-500:]}")
             time.sleep(0.05)
-    node = Node(folder, port, proc, env={"SPECTUI_SSH": shlex.join(["ssh", "-F", str(folder / "ssh_config")])})
-    yield node
+    return Node(folder, port, proc, env={"SPECTUI_SSH": shlex.join(["ssh", "-F", str(folder / "ssh_config")])})
+
+
+def stop_node(node: Node) -> None:
+    """The server and whatever its sessions still run."""
+    proc = node.proc
     for p in [*node.session_processes(), psutil.Process(proc.pid)] if proc.poll() is None else node.session_processes():
         try:
             p.kill()
         except psutil.NoSuchProcess:
             pass
     proc.wait(timeout=5)
-    log.close()
+
+
+@pytest.fixture(scope="session")
+def node(tmp_path_factory) -> Node:
+    """One sshd for the session's remote tests (starting one costs three key pairs); a test that
+    kills its server takes ``own_node``."""
+    node = start_node(tmp_path_factory.mktemp("sshd"))
+    yield node
+    stop_node(node)
+
+
+@pytest.fixture
+def own_node(tmp_path_factory) -> Node:
+    """A fresh sshd for one test (the drop test kills it)."""
+    node = start_node(tmp_path_factory.mktemp("sshd-own"))
+    yield node
+    stop_node(node)
 
 
 def home(cache: str, data: str) -> str:
