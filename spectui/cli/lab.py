@@ -85,7 +85,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if len(hosts) > 1:
         from spectui.cli.sweep_nodes import sweep_nodes
 
-        return sweep_nodes(plan, prompts, folder, [str(h) for h in hosts], args)
+        return sweep_nodes(plan, prompts, folder, [str(h) for h in hosts], args, print_sweep)
     if not args.headless and not args.json and not args.csv and sys.stdout.isatty() and sys.stdin.isatty():
         from spectui.ui.launch import run_sweep_view  # Textual loads only when the view opens
 

@@ -19,12 +19,12 @@ import argparse
 import re
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from spectui.cli.common import StopOnSignal, host_engines
-from spectui.cli.lab import print_sweep
 from spectui.cli.progress import Progress
 from spectui.errors import SpectuiError
 
@@ -51,8 +51,11 @@ def node_folder(folder: Path, host: str) -> Path:
     return folder / (re.sub(r"[^A-Za-z0-9._+-]+", "-", host).strip("-.") or "node")
 
 
-def sweep_nodes(plan: SweepPlan, prompts: list[PromptSpec], folder: Path, hosts: list[str], args: argparse.Namespace) -> int:
-    """Exit 0 when every node ran the whole plan, 1 when a node failed, 130 when a signal cut it short."""
+def sweep_nodes(plan: SweepPlan, prompts: list[PromptSpec], folder: Path, hosts: list[str], args: argparse.Namespace,
+                print_sweep: Callable[[SweepResult, argparse.Namespace], None]) -> int:  # fmt: skip
+    """Exit 0 when every node ran the whole plan, 1 when a node failed, 130 when a signal cut it
+    short. ``print_sweep`` prints one node's table (``spectui.cli.lab``'s, handed in: lab starts
+    this module)."""
     import msgspec
 
     from spectui.recording.writer import check_run_folder
