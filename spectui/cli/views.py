@@ -1,4 +1,5 @@
-"""The dashboard views of recordings: ``spectui replay`` and ``spectui compare``.
+"""The dashboard views of recordings: ``spectui replay`` and ``spectui compare`` (``--hosts``, two
+nodes side by side: ``spectui.cli.compare_nodes``).
 
 Every file is read (and refused in one line) before the dashboard starts, so a bad path
 never leaves a half-drawn terminal behind. The UI is imported only when a view opens: the
@@ -24,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="no dashboard: print the recorded session as `run --json` printed it (a JSON object per turn)")
     replay.set_defaults(func=cmd_replay)
 
-    compare = sub.add_parser("compare", help="AR and speculative side by side: two recordings, or both run live")
+    compare = sub.add_parser("compare", help="AR and speculative side by side (two recordings, or both run live), or node A vs node B (--hosts)")
     compare.add_argument("files", nargs="*", metavar="FILE", help="two recordings (baseline first); none: run both live")
     compare.add_argument("--theme", default=None, help="dashboard theme: spectui-dark, spectui-light, spectui-256, ...")
     compare.add_argument("--json", action="store_true", help="no dashboard: the two recordings' comparison as one JSON object (as diff --json)")
@@ -36,6 +37,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     add_run_arguments(compare)  # the live pair takes every run knob
     add_host_argument(compare)
+    compare.add_argument("--hosts", metavar="A,B", default=None,
+                         help="node A vs node B: the same session on each (ssh destinations), one after the other, side by side")
+    compare.add_argument("--out", metavar="DIR", default=None, help="--hosts: folder for the two recordings (default recordings/compare-nodes-<time>)")
+    compare.add_argument("--headless", action="store_true", help="--hosts: no dashboard, print the two runs as spectui diff does")
     compare.set_defaults(func=cmd_compare)
 
 
@@ -78,6 +83,12 @@ def print_sessions(recordings: list) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    if args.hosts is not None:
+        from spectui.cli.compare_nodes import cmd_compare_nodes
+
+        return cmd_compare_nodes(args)
+    if args.out is not None or args.headless:
+        raise SpectuiError("--out and --headless go with --hosts (a local compare opens the dashboard; compare --json prints)")
     if len(args.files) not in (0, 2):
         raise SpectuiError("compare takes two recordings (baseline first), or none to run AR and speculative live")
     recordings = read_recordings(args.files)
