@@ -142,7 +142,7 @@ class DraftLength:
     after strong ones; per match, K follows what the current proposal is worth.
     """
 
-    def __init__(self, config: DraftConfig) -> None:
+    def __init__(self, config: DraftConfig, *, draft_cost: float = 0.0) -> None:
         self.adaptive = config.adaptive
         self.k = config.k
         self.k_min = config.k_min if config.adaptive else config.k
@@ -153,6 +153,8 @@ class DraftLength:
         self._idle = 0  # AR steps since the last draft (draft model only)
         #: a chain's draft model: one draft forward's time, relative to one target token
         self._draft_us: deque[float] = deque(maxlen=COST_WINDOW)
+        #: its cost before the run timed it (``Engine.draft_cost_probe``), or 0: unknown
+        self._draft_cost_prior = draft_cost
         self._probe_after = PROBE_AFTER
         if self.adaptive:  # the first block too is sized by what the prior says pays
             self.k = self._choose(0)
@@ -208,10 +210,10 @@ class DraftLength:
 
     def draft_cost(self) -> float:
         """One draft-model forward in one-token target evaluations: the median of this run's,
-        0 until both sides were timed (an optimistic start: the first blocks measure it)."""
+        the prior until both sides were timed (0 without one: an optimistic start)."""
         unit = self.cost._unit()
         if len(self._draft_us) < COST_MIN_SAMPLES or math.isnan(unit):
-            return 0.0
+            return self._draft_cost_prior
         return sorted(self._draft_us)[len(self._draft_us) // 2] / unit
 
     def model_k(self) -> int:
@@ -220,8 +222,14 @@ class DraftLength:
         if not self.adaptive:
             return self.k
         per_token = self.draft_cost()
-        self.k = best_k(self.acceptance(0), lambda n: self.cost(n) + (n - 1) * per_token, self.k_min, self.k_max)
-        if self.k == 0 and self._idle >= self._probe_after:
+
+        def cost(n: int) -> float:
+            return self.cost(n) + (n - 1) * per_token
+
+        self.k = best_k(self.acceptance(0), cost, self.k_min, self.k_max)
+        # a probe measures acceptance: pointless where even a draft that is never wrong
+        # would not repay its drafting (the model is too dear here, whatever it proposes)
+        if self.k == 0 and self._idle >= self._probe_after and best_k(1.0, cost, self.k_min, self.k_max) > 0:
             return self.k_min
         return self.k
 

@@ -15,7 +15,7 @@ import os
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 import msgspec
 
@@ -269,6 +269,23 @@ class Engine:
         self._cache_owner = ""  # the caches hold nothing of a conversation now
         return ms, sizes
 
+    def draft_cost_probe(self, tokens: Sequence[int], reps: int = 3) -> float:
+        """A draft forward's time over a target token's, from ``reps`` one-token evaluations
+        on each after a short context: the prior a chain prices its model with until the run
+        has timed both (without it the first blocks would draft on an optimistic guess)."""
+        times = []
+        for backend in (self.target, self.draft_model):
+            backend.truncate(0)
+            backend.eval(list(tokens[:8]), all_logits=False)
+            samples = []
+            for tok in tokens[8 : 8 + reps]:
+                t = time.perf_counter_ns()
+                backend.eval((tok,), all_logits=False)
+                samples.append(time.perf_counter_ns() - t)
+            backend.truncate(0)
+            times.append(sorted(samples)[len(samples) // 2] if samples else 0)
+        return times[1] / times[0] if times[0] else 0.0
+
     def deterministic_target(self) -> Backend | None:
         """A second context over the target's weights with the batch-invariant settings
         (``--deterministic``), for measuring what they cost; None where no such setting is
@@ -338,7 +355,11 @@ class Engine:
         reuse = self.reuses_cache(config)
         self._cache_owner = config.conversation
         drafter = self.make_drafter(config, reuse=reuse)
-        draft_length = DraftLength(config.draft) if drafter is not None else None
+        draft_length = None
+        if drafter is not None:
+            # (not in a conversation's later turn: the probe would empty the caches it keeps)
+            chained = isinstance(drafter, ChainDrafter) and config.draft.adaptive and not reuse
+            draft_length = DraftLength(config.draft, draft_cost=self.draft_cost_probe(prompt_tokens) if chained else 0.0)
         policy = self.make_policy(config, drafter)
         t0 = time.perf_counter_ns()
         yield header

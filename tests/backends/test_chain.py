@@ -31,18 +31,34 @@ def tokens(steps: list[Step]) -> list[int]:
 
 
 @pytest.mark.parametrize("chain", ["ngram", "suffix"])
-def test_cost_aware_chain_equals_ar_and_uses_both_drafters(engine, chain):
+@pytest.mark.parametrize("plan", ["fixed-k3", "cost-aware"])
+def test_chain_equals_ar(engine, chain, plan):
+    """A fixed K drafts from the lookup where it matches and from the model elsewhere: both
+    really draft. The cost-aware K prices the model with its measured cost: here the model is
+    the target itself (a draft forward costs one target token), which no block repays even at
+    perfect acceptance, so the model stays silent and the lookup drafts alone."""
     path = engine.target.model.info.path
     lookup_blocks = model_blocks = 0
     for prompt in (*ALL, COPY):
         ar = tokens(run(engine, prompt, mode="ar"))
-        draft = DraftConfig(source=path, chain=chain, temperature=1.0, memory=False).drafting_with(path)
-        assert draft.adaptive, "a chain is cost-aware unless K is fixed"
+        draft = DraftConfig(source=path, chain=chain, temperature=1.0, memory=False)
+        draft = draft.drafting_with(path, fixed_k=3 if plan == "fixed-k3" else None)
+        assert draft.adaptive == (plan == "cost-aware"), "a chain is cost-aware unless K is fixed"
         steps = run(engine, prompt, mode="spec", draft=draft, sampling=SamplingConfig(seed=3))
-        assert tokens(steps) == ar, f"{chain} chain diverged from AR on {prompt[:40]!r}"
+        assert tokens(steps) == ar, f"{chain} chain ({plan}) diverged from AR on {prompt[:40]!r}"
         lookup_blocks += sum(1 for s in steps if s.drafted and not s.draft_forwards)
         model_blocks += sum(1 for s in steps if s.drafted and s.draft_forwards)
-    assert lookup_blocks > 0 and model_blocks > 0, (lookup_blocks, model_blocks)
+    assert lookup_blocks > 0, plan
+    if plan == "fixed-k3":
+        assert model_blocks > 0
+    else:
+        assert model_blocks == 0, f"the model drafted {model_blocks} blocks at one target token per draft forward"
+
+
+def test_draft_cost_probe_on_self_draft(engine):
+    """The chain's prior: the target drafting for itself costs about one target token per forward."""
+    _, prompt = engine.prepare_prompt(RunConfig(prompt=COPY))
+    assert 0.6 < engine.draft_cost_probe(prompt) < 1.6
 
 
 def test_model_as_dear_as_its_target_is_not_repaid():
