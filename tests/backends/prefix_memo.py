@@ -16,14 +16,18 @@ class PrefixMemo:
     and must match the remembered rows (within ``atol``: llama.cpp's multi-threaded kernels
     may differ in the last bits when the prefix was evaluated in another batch shape), so the
     backend stays in the loop.
+
+    ``memo`` may be shared by several wrappers of one backend (the tests of one module): a
+    block one test evaluated is served to the next from memory, and each wrapper brings the
+    backend's cache to its prefix itself (it starts from an empty one).
     """
 
-    def __init__(self, backend, check_every: int = 150, atol: float = 1e-3) -> None:
+    def __init__(self, backend, check_every: int = 150, atol: float = 1e-3, memo: dict | None = None) -> None:
         self.atol = atol
         self.backend = backend
         self.seq: list[int] = []
         self._real: list[int] = []
-        self._memo: dict[tuple, np.ndarray] = {}
+        self._memo: dict[tuple, np.ndarray] = {} if memo is None else memo
         self._hits = 0
         self.check_every = check_every
         self.evaluated = 0
