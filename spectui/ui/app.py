@@ -1,8 +1,9 @@
 """The live dashboard's Textual app: keys, timers, the repaint budget and the screens.
 
 What the dashboard knows and does (runs, notes, folding, comparisons, baselines, replay)
-lives in ``spectui.ui.controller``, without Textual; this app carries the engine thread's
-notes to it, turns keys into its calls, and has the screens draw its ``DashboardView``.
+lives in ``spectui.ui.controller`` and its run kinds (``spectui.ui.runs``), without Textual;
+this app carries the engine thread's notes to it, turns keys and the screens' requests
+(``spectui.ui.messages``) into its calls, and has the screens draw its ``DashboardView``.
 
 Threads and timing:
 
@@ -36,7 +37,14 @@ from spectui.sessions.notes import Note
 from spectui.sessions.open import EngineFactory
 from spectui.ui.controller import TEMPERATURE_STEP, DashboardController
 from spectui.ui.labels import backend_label
-from spectui.ui.messages import EngineNote
+from spectui.ui.messages import (
+    CompareRequested,
+    DiffRequested,
+    EngineNote,
+    InterleaveToggled,
+    RunRequested,
+    StopRequested,
+)
 from spectui.ui.replay import SEEK_S, ReplayPlayer
 from spectui.ui.screens.compare import CompareScreen
 from spectui.ui.screens.live import LiveScreen
@@ -237,6 +245,12 @@ class SpectuiApp(App[int]):
     def action_stop(self) -> None:
         self.controller.stop_run()
 
+    def on_run_requested(self, _msg: RunRequested) -> None:
+        self.action_run()
+
+    def on_stop_requested(self, _msg: StopRequested) -> None:
+        self.action_stop()
+
     def _restart_after(self, restart: bool | None) -> None:
         """A setting changed during a run, which stopped: start it again after the debounce
         (a newer change re-arms it)."""
@@ -421,12 +435,12 @@ class SpectuiApp(App[int]):
             return
         self.push_screen(CompareScreen(self.view))
         if self.controller.compare is None:
-            self.action_run_compare()
+            self.controller.run_compare()
 
-    def action_run_compare(self) -> None:
+    def on_compare_requested(self, _msg: CompareRequested) -> None:
         self.controller.run_compare()
 
-    def action_toggle_interleave(self) -> None:
+    def on_interleave_toggled(self, _msg: InterleaveToggled) -> None:
         self.controller.toggle_interleave()
         how = "interleaved block by block" if self.controller.compare_interleave else "one after the other"
         self.notify(f"live compare: {how} (r runs it)", timeout=3)
@@ -439,7 +453,7 @@ class SpectuiApp(App[int]):
             self.push_screen(CompareScreen(self.view))
         return True
 
-    def action_diff(self) -> None:
+    def on_diff_requested(self, _msg: DiffRequested) -> None:
         from spectui.ui.screens.diff import DiffScreen, diff_text
 
         paths = self.controller.compare_paths()

@@ -1,19 +1,13 @@
 """The dashboard's state and everything that changes it, without Textual.
 
-``DashboardController`` owns the runs: it submits sessions to the engine thread
-(``spectui.sessions.runner.SessionRunner``), routes the notes that come back to the run they
-belong to (the live run, the two runs of a live comparison, or the two interleaved sessions of
-a pair) by ``run_id``, folds each run's events into a ``LiveRun``, queues the second run of a
-comparison behind the first, keeps finished AR runs as baselines, keeps the conversation typed in the composer
-(``spectui.ui.chat``), and plays recordings back (``spectui.ui.replay_control``).
-Its ``state`` is a ``RunState``.
-
-Data flow, per token: the engine thread appends each event to its session's ``Outbox`` and
-posts a ``SessionEvents`` wake-up only when none is pending. ``drain`` folds what the outboxes
-hold (cheap, no drawing); the app calls it on the wake-up and on every repaint tick, so a
-200 tok/s run costs about 12 wake-ups a second, not 200. A replay hands its due events to an
-``Outbox`` in the same way from the UI thread, so one folding path serves both: the screen
-cannot tell a replay from a live run except by the badge.
+``DashboardController`` keeps the settings of the next run, the run on screen (``live`` on the
+main screen, the ``compare`` pair on the compare screen), the header's ``RunState``, the AR
+baselines, the envelope breaches and the conversation typed in the composer
+(``spectui.ui.chat``). The runs themselves belong to run kinds (``spectui.ui.runs``: a plain
+run, a chat turn, a sequential or interleaved pair, a replay), one object per run started,
+each owning its run ids, outboxes and stop event. The controller hands out the run ids and
+routes every note from the engine thread to the kind that took its id; a kind superseded by
+the next run is forgotten with its ids, so what it still had in flight is dropped.
 
 Whoever shows the controller (the Textual app; a test) is its ``ControllerHost``: it carries
 the notes to the UI thread and shows notifications. Screens read it through a
@@ -22,48 +16,38 @@ the notes to the UI thread and shows notifications. Screens read it through a
 
 from __future__ import annotations
 
-import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import msgspec
 
 from spectui.config import MAX_DRAFT_LENGTH, RunConfig
-from spectui.engine.noise import CALIBRATION_NOTICE
 from spectui.errors import SpectuiError
 from spectui.metrics.envelope import Breach, EnvelopeMonitor, header_envelope
 from spectui.metrics.live import LiveRun
 from spectui.prompts import DEFAULT_PROMPT, PromptSpec
-from spectui.recording.schema import End, Event, Header, MemorySample
-from spectui.sessions.notes import Note, Outbox, SessionEvents, SessionFinished, SessionStatus
+from spectui.recording.schema import Event, Header, MemorySample
+from spectui.sessions.notes import Note
 from spectui.sessions.open import EngineFactory
-from spectui.sessions.runner import CALIBRATING, PairRequest, SessionRequest, SessionRunner
+from spectui.sessions.runner import SessionRunner
 from spectui.ui.chat import ChatState
 from spectui.ui.labels import artifact_label
 from spectui.ui.replay import ReplayPlayer
-from spectui.ui.replay_control import ReplayControl
+from spectui.ui.runs.base import ControllerHost, RecordingNamer, RunKind
+from spectui.ui.runs.live import ChatTurn, SingleRun
+from spectui.ui.runs.pairs import InterleavedPair, QueuedRun, SequentialPair
+from spectui.ui.runs.replay import Replay
 from spectui.ui.state import Baselines, RunState
+
+__all__ = ["ControllerHost", "DashboardController", "MAX_TEMPERATURE", "TEMPERATURE_STEP"]
 
 TEMPERATURE_STEP = 0.1
 MAX_TEMPERATURE = 2.0
 
 
-class ControllerHost(Protocol):
-    """What the controller needs from whoever shows it."""
-
-    def post_note(self, note: Note) -> None:
-        """Hand ``note`` to the UI thread, which passes it to ``DashboardController.on_note``.
-        Called on the engine thread: must be thread-safe and must never block."""
-
-    def notify(self, message: str, *, title: str = "", severity: Any = "information", timeout: float | None = None) -> None:
-        """Tell the user something that does not fit the header (a failed run, a bad file)."""
-
-    def replay_mode_changed(self) -> None:
-        """A replay started or ended: the replay keys come or go."""
-
-
-class DashboardController(ReplayControl):
+class DashboardController:
     """The runs of one dashboard (see the module docstring). Methods are called on the UI
     thread only; the engine thread reaches it through ``host.post_note``."""
 
@@ -83,28 +67,25 @@ class DashboardController(ReplayControl):
         self._recordings_dir = Path(recordings_dir) if recordings_dir is not None else None
         self.runner = runner if runner is not None else SessionRunner(engine_factory)
 
+        #: the run on the main screen (live or replayed), and the kind of run it belongs to
         self.live = LiveRun()
+        self.current: RunKind | None = None
+        #: the last run id handed out; each id's notes go to the kind that took it
         self.run_id = 0
+        self._owners: dict[int, RunKind] = {}
         self.state = RunState.IDLE
         self.detail = "press r to run"
         #: something the header or the details show changed: the next repaint draws everything
         self.changed = True
         #: a settings change stopped the run; the app's debounce timer starts the next one
         self.restart_pending = False
-        self.recording_path: Path | None = None
-        self.replay_path: str | None = None
-        self.replay_truncated = False
-        self.player: ReplayPlayer | None = None
-        self.compare: tuple[LiveRun, LiveRun] | None = None  # (baseline, candidate)
+        self.recording_path: Path | None = None  # the recording of the run on the main screen
+        #: the compare screen's pair (baseline, candidate), the files it came from, and how the
+        #: next live pair runs
+        self.compare: tuple[LiveRun, LiveRun] | None = None
         self.compare_files: tuple[str, str] | None = None
         self.compare_interleave = False
-        #: the runs of a comparison still to start: (config, run, recording namer or None)
-        self._compare_queue: list[tuple[RunConfig, LiveRun, Any]] = []
-        self._pair: dict[int, LiveRun] = {}  # run id -> run, for an interleaved pair in flight
-        self._outboxes: dict[int, Outbox] = {}  # run id -> its events in flight to the UI
-        self._replay_outbox = Outbox()
         self._recorded: dict[int, Path | None] = {}  # id(LiveRun) -> its recording
-        self._stop: threading.Event | None = None
         self.baselines = Baselines()
         #: target spec -> (name, quant) once loaded: the header names a model before its next run
         self.models: dict[str, tuple[str, str]] = {}
@@ -114,7 +95,6 @@ class DashboardController(ReplayControl):
         self.breaches: list[Breach] = []
         #: the conversation typed in the composer (``e``), its turns on screen
         self.chat = ChatState()
-        self._replay_turns: list[tuple[Path, Any]] = []  # a replayed conversation's turns still to play (path, Recording)
 
     @property
     def running(self) -> bool:
@@ -123,7 +103,28 @@ class DashboardController(ReplayControl):
     @property
     def pair_in_flight(self) -> bool:
         """An interleaved pair is running (its two sessions share one state)."""
-        return bool(self._pair)
+        return isinstance(self.current, InterleavedPair) and self.current.in_flight
+
+    @property
+    def _replay(self) -> Replay | None:
+        return self.current if isinstance(self.current, Replay) else None
+
+    @property
+    def player(self) -> ReplayPlayer | None:
+        """The replay clock, while a recording is on screen."""
+        replay = self._replay
+        return replay.player if replay is not None else None
+
+    @property
+    def replay_path(self) -> str | None:
+        """The recording on screen, if one is."""
+        replay = self._replay
+        return replay.path if replay is not None else None
+
+    @property
+    def replay_truncated(self) -> bool:
+        replay = self._replay
+        return replay is not None and replay.truncated
 
     @property
     def recordings_dir(self) -> Path:
@@ -133,12 +134,71 @@ class DashboardController(ReplayControl):
             self._recordings_dir = recordings_dir()
         return self._recordings_dir
 
-    def _touch(self) -> None:
+    # -- what a run kind uses (``spectui.ui.runs.base.Dashboard``) ----------------------------
+
+    def new_run_id(self, owner: RunKind) -> int:
+        self.run_id += 1
+        self._owners[self.run_id] = owner
+        return self.run_id
+
+    def forget_run(self, run_id: int) -> None:
+        self._owners.pop(run_id, None)
+
+    def show(self, live: LiveRun) -> None:
+        self.live = live
+        self.recording_path = None
+        # keep the envelope folds of the runs still on screen only: a new run starts with no
+        # breach marked (and a new ``LiveRun`` that reuses a freed one's ``id`` inherits none)
+        kept = {id(run) for run in self.compare or ()} - {id(live)}
+        self.envelopes = {key: m for key, m in self.envelopes.items() if key in kept}
         self.changed = True
 
-    def _set_state(self, state: RunState, detail: str = "") -> None:
+    def touch(self) -> None:
+        self.changed = True
+
+    def set_state(self, state: RunState, detail: str = "") -> None:
         self.state, self.detail = state, detail
         self.changed = True
+
+    def failed(self, error: str) -> None:
+        self.set_state(RunState.ERROR, error)
+        self.host.notify(error, title="run failed", severity="error", timeout=8)
+
+    def fold(self, event: Event, live: LiveRun) -> None:
+        live.feed(event)
+        kind = type(event)
+        if kind is Header:
+            self.envelopes[id(live)] = EnvelopeMonitor(header_envelope(event))
+        elif kind is MemorySample and id(live) in self.envelopes:
+            for b in self.envelopes[id(live)].add(event):  # each limit once, when first crossed
+                self.breaches.append(b)
+                title = "shared machine" if b.limit == "other load" else "envelope breach"
+                self.host.notify(f"{b.text} at {b.t_s:.1f} s", title=title, severity="warning", timeout=10)
+
+    def recorded(self, live: LiveRun, path: Path | None) -> None:
+        self._recorded[id(live)] = path
+        if live is self.live:
+            self.recording_path = path
+
+    def remember_models(self, live: LiveRun) -> None:
+        h = live.header
+        if h is not None:
+            self.models[h.config.target] = artifact_label(h.artifacts.target, h.config.target)
+
+    def recording_namer(self, namer: RecordingNamer | None = None) -> RecordingNamer | None:
+        if not self.record:
+            return None
+        if namer is not None:
+            return namer
+        from spectui.recording.writer import default_recording_path
+
+        directory = self.recordings_dir
+        return lambda cfg: default_recording_path(cfg, directory)
+
+    def breaches_for(self, live: LiveRun) -> list[Breach]:
+        """The breaches of ``live`` so far, in the order they happened (none before its header)."""
+        monitor = self.envelopes.get(id(live))
+        return monitor.f.breaches if monitor is not None else []
 
     # -- settings of the next run ---------------------------------------------------------
 
@@ -146,7 +206,7 @@ class DashboardController(ReplayControl):
         """Change the next run's settings. A run in progress stops and ``restart_pending`` is
         set: True when the caller should start it again (after its debounce)."""
         self.config = msgspec.structs.replace(self.config, **changes)
-        self._touch()
+        self.touch()
         if self.running and self.replay_path is None:
             self.stop_run()
             self.restart_pending = True
@@ -183,29 +243,46 @@ class DashboardController(ReplayControl):
             max_tokens=spec.max_tokens,
         )
 
-    # -- sessions -------------------------------------------------------------------------
+    # -- runs -----------------------------------------------------------------------------
 
-    def _record_path_factory(self) -> Callable[[RunConfig], Path] | None:
-        if not self.record:
-            return None
-        from spectui.recording.writer import default_recording_path
+    def _take_screen(self, kind: RunKind) -> None:
+        """``kind``'s runs take the screen: the run of the kind before stops, and its notes
+        (what it still had in flight) are dropped from here on."""
+        self.restart_pending = False
+        old, self.current = self.current, kind
+        self._owners.clear()
+        if old is not None:
+            old.superseded()
+            if isinstance(old, Replay):
+                self.host.replay_mode_changed()  # the replay keys leave the footer
 
-        directory = self.recordings_dir
-        return lambda cfg: default_recording_path(cfg, directory)
+    def _start(self, kind: SingleRun | InterleavedPair) -> None:
+        self._take_screen(kind)
+        kind.start()
 
-    def _request(self, run_id: int, config: RunConfig, stop: threading.Event, record_to) -> SessionRequest:  # noqa: ANN001
-        return SessionRequest(run_id=run_id, config=config, stop=stop, post=self.host.post_note, record_to=record_to)
-
-    def start_run(self, config: RunConfig | None = None, live: LiveRun | None = None, record_to=None) -> None:  # noqa: ANN001
+    def start_run(self, config: RunConfig | None = None) -> None:
         """Start a session with ``config`` (default: the current one), stopping the one in
-        progress; its events fold into ``live`` (default: a new ``LiveRun``) and its recording
-        is named by ``record_to`` (default: a new file in the recordings folder)."""
-        if live is None:
-            self._compare_queue.clear()  # a plain run ends a live comparison
-        stop = self._begin_run(live)
-        if record_to is None or not self.record:
-            record_to = self._record_path_factory()
-        self.runner.submit(self._request(self.run_id, config or self.config, stop, record_to))
+        progress; its recording is a new file in the recordings folder."""
+        self._start(SingleRun(self, config or self.config))
+
+    def stop_run(self) -> None:
+        self.restart_pending = False
+        if self.current is not None and self.running:
+            self.current.stop()
+            self.state = RunState.STOPPING
+            self.touch()
+
+    def shutdown(self) -> None:
+        """Stop the run; the engine thread ends the step in flight, closes the engine, exits."""
+        if self.current is not None:
+            self.current.stop()
+        self.runner.shutdown()
+
+    def engine_failed(self, error: BaseException | None) -> None:
+        """The engine thread died (``SessionRunner`` catches every session's errors: this is
+        the net under it)."""
+        self.set_state(RunState.ERROR, f"the engine thread failed: {error}")
+        self.host.notify(self.detail, severity="error", timeout=8)
 
     # -- a conversation -------------------------------------------------------------------
 
@@ -219,174 +296,55 @@ class DashboardController(ReplayControl):
         self.config = msgspec.structs.replace(self.config, system=system, chat=chat)
         config, live = self.chat.begin(self.config, text, recordings=self.recordings_dir if self.record else None)
         conv = self.chat.conversation
-        self.start_run(config, live, record_to=conv.record_path if conv is not None and conv.folder is not None else None)
+        record_to = conv.record_path if conv is not None and conv.folder is not None else None
+        self._start(ChatTurn(self, config, live, record_to=record_to))
 
     def new_conversation(self) -> None:
         self.stop_run()
         self.chat.new()
-        self._touch()
-
-    def _begin_run(self, live: LiveRun | None) -> threading.Event:
-        """Stop what runs, take a new run id, show ``live``: the common start of every run."""
-        self.restart_pending = False
-        if self._stop is not None:
-            self._stop.set()
-        self.run_id += 1
-        self._stop = stop = threading.Event()
-        self._outboxes.clear()
-        self._pair = {}
-        if self.chat.pending is not None and self.chat.pending.run is not live:
-            self.chat.abandon()  # a turn superseded by another run is no turn
-        self.live = live if live is not None else LiveRun()
-        self._replay_turns = []
-        if self.player is not None:
-            self.player = None
-            self.host.replay_mode_changed()
-        self.replay_path = None
-        self.recording_path = None
-        self._forget_envelopes()
-        self._set_state(RunState.STARTING)
-        return stop
-
-    def _forget_envelopes(self) -> None:
-        """Keep the envelope folds of the runs still on screen only: a new run starts with no
-        breach marked (and a new ``LiveRun`` that reuses a freed one's ``id`` inherits none)."""
-        kept = {id(run) for run in self.compare or ()} - {id(self.live)}  # self.live is fresh
-        self.envelopes = {key: m for key, m in self.envelopes.items() if key in kept}
-
-    def breaches_for(self, live: LiveRun) -> list[Breach]:
-        """The breaches of ``live`` so far, in the order they happened (none before its header)."""
-        monitor = self.envelopes.get(id(live))
-        return monitor.f.breaches if monitor is not None else []
-
-    def stop_run(self) -> None:
-        self.restart_pending = False
-        if self._stop is not None and self.running:
-            self._stop.set()
-            self.state = RunState.STOPPING
-            self._touch()
-
-    def shutdown(self) -> None:
-        """Stop the run; the engine thread ends the step in flight, closes the engine, exits."""
-        if self._stop is not None:
-            self._stop.set()
-        self.runner.shutdown()
+        self.touch()
 
     # -- notes from the engine thread -----------------------------------------------------
 
     def on_note(self, note: Note) -> None:
-        kind = type(note)
-        if kind is SessionEvents:
-            self.on_events(note)
-        elif kind is SessionStatus:
-            self.on_status(note)
-        else:
-            self.on_finished(note)
-
-    def _run_for(self, run_id: int) -> LiveRun | None:
-        """The run a session's notes fold into; None for a superseded session."""
-        if self._pair:
-            return self._pair.get(run_id)
-        return self.live if run_id == self.run_id else None
-
-    def on_events(self, note: SessionEvents) -> None:
-        if self._run_for(note.run_id) is not None:
-            self._outboxes[note.run_id] = note.outbox
-            self.drain(clear_wake=False)  # the next tick clears it: one wake per tick
+        """A note of a run: to the kind that took its run id; a superseded run's is dropped."""
+        owner = self._owners.get(note.run_id)
+        if owner is not None:
+            owner.on_note(note)
 
     def drain(self, *, clear_wake: bool) -> None:
         """Fold every event the outboxes hold into its run. ``clear_wake``: let their producers
         post a wake-up again (once per repaint tick)."""
-        for run_id, outbox in self._outboxes.items():
-            live = self._run_for(run_id)
-            while outbox and live is not None:
-                self._fold(outbox.popleft(), live)
-            if clear_wake:
-                outbox.wake_pending = False
-
-    def _fold(self, ev: Event, live: LiveRun) -> None:
-        live.feed(ev)
-        kind = type(ev)
-        if kind is Header:
-            self.envelopes[id(live)] = EnvelopeMonitor(header_envelope(ev))
-        elif kind is MemorySample and id(live) in self.envelopes:
-            for b in self.envelopes[id(live)].add(ev):  # each limit once, when first crossed
-                self.breaches.append(b)
-                title = "shared machine" if b.limit == "other load" else "envelope breach"
-                self.host.notify(f"{b.text} at {b.t_s:.1f} s", title=title, severity="warning", timeout=10)
-        # one run's end is the app's (an interleaved pair ends with its last session)
-        if type(ev) is End and self.player is None and not self._pair:
-            self.state = RunState.after(ev.reason)
-            self.detail = ev.error
-            h = self.live.header
-            if h is not None:
-                self.models[h.config.target] = artifact_label(h.artifacts.target, h.config.target)
-
-    def on_status(self, note: SessionStatus) -> None:
-        live = self._run_for(note.run_id)
-        if live is None:
-            return
-        if note.state == "running":
-            path = Path(note.detail) if note.detail else None
-            self._recorded[id(live)] = path
-            if live is self.live:
-                self.recording_path = path
-            self._set_state(RunState.RUNNING)
-        else:
-            self._set_state(RunState(note.state), note.detail)
-            if note.detail == CALIBRATING:  # the header says what and how long; this says why
-                self.host.notify(CALIBRATION_NOTICE.removeprefix("spectui: "), title="calibrating", timeout=10)
-
-    def _failed(self, error: str, title: str = "run failed") -> None:
-        self._set_state(RunState.ERROR, error)
-        self.host.notify(error, title=title, severity="error", timeout=8)
-
-    def on_finished(self, note: SessionFinished) -> None:
-        if note.run_id in self._pair:
-            self._pair_finished(note)
-            return
-        if note.run_id != self.run_id:
-            return
-        self.drain(clear_wake=True)  # the run's last events, its End among them
-        self._outboxes.pop(note.run_id, None)
-        if note.error:
-            self._failed(note.error)
-        elif self.live.end is None:  # stopped before it began
-            self._set_state(RunState.IDLE)
-        self.baselines.note(self.live)
-        self.chat.finished(self.live, note.path)
-        if self._compare_queue and self.state in (RunState.DONE, RunState.INTERRUPTED) and self.live.end is not None:
-            if self.state is RunState.DONE:
-                self._start_next_compare()
-            else:
-                self._compare_queue.clear()  # stopped: the pair stays half-done
-        self._touch()
-
-    def engine_failed(self, error: BaseException | None) -> None:
-        """The engine thread died (``SessionRunner`` catches every session's errors: this is
-        the net under it)."""
-        self._set_state(RunState.ERROR, f"the engine thread failed: {error}")
-        self.host.notify(self.detail, severity="error", timeout=8)
+        for owner in dict.fromkeys(self._owners.values()):
+            owner.drain(clear_wake=clear_wake)
 
     # -- side by side ---------------------------------------------------------------------
 
     def run_compare(self) -> None:
-        """AR then speculative, same prompt and settings, one after the other (never at once:
-        they would share the cores and neither number would be true), or interleaved. On a
-        finished turn of a conversation: that turn against the conversation re-run in the
-        other mode up to it (``Conversation.rerun``), into the conversation's folder."""
-        if self.chat.turn_of(self.live):
-            self._compare_turn(self.chat.turn_of(self.live))
+        """AR then speculative, same prompt and settings, one after the other, or interleaved
+        (``compare_interleave``). On a finished turn of a conversation: that turn against the
+        conversation re-run in the other mode up to it (``Conversation.rerun``), into the
+        conversation's folder."""
+        turn = self.chat.turn_of(self.live)
+        if turn:
+            self._compare_turn(turn)
             return
         base = msgspec.structs.replace(self.config, mode="ar")
         cand = msgspec.structs.replace(self.config, mode="spec")
+        if not self.compare_interleave:
+            self.run_pair(QueuedRun(base, LiveRun()), QueuedRun(cand, LiveRun()))
+            return
         self.compare = (LiveRun(), LiveRun())
         self.compare_files = None
-        if self.compare_interleave:
-            self._start_interleaved(base, cand)
-            return
-        self._compare_queue[:] = [(base, self.compare[0], None), (cand, self.compare[1], None)]
-        self._start_next_compare()
+        self._start(InterleavedPair(self, (base, cand), self.compare))
+
+    def run_pair(self, baseline: QueuedRun, candidate: QueuedRun) -> None:
+        """Two runs on the compare screen, one after the other; each runs on the engine
+        service it names (``QueuedRun.runner``: two engine sources, two nodes say), else on
+        the dashboard's."""
+        self.compare = (baseline.live, candidate.live)
+        self.compare_files = None
+        self._start(SequentialPair(self, [baseline, candidate]))
 
     def _compare_turn(self, turn: int) -> None:
         conv = self.chat.conversation
@@ -398,46 +356,12 @@ class DashboardController(ReplayControl):
         self.compare_files = None
         record_to = conv.record_path if conv.folder is not None else None
         # the earlier turns are re-run too (their runs are not shown): see Conversation.rerun
-        self._compare_queue[:] = [(c, LiveRun(), record_to) for c in reruns[:-1]] + [(reruns[-1], rerun, record_to)]
-        self._start_next_compare()
-
-    def _start_next_compare(self) -> None:
-        config, live, record_to = self._compare_queue.pop(0)
-        self.start_run(config, live, record_to)
+        runs = [QueuedRun(c, LiveRun(), record_to) for c in reruns[:-1]] + [QueuedRun(reruns[-1], rerun, record_to)]
+        self._start(SequentialPair(self, runs))
 
     def toggle_interleave(self) -> None:
         self.compare_interleave = not self.compare_interleave
-        self._touch()
-
-    def _start_interleaved(self, base: RunConfig, cand: RunConfig) -> None:
-        """Both runs at once, one block each in turn on two engines (``PairRequest``): the
-        machine's load drifts alike for both, and each clock leaves out the other's time."""
-        assert self.compare is not None
-        self._compare_queue.clear()
-        stop = self._begin_run(self.compare[0])
-        first = self.run_id
-        self.run_id += 1
-        record_to = self._record_path_factory()
-        self._pair = {first: self.compare[0], self.run_id: self.compare[1]}
-        self.runner.submit(
-            PairRequest(
-                requests=(self._request(first, base, stop, record_to), self._request(self.run_id, cand, stop, record_to))
-            )
-        )
-
-    def _pair_finished(self, note: SessionFinished) -> None:
-        live = self._pair[note.run_id]
-        self.drain(clear_wake=True)
-        if note.error:
-            self._failed(note.error)
-        self._outboxes.pop(note.run_id, None)
-        del self._pair[note.run_id]
-        self.baselines.note(live)
-        if not self._pair and self.state is not RunState.ERROR:
-            ends = [run.end for run in self.compare or () if run.end is not None]
-            stopped = any(e.reason == "interrupted" for e in ends) or len(ends) < 2
-            self._set_state(RunState.INTERRUPTED if stopped else RunState.DONE)
-        self._touch()
+        self.touch()
 
     def open_compare(self, baseline: str | Path, candidate: str | Path) -> bool:
         """Two recordings side by side (baseline first)."""
@@ -450,11 +374,10 @@ class DashboardController(ReplayControl):
             except (SpectuiError, OSError) as exc:
                 self.host.notify(f"{path}: {exc}", title="cannot open recording", severity="error", timeout=8)
                 return False
-        self.stop_run()
-        self._compare_queue.clear()
+        self.stop_run()  # a pair in flight stops there, half done
         self.compare = (runs[0], runs[1])
         self.compare_files = (str(baseline), str(candidate))
-        self._touch()
+        self.touch()
         return True
 
     def compare_paths(self) -> tuple[str, str] | None:
@@ -465,3 +388,42 @@ class DashboardController(ReplayControl):
             return None
         paths = tuple(self._recorded.get(id(live)) for live in self.compare)
         return (str(paths[0]), str(paths[1])) if all(paths) and all(l.end for l in self.compare) else None
+
+    # -- recordings and replay ------------------------------------------------------------
+
+    def open_recording(
+        self, path: str | Path, *, play: bool = False, speed: float = 1.0, paused: bool = False, now: float | None = None
+    ) -> bool:
+        """Show a recording through the same outbox, ``LiveRun`` and repaint as a live run:
+        its final state at once, or (``play``) replayed at ``speed`` times its own pace. A
+        conversation's folder shows its turns one after another, as they were chatted."""
+        from spectui.recording.reader import read_recording
+        from spectui.sessions.conversation import turn_paths
+
+        try:
+            paths = turn_paths(path) if Path(path).is_dir() else [Path(path)]
+            recs = [(p, read_recording(p)) for p in paths]
+        except SpectuiError as exc:
+            self.host.notify(str(exc), title="cannot open recording", severity="error", timeout=8)
+            return False
+        except OSError as exc:
+            self.host.notify(f"{path}: {exc.strerror or exc}", title="cannot open recording", severity="error", timeout=8)
+            return False
+        self.stop_run()
+        self.chat.new()
+        replay = Replay(self, recs, conversation=Path(path).is_dir())
+        self._take_screen(replay)
+        replay.open(play=play, speed=speed, paused=paused, now=time.monotonic() if now is None else now)
+        self.host.replay_mode_changed()
+        return True
+
+    def replay_tick(self, now: float) -> bool:
+        """Hand out what is due by ``now``; False while nothing plays (the app's replay timer
+        then sleeps until a replay key wakes it)."""
+        replay = self._replay
+        return replay is not None and replay.tick(now)
+
+    def replay_control(self, control: Callable[[ReplayPlayer, float], object], now: float) -> bool:
+        """Apply a replay key to the player and catch the screen up with it; True if it plays."""
+        replay = self._replay
+        return replay is not None and replay.control(control, now)

@@ -16,6 +16,7 @@ from spectui.metrics.stats import summarize
 from spectui.recording.reader import read_recording
 from spectui.recording.schema import End, Header, Step, TokenOrigin
 from spectui.ui.launch import make_app
+from spectui.ui.runs.base import RunKind
 from spectui.ui.screens.plot import PlotScreen
 from spectui.ui.widgets.token_stream import TokenStream
 
@@ -345,6 +346,13 @@ async def test_narrow_terminals_keep_the_stream_wide(size, stats):
         assert "tok/s · accept" not in await visible(pilot, "#tokens")
 
 
+class FedRun(RunKind):
+    """A run kind whose run a test thread feeds (no session: nothing finishes)."""
+
+    def on_finished(self, note, live) -> None:  # noqa: ANN001
+        pass
+
+
 @pytest.mark.asyncio
 async def test_events_are_coalesced_into_timed_repaints(monkeypatch):
     """A thread feeding a run's outbox as the engine thread does (an event at a time, a
@@ -363,7 +371,10 @@ async def test_events_are_coalesced_into_timed_repaints(monkeypatch):
     app = make_app(real_config())
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
-        app.controller.run_id = 7
+        # run 7 is this app's, fed by the thread below as the engine thread feeds a session's
+        # run (routed to the run kind that took its id); run 6 is no run of this app
+        app.controller.run_id = 6
+        assert FedRun(app.controller).new_run(app.controller.live) == 7
         redraws.clear()
         stale, current = Outbox(), Outbox()
         wakeups: list[int] = []

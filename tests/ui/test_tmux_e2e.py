@@ -181,7 +181,8 @@ def test_a_chat_in_tmux_pastes_a_file_and_follows_up(tmp_path):
         tmux.wait_for(lambda s: len(_turn_files(recordings)) == 3 and "done" in s, "the reply to the pasted file")
         (pasted,) = [p for p in _turn_files(recordings) if p.parent != chat]
         rec = read_recording(pasted)
-        assert "def _record_path_factory" in rec.header.config.prompt and "\r" not in rec.header.config.prompt
+        last_def = [line for line in source[:12000].splitlines() if line.lstrip().startswith("def ")][-1]
+        assert last_def in rec.header.config.prompt and "\r" not in rec.header.config.prompt  # the paste came whole
         assert next(e for e in rec.events if type(e) is Prefill).n_tokens >= 3000
 
         # a file longer than the context: one line with the numbers, no run, no recording

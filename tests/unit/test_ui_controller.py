@@ -239,6 +239,34 @@ def test_compare_interleaved_runs_both_on_two_contexts(runner, tmp_path):
     assert [[t for e in r.events if type(e) is Step for t in e.tokens] for r in recs] == [base.tokens, cand.tokens]
 
 
+def test_a_pair_runs_each_side_on_the_engine_service_it_names(runner, tmp_path):
+    """``run_pair`` takes two engine sources: here the module's engine thread for the baseline
+    and a second one (its own engine) for the candidate; each side's session is served by its
+    own, one after the other."""
+    from spectui.ui.runs.pairs import QueuedRun
+
+    other = SessionRunner()
+    thread = threading.Thread(target=other.serve, name="spectui-engine-2", daemon=True)
+    thread.start()
+    try:
+        ctl, host = controller(runner, tmp_path, max_tokens=12)
+        base = QueuedRun(msgspec.structs.replace(ctl.config, mode="ar"), LiveRun())
+        cand = QueuedRun(msgspec.structs.replace(ctl.config, mode="spec"), LiveRun(), runner=other)
+        ctl.run_pair(base, cand)
+        assert ctl.compare == (base.live, cand.live) and ctl.live is base.live
+        host.pump(ctl, lambda: base.live.end is not None and cand.live.end is not None, "both runs")
+        host.pump(ctl, lambda: ctl.state in ENDED and not other.busy and host.notes.empty(), "the pair to end")
+    finally:
+        other.shutdown()
+        thread.join(60)
+    assert ctl.state is RunState.DONE, ctl.detail
+    assert other.loads == 1  # the candidate ran on the other engine service's own engine
+    assert cand.live.header.started_at >= base.live.header.started_at
+    n = min(len(base.live.tokens), len(cand.live.tokens))
+    assert n > 0 and base.live.tokens[:n] == cand.live.tokens[:n]
+    assert ctl.compare_paths() is not None
+
+
 def test_bad_input_is_an_error_and_one_notice(tmp_path):
     r = SessionRunner()  # its own: the failed load must not close the module's engine
     thread = threading.Thread(target=r.serve, daemon=True)
@@ -381,6 +409,7 @@ def test_run_state_values_are_what_the_header_shows():
 def test_the_controller_imports_no_ui_toolkit():
     code = (
         "import sys, spectui.ui.controller, spectui.ui.view, spectui.ui.state, spectui.ui.labels, spectui.ui.replay\n"
+        "import spectui.ui.chat, spectui.ui.runs.base, spectui.ui.runs.live, spectui.ui.runs.pairs, spectui.ui.runs.replay\n"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'rich', 'plotext'))\n"
         "assert not bad, bad\n"
     )

@@ -27,6 +27,7 @@ from spectui.metrics.live import LiveRun
 from spectui.metrics.stats import Summary
 from spectui.recording.redact import outputs_not_comparable
 from spectui.ui.labels import run_label
+from spectui.ui.messages import CompareRequested, DiffRequested, InterleaveToggled
 from spectui.ui.widgets.signals import SignalGroup
 from spectui.ui.widgets.token_stream import TokenStream
 
@@ -94,9 +95,9 @@ def divergence_cause(base: LiveRun, cand: LiveRun, i: int) -> DivergenceCause | 
 class CompareScreen(Screen[None]):
     BINDINGS = [
         Binding("escape,v", "app.pop_screen", "Back"),
-        Binding("r", "app.run_compare", "Run both"),
-        Binding("d", "app.diff", "Diff"),
-        Binding("i", "app.toggle_interleave", "Interleave"),
+        Binding("r", "run_both", "Run both"),
+        Binding("d", "diff", "Diff"),
+        Binding("i", "toggle_interleave", "Interleave"),
     ]
     DEFAULT_CSS = """
     CompareScreen { layout: vertical; }
@@ -119,6 +120,15 @@ class CompareScreen(Screen[None]):
     def __init__(self, view: DashboardView) -> None:
         super().__init__()
         self.view = view
+
+    def action_run_both(self) -> None:
+        self.post_message(CompareRequested())
+
+    def action_diff(self) -> None:
+        self.post_message(DiffRequested())
+
+    def action_toggle_interleave(self) -> None:
+        self.post_message(InterleaveToggled())
 
     def compose(self) -> ComposeResult:
         yield Static("compare", id="compare-title", markup=False)

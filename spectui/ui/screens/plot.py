@@ -10,6 +10,7 @@ from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from spectui.ui.messages import RunRequested, StopRequested
 from spectui.ui.widgets.plots import RunPlot
 
 if TYPE_CHECKING:
@@ -33,14 +34,20 @@ class PlotScreen(Screen[None]):
     """
     BINDINGS = [
         Binding("g,escape", "app.pop_screen", "Back"),
-        Binding("r", "app.run", "Run"),
-        Binding("s", "app.stop", "Stop"),
+        Binding("r", "run", "Run"),
+        Binding("s", "stop", "Stop"),
         Binding("q", "app.quit", "Quit"),
     ]
 
     def __init__(self, view: DashboardView) -> None:
         super().__init__()
         self.view = view
+
+    def action_run(self) -> None:
+        self.post_message(RunRequested())
+
+    def action_stop(self) -> None:
+        self.post_message(StopRequested())
 
     def compose(self) -> ComposeResult:
         yield Static("plots · the whole run · g / Esc back", id="plot-title")
