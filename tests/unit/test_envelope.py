@@ -276,7 +276,7 @@ def test_the_dashboard_marks_a_breach_live_where_it_happens():
     header = read_recording(sample("load-typo-fix")).header
     for ev in [header, quiet(0), quiet(250_000, other_cpu_pct=60), *[quiet(t, other_cpu_pct=60) for t in range(500_000, 3_000_000, 250_000)],
                quiet(3_000_000, headroom=1 * GIB)]:
-        ctl._fold(ev, live)
+        ctl.fold(ev, live)
     assert [b.limit for b in ctl.breaches] == ["other load", "headroom"]
     assert ctl.breaches[1].t_s == 3.0
     titles = [(sev, title) for sev, title, _ in host.notices]
