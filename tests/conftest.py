@@ -81,6 +81,64 @@ def any_engine(request):
     return request.getfixturevalue("engine" if request.param == "llamacpp" else "mlx_engine")
 
 
+# -- calibrations, measured once --------------------------------------------------------------
+# A greedy run first measures its backend's batch-shape noise at those settings (seconds to
+# half a minute, ARCHITECTURE.md "Data flows one way": the header carries it) and caches it in
+# the user cache. The tests' cache above keeps them for the whole session, but a test that
+# needs a cache of its own (a tune result, a draft memory, a second home) would measure them
+# again: ``calibrations`` measures the settings the tests run at, once per session and as deep
+# as their runs reach, and ``seed_calibrations`` copies them into such a cache. Tests about
+# the first calibration itself use an empty cache.
+
+#: the settings tests and commands run at: all cores (the default), one thread (the dashboard
+#: tests, tune's runs, ``--threads 1``), and ``--deterministic`` (what tune also measures)
+CALIBRATED_BACKENDS = (
+    BackendConfig(),
+    BackendConfig(n_threads=1),
+    BackendConfig(n_threads=1, flash_attn="on", deterministic=True),
+)
+#: the reach calibrated for: prompt plus budget of the longest greedy runs the tests make
+CALIBRATED_REACH = 512
+
+
+@pytest.fixture(scope="session")
+def calibrations(model_path) -> str:
+    """The session cache's batch-noise file, with ``CALIBRATED_BACKENDS`` measured in it."""
+    import warnings
+
+    import msgspec
+
+    from spectui.engine.llamacpp import LlamaCppBackend
+    from spectui.engine.noise import CACHE_NAME, CalibrationNotice, batch_noise
+    from spectui.paths import cache_dir
+
+    first = None
+    opened = []
+    try:
+        for settings in CALIBRATED_BACKENDS:
+            backend = LlamaCppBackend.open(model_path, msgspec.structs.replace(settings, n_ctx=2 * CALIBRATED_REACH),
+                                           share_with=first)
+            opened.append(backend)
+            first = first or backend
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", CalibrationNotice)
+                batch_noise(backend, backend.artifacts().sha256, CALIBRATED_REACH)
+    finally:
+        for backend in reversed(opened):
+            backend.close()
+    return str(cache_dir() / CACHE_NAME)
+
+
+def seed_calibrations(calibrations: str, cache_home) -> None:  # noqa: ANN001
+    """Put the session's calibrations in the cache under ``cache_home`` (an ``XDG_CACHE_HOME``)."""
+    import shutil
+    from pathlib import Path
+
+    folder = Path(cache_home) / "spectui"
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(calibrations, folder / os.path.basename(calibrations))
+
+
 
 # -- tiers ------------------------------------------------------------------------------------
 # `pytest -m "not slow"` is the fast tier: no model is loaded, no wheel built, no server or
@@ -100,7 +158,7 @@ FAST_MODULES = {
     "ui/test_snapshots.py", "ui/test_live.py", "ui/test_history_screen.py", "ui/test_envelope_header.py",
 }
 #: fixtures that load a model (or start the engine thread on one)
-MODEL_FIXTURES = {"engine", "mlx_engine", "any_engine", "runner", "llama", "tuned"}
+MODEL_FIXTURES = {"engine", "mlx_engine", "any_engine", "runner", "llama", "tuned", "calibrations"}
 
 
 def pytest_collection_modifyitems(config, items):  # noqa: ANN001

@@ -277,25 +277,51 @@ def test_greedy_speculative_equals_ar(mlx_engine, ar_tokens, drafter, k):
 NEAR_TIE = 0.5
 
 
+#: how much of each prompt the agreement test sends: its last characters (cut at a space), which
+#: are each prompt's own (the quality prompts share their first lines) and hold its question
+AGREEMENT_TAIL = 120
+
+
+def prompt_tail(text: str, chars: int = AGREEMENT_TAIL) -> str:
+    text = text.strip()
+    if len(text) <= chars:
+        return text
+    cut = text[-chars:]
+    return cut[cut.find(" ") + 1 :]
+
+
 def test_greedy_output_agrees_with_llamacpp(mlx_engine, llama, model_path):
-    """Every prompt in prompts/, chat template applied, 32 greedy tokens on both backends.
+    """Every prompt in prompts/ (its last ~120 characters), chat template applied, 32 greedy
+    tokens on both backends.
 
     How many prompts agree on all 32 tokens depends on the CPU's kernels: llama.cpp quantises
     activations to 8 bits for the quantised matmuls (with instruction-set-specific dot
-    products), MLX computes in float32, and the two sets of logits stay ~1-1.5 apart. Measured:
-    13 of 20 on the machine that wrote this test; 10 of 20 on an AVX-512 VNNI Xeon with
-    llama.cpp 0c1e570 (the same count on the code before the layering rework). Every part seen
-    was at a near tie: both backends' top-two margins under 0.28 logit at the parting token
-    (e.g. short-greeting at token 17: 0.012 / 0.184). So the claim tested is that one: every
-    divergence is a near tie on both sides, and a third of the prompts at least agree outright
-    (a wrong model would part at once, with confident margins). The margins are printed
-    (``-rP``).
+    products), MLX computes in float32, and the two sets of logits stay ~1-1.5 apart. Measured
+    on whole prompts: 13 of 20 on the machine that wrote this test; 10 of 20 on an AVX-512 VNNI
+    Xeon with llama.cpp 0c1e570. On the prompts' tails, 11 of 22 on the 2-core x86 CI host.
+    Every part seen was at a near tie: both backends' top-two margins under 0.28 logit at the
+    parting token (e.g. short-greeting at token 17: 0.012 / 0.184). So the claim tested is that
+    one: every divergence is a near tie on both sides, and a third of the prompts at least agree
+    outright (a wrong model would part at once, with confident margins). The margins are
+    printed (``-rP``).
+
+    The tails, not the whole prompts: MLX's CPU backend costs ~0.11 s a token here whether the
+    tokens come as a prefill or one by one, and the whole prompts (2,800 tokens) took 8
+    minutes; the tails (~40 tokens each with the template) exercise the same import, kernels
+    and comparison on the same 22 distinct texts.
     """
     from tests.backends.agreement import compare_backends
     from spectui.prompts import list_prompts
 
     prompts = list_prompts()
-    results = compare_backends(model_path, [p.text for p in prompts], 32, chat=True, llama=llama, mlx=mlx_engine.target)
+    assert all(p.text.strip() for p in prompts)
+    # the whole prompts, templated, still tokenize alike (tokenizing is cheap; evaluating is the cost)
+    for p in prompts:
+        text = apply_chat_template(llama.chat_template, p.text, bos_token=llama.bos_token, eos_token=llama.eos_token)
+        assert mlx_engine.target.tokenize(text, special=True) == llama.tokenize(text, special=True), p.name
+    tails = [prompt_tail(p.text) for p in prompts]
+    assert len(set(tails)) == len(tails), "every prompt's tail is its own"
+    results = compare_backends(model_path, tails, 32, chat=True, llama=llama, mlx=mlx_engine.target)
     for p, r in zip(prompts, results):
         print(f"{p.name}: {r.describe()}")
     assert all(r.tokenize_equal for r in results)

@@ -10,15 +10,18 @@ import pytest
 
 from spectui.models.gguf import read_gguf
 from spectui.recording.reader import read_recording
-from tests.conftest import run_cli
+from tests.conftest import run_cli, seed_calibrations
 
 FAST = ("--max-tokens", "24")
 
 
 @pytest.fixture
-def cache_home(tmp_path, monkeypatch):
-    """A private cache: tune stores its curve there, and runs read it back."""
+def cache_home(tmp_path, monkeypatch, calibrations):
+    """A private cache: tune stores its curve there, and runs read it back. The session's
+    batch-noise calibrations are in it (tests/conftest.py): tune still measures and reports
+    its exactness from them, without measuring them again."""
     home = tmp_path / "cache"
+    seed_calibrations(calibrations, home)
     monkeypatch.setenv("XDG_CACHE_HOME", str(home))
     return home
 
@@ -70,8 +73,9 @@ def test_tune_from_recordings_replays_their_outputs(cache_home, tmp_path):
         proc = run_cli("run", "--headless", "--prompt-name", name, "--mode", mode, *FAST,
                        "--record", str(folder / f"{name}.spectui"))
         assert proc.returncode == 0, proc.stderr
-    # the suffix drafter, replayed over the recorded outputs (the n-gram is the default above)
-    doc = tune_json("--from", str(folder), "--reps", "0", "--draft", "suffix")
+    # the suffix drafter, replayed over the recorded outputs (the n-gram is the default above);
+    # a context too short for the long curve, which the test above checks
+    doc = tune_json("--from", str(folder), "--reps", "0", "--draft", "suffix", "--ctx", "1024")
     assert doc["acceptance_from"] == str(folder) and doc["drafter"] == "suffix"
     assert {t["tier"] for t in doc["tiers"]} == {"copy", "short"}
     assert all(t["measured"] is None for t in doc["tiers"])  # --reps 0: predicted only

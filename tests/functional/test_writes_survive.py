@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from spectui.recording.reader import read_recording
-from tests.conftest import REPO, run_cli
+from tests.conftest import REPO, run_cli, seed_calibrations
 from tests.faults import FAULT_ENV, fill, killed, read_only, small_disk
 
 RECORDING = Path(REPO) / "tests" / "data" / "fixed-session.spectui"
@@ -367,11 +367,13 @@ def test_draft_memory_save_killed_keeps_the_saved_memory_and_the_next_run_adds_t
 
 
 @pytest.mark.slow
-def test_tune_killed_while_writing_its_result_keeps_the_previous_result(tmp_path):
+def test_tune_killed_while_writing_its_result_keeps_the_previous_result(tmp_path, calibrations):
     cache = tmp_path / "cache"
+    seed_calibrations(calibrations, cache)  # measured once for the session (tests/conftest.py)
     env = {"XDG_CACHE_HOME": str(cache)}
-    # one prompt, --reps 0 (predictions only): the verify-cost curves and calibrations are the cost
-    args = ("tune", "--json", "--prompt", "Say hi.", "--reps", "0", "--max-tokens", "8", "--threads", "1")
+    # one prompt, --reps 0 (predictions only), a context too short for the long curve: the
+    # verify-cost curve is the cost, and the result is written as any tune writes it
+    args = ("tune", "--json", "--prompt", "Say hi.", "--reps", "0", "--max-tokens", "8", "--threads", "1", "--ctx", "512")
     first = cli(*args, env=env, timeout=600)
     assert first.returncode == 0, first.stderr
     (result,) = (cache / "spectui" / "tune").glob("*.json")
