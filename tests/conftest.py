@@ -29,11 +29,13 @@ def model_path() -> str:
 
 
 @pytest.fixture(scope="session")
-def engine(model_path):
+def engine(model_path, calibrations):
     """A target and a draft model context over the same weights (the only registry model).
 
     The draft context is a separate KV cache, so self-drafting exercises every code path a
     second GGUF would; tests make it disagree by sampling the draft at temperature 1.0.
+    Its runs find their calibration measured (``calibrations``), not re-measured deeper as
+    longer runs come.
     """
     from spectui.engine.session import Engine
 
@@ -61,7 +63,14 @@ def run_cli(*args: str, stdin: str | None = None, timeout: float = 300) -> subpr
 
 @pytest.fixture(scope="session")
 def mlx_engine(model_path):
-    """MLX target and MLX draft model over one set of weights, through ``Engine.load``."""
+    """MLX target and MLX draft model over one set of weights, through ``Engine.load``.
+
+    Its calibration is measured once here, as far as its budget goes (~130 tokens of MLX on
+    this CPU, which then serves every depth): otherwise each MLX run reaching deeper than the
+    last measures it again, up to 30 s each."""
+    import warnings
+
+    from spectui.engine.noise import CalibrationNotice, batch_noise
     from spectui.engine.session import Engine
 
     config = RunConfig(
@@ -72,6 +81,9 @@ def mlx_engine(model_path):
         backend=BackendConfig(name="mlx", n_ctx=512),
     )
     with Engine.load(config) as eng:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", CalibrationNotice)
+            batch_noise(eng.target, eng.target.artifacts().sha256, CALIBRATED_REACH)
         yield eng
 
 

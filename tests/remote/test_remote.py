@@ -23,7 +23,7 @@ from spectui.recording.reader import read_recording
 from spectui.recording.schema import End, MemorySample, Prefill, Step
 from spectui.remote.ssh import mismatch
 from spectui.remote.wire import Hello
-from tests.conftest import REPO
+from tests.conftest import REPO, seed_calibrations
 from tests.remote.conftest import Node, node_spectui_processes, second_home
 
 pytestmark = pytest.mark.server
@@ -202,10 +202,12 @@ def test_ctrl_c_here_stops_the_run_on_the_node_cleanly(node, tmp_path):
 
 
 @pytest.mark.slow
-def test_tune_runs_on_the_node_keeps_its_result_there_and_reports_here(node):
+def test_tune_runs_on_the_node_keeps_its_result_there_and_reports_here(node, calibrations):
     cache = Path(second_home(node.folder)[0])
+    seed_calibrations(calibrations, cache)  # the session's (tests/conftest.py): node-b measures its curve, not these again
+    # a context too short for the long curve: what is shown is where tune runs and keeps its result
     proc = spectui(node, "tune", "--host", "node-b", "--prompt", "Repeat: the quick brown fox.", "--max-tokens", "16",
-                   "--reps", "0", "--threads", "1", "--json", timeout=600)  # fmt: skip
+                   "--reps", "0", "--threads", "1", "--ctx", "1024", "--json", timeout=600)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert doc["curve"]["relative"][0] == 1.0 and doc["tiers"]  # measured on the node, printed here

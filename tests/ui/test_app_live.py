@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from spectui.config import DraftConfig
 from spectui.metrics.stats import summarize
 from spectui.recording.reader import read_recording
 from spectui.recording.schema import End, Header, Step, TokenOrigin
@@ -407,7 +408,9 @@ async def test_events_are_coalesced_into_timed_repaints(monkeypatch):
 async def test_switch_backend_to_mlx_and_run(tmp_path):
     """`x` switches the next run to MLX; the engine thread loads it and the run is recorded
     as an MLX session of the same model."""
-    app = make_app(real_config(max_tokens=6), recordings_dir=str(tmp_path))
+    # a fixed K: the warm-up evaluates 2 block sizes, not the 17 of a cost-aware K (MLX on this
+    # CPU costs ~0.1 s a token, and which K is drafted is not what this test is about)
+    app = make_app(real_config(max_tokens=6, draft=DraftConfig(k=2)), recordings_dir=str(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("x")
         assert app.controller.config.backend.name == "mlx"

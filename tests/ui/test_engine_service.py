@@ -15,6 +15,8 @@ import sys
 
 import pytest
 
+from tests.conftest import seed_calibrations
+
 from .conftest import REPO
 
 pytestmark = [pytest.mark.slow, pytest.mark.ui]
@@ -67,18 +69,19 @@ asyncio.run(main(sys.argv[1] == "tune"))
 '''
 
 
-def probe(kind: str, env_dir) -> dict:  # noqa: ANN001
+def probe(kind: str, env_dir, calibrations: str) -> dict:  # noqa: ANN001
     import os
 
+    seed_calibrations(calibrations, env_dir / kind)  # the session's, measured once (tests/conftest.py)
     env = {**os.environ, "XDG_CACHE_HOME": str(env_dir / kind)}
     proc = subprocess.run([sys.executable, "-c", PROBE, kind], capture_output=True, text=True, timeout=600, cwd=REPO, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def test_tune_in_the_dashboard_loads_the_model_once(tmp_path):
-    plain = probe("plain", tmp_path)
-    tuned = probe("tune", tmp_path)
+def test_tune_in_the_dashboard_loads_the_model_once(tmp_path, calibrations):
+    plain = probe("plain", tmp_path, calibrations)
+    tuned = probe("tune", tmp_path, calibrations)
     assert plain["loads"] == 1 and plain["runner_loads"] == 1
     assert tuned["loads"] == 1, f"the tune loaded the model again: {tuned['loads']} loads"
     assert tuned["runner_loads"] == 1

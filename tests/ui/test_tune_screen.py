@@ -21,6 +21,7 @@ from spectui.ui.launch import make_app
 from spectui.ui.screens import tune as tune_screen
 from spectui.ui.screens.tune import TuneScreen, target_key
 from spectui.ui.state import RunState
+from tests.conftest import seed_calibrations
 
 from .conftest import real_config, visible, wait_until
 
@@ -40,11 +41,13 @@ def tiny_plan():
 
 
 @pytest.fixture(scope="module")
-def tuned(tmp_path_factory):
-    """A real tune result of the embedded model, and the cache it was measured with."""
+def tuned(tmp_path_factory, calibrations):
+    """A real tune result of the embedded model, and the cache it was measured with (holding
+    the session's batch-noise calibrations, tests/conftest.py)."""
     from spectui.tune.runner import run_tune
 
     cache = tmp_path_factory.mktemp("cache")
+    seed_calibrations(calibrations, cache)
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("XDG_CACHE_HOME", str(cache))
         result = run_tune(config(), tiny_plan(), lambda _text: None)
@@ -52,7 +55,8 @@ def tuned(tmp_path_factory):
 
 
 @pytest.fixture
-def cache(tmp_path, monkeypatch):
+def cache(tmp_path, monkeypatch, calibrations):
+    seed_calibrations(calibrations, tmp_path / "cache")  # no tune result in it, only calibrations
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     return tmp_path / "cache"
 
