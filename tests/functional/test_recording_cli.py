@@ -53,8 +53,11 @@ def test_no_record_writes_nothing(tmp_path):
 
 
 def _start(path, *extra):
+    # 400 tokens: seconds of decoding, where the tests stop it after 10-20 steps; a run that
+    # reaches under 512 tokens finds the session's calibration (tests/conftest.py), one that
+    # reaches 2000 measured a deeper one first (~20 s)
     return subprocess.Popen(
-        [sys.executable, "-m", "spectui", "run", "--headless", "--max-tokens", "2000", "--mode", "ar",
+        [sys.executable, "-m", "spectui", "run", "--headless", "--max-tokens", "400", "--mode", "ar",
          "--record", str(path), "--prompt", LONG, *extra],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
@@ -75,7 +78,7 @@ def _wait_for_steps(path, n: int, proc, timeout: float = 120) -> None:
     pytest.fail("the run never produced enough steps")
 
 
-def test_sigkill_mid_decode_keeps_every_complete_record(tmp_path):
+def test_sigkill_mid_decode_keeps_every_complete_record(tmp_path, calibrations):
     path = tmp_path / "killed.spectui"
     proc = _start(path)
     try:
@@ -94,7 +97,7 @@ def test_sigkill_mid_decode_keeps_every_complete_record(tmp_path):
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGHUP])
-def test_interrupt_and_hangup_end_the_recording_cleanly(tmp_path, sig):
+def test_interrupt_and_hangup_end_the_recording_cleanly(tmp_path, sig, calibrations):
     path = tmp_path / "interrupted.spectui"
     proc = _start(path)
     try:

@@ -35,12 +35,12 @@ def two_prompts(tmp_path, monkeypatch):
 def soak_args(out, *extra: str) -> list[str]:
     # short sessions, one thread: other decoders may share the two cores (two-thread llama.cpp
     # processes sharing them slow each other down several times over)
-    return ["soak", "--mode", "spec", "--k", "4", "--max-tokens", "6", "--threads", "1", "--window", "5", "--out", str(out), *extra]
+    return ["soak", "--mode", "spec", "--k", "4", "--max-tokens", "6", "--threads", "1", "--window", "2", "--out", str(out), *extra]
 
 
 def test_short_soak_reports_a_slope_and_analyze_reproduces_it(two_prompts, tmp_path, model_path):
     out = tmp_path / "soak"
-    proc = run_cli(*soak_args(out, "--duration", "20", "--json"), timeout=240)
+    proc = run_cli(*soak_args(out, "--duration", "10", "--json"), timeout=240)  # five 2 s windows
     assert proc.returncode in (0, 1), proc.stderr
     doc = json.loads(proc.stdout)
     assert doc["folder"] == str(out)
@@ -48,7 +48,7 @@ def test_short_soak_reports_a_slope_and_analyze_reproduces_it(two_prompts, tmp_p
     assert doc["fit_samples"] >= 3 and doc["memory_samples"] >= doc["fit_samples"]
     assert doc["peak_rss_mib"] > 50  # the model's weights alone are ~90 MB
     assert doc["passed"] == (proc.returncode == 0)
-    assert 18 < doc["duration_s"] < 60  # the soak clock starts at the first header, just after the timer
+    assert 8 < doc["duration_s"] < 60  # the soak clock starts at the first header, just after the timer
     assert len(doc["windows"]) >= 4 and all(w["end_s"] > w["start_s"] for w in doc["windows"])
     assert sum(w["tokens"] for w in doc["windows"]) == doc["tokens"] > 0
     assert 0 <= doc["acceptance_rate"] <= 1
@@ -63,11 +63,11 @@ def test_short_soak_reports_a_slope_and_analyze_reproduces_it(two_prompts, tmp_p
     assert {r.header.config.max_tokens for r in recs} == {6}
     assert "sessions recorded to" in proc.stderr
 
-    again = run_cli("soak", "--analyze", str(out), "--window", "5", "--json")
+    again = run_cli("soak", "--analyze", str(out), "--window", "2", "--json")
     assert again.returncode == proc.returncode, again.stderr
     assert json.loads(again.stdout) == doc
 
-    text = run_cli("soak", "--analyze", str(out), "--window", "5")
+    text = run_cli("soak", "--analyze", str(out), "--window", "2")
     assert "slope" in text.stdout and "MiB/min" in text.stdout and "verdict" in text.stdout
 
 

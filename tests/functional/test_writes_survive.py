@@ -293,9 +293,12 @@ def test_soak_and_quality_killed_mid_run_keep_every_finished_recording(tmp_path,
 
 
 @pytest.mark.slow
-def test_chat_killed_mid_turn_keeps_earlier_turns_and_the_folder_replays(tmp_path):
+def test_chat_killed_mid_turn_keeps_earlier_turns_and_the_folder_replays(tmp_path, calibrations):
     folder = tmp_path / "chat"
-    proc = subprocess.Popen([sys.executable, "-m", "spectui", "chat", "--max-tokens", "400", "--threads", "1",
+    # 200 tokens: the story is still decoding when it is killed, and the second turn (the first
+    # one's tokens plus its own budget) stays under the 512 tokens the session's calibration
+    # reaches (tests/conftest.py), where 400 made it measure a deeper one first
+    proc = subprocess.Popen([sys.executable, "-m", "spectui", "chat", "--max-tokens", "200", "--threads", "1",
                              "--record-dir", str(folder)], cwd=REPO, stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     proc.stdin.write("Name a colour.\n\nWrite a long story about the sea.\n")
@@ -343,13 +346,14 @@ def test_write_quant_killed_on_a_full_disk_or_at_a_taken_name_leaves_no_half_mod
 
 
 @pytest.mark.slow
-def test_draft_memory_save_killed_keeps_the_saved_memory_and_the_next_run_adds_to_it(tmp_path):
+def test_draft_memory_save_killed_keeps_the_saved_memory_and_the_next_run_adds_to_it(tmp_path, calibrations):
     from spectui.engine.suffix_memory import SuffixMemory
     from spectui.models.artifacts import model_artifacts
     from spectui.models.gguf import read_gguf
     from spectui.models.registry import embedded_model_path
 
     cache = tmp_path / "cache"
+    seed_calibrations(calibrations, cache)
     env = {"XDG_CACHE_HOME": str(cache)}
     args = ("run", "--headless", "--mode", "spec", "--draft", "suffix", *FAST, "--no-record")
     assert cli(*args, "--prompt", "Name a colour.", env=env).returncode == 0
