@@ -27,7 +27,7 @@ pytestmark = [
 ]
 
 
-def test_the_dashboard_streams_a_node_run_and_names_the_node(node, tmp_path):
+def test_the_dashboard_streams_a_node_run_and_names_the_node(node, tmp_path, calibrations):  # node-a: the session cache, calibrated
     tmux = Tmux(f"spectui-remote-{os.getpid()}")
     recordings = tmp_path / "recordings"
     status_file = tmp_path / "exit-status"

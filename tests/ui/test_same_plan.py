@@ -33,7 +33,7 @@ def plan_of(path) -> tuple[list[int], list[int], int]:
 
 
 @pytest.mark.asyncio
-async def test_headless_and_dashboard_run_the_same_plan(tmp_path, model_path):
+async def test_headless_and_dashboard_run_the_same_plan(tmp_path, model_path, calibrations):  # --deterministic: calibrated once
     from tests.conftest import run_cli
 
     headless = {}
