@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import multiprocessing
 from collections.abc import Iterable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,6 +52,7 @@ def compare_backends(
     llama: Any = None,
     mlx: Any = None,
     n_ctx: int = 1024,
+    mlx_worker: bool = False,
 ) -> list[Agreement]:
     """Greedy AR on llama.cpp and on MLX from the same GGUF; report where they agree.
 
@@ -65,6 +68,10 @@ def compare_backends(
     reading its greedy choice off llama.cpp's continuation, up to where the two part, is what
     MLX's own greedy run would give; and the chat template's opening, the same for every
     prompt, stays in its cache from one prompt to the next.
+
+    ``mlx_worker``: half of the MLX work goes to a second process with its own MLX copy of the
+    model (MLX's CPU backend computes on one core; the machine has two). It loads while
+    llama.cpp runs, and computes what this process would.
     """
     from spectui.engine.llamacpp import LlamaCppBackend
     from spectui.engine.mlx import MLXBackend
@@ -76,21 +83,43 @@ def compare_backends(
     # machine can slow llama.cpp down 50-fold
     llama = llama or LlamaCppBackend.open(gguf, BackendConfig(n_ctx=n_ctx, n_threads=1))
     mlx = mlx or MLXBackend.open(gguf, BackendConfig(n_ctx=n_ctx))
-    results = []
+    pool = None
     try:
+        if mlx_worker:
+            pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+            loaded = pool.submit(_worker_open, gguf, mlx.n_ctx)
+        texts, token_lists = [], []
         for prompt in prompts:
             text = prompt
             if chat and llama.chat_template:
                 text = apply_chat_template(llama.chat_template, prompt, bos_token=llama.bos_token, eos_token=llama.eos_token)
-            tokens = llama.tokenize(text, special=True)
+            texts.append(text)
+            token_lists.append(llama.tokenize(text, special=True))
+        # the worker takes every other prompt by length (the halves cost about the same), and
+        # llama.cpp runs its prompts first: the worker's MLX work overlaps the rest
+        order = sorted(range(len(token_lists)), key=lambda i: len(token_lists[i]))
+        theirs = sorted(order[1::2]) if pool is not None else []
+        runs: dict[int, tuple[list[int], list[np.ndarray]]] = {}
+        for i in theirs:
+            runs[i] = greedy(llama, token_lists[i], n_tokens)
+        if pool is not None:
+            loaded.result()
+            remote = pool.submit(_worker_rows, [(token_lists[i], runs[i][0]) for i in theirs])
+        mine = [i for i in range(len(token_lists)) if i not in theirs]
+        for i in mine:
+            runs[i] = greedy(llama, token_lists[i], n_tokens)
+        mrows_of = {i: teacher_forced(mlx, token_lists[i], runs[i][0]) for i in mine}
+        if pool is not None:
+            mrows_of.update(zip(theirs, remote.result()))
+        results = []
+        for i, (prompt, text, tokens) in enumerate(zip(prompts, texts, token_lists)):
+            (lt, lrows), mrows = runs[i], mrows_of[i]
             tokenize_equal = mlx.tokenize(text, special=True) == tokens
-            lt, lrows = greedy(llama, tokens, n_tokens)
-            mrows = teacher_forced(mlx, tokens, lt)
             # MLX's greedy choice after the same context, up to where it first parts from llama.cpp's
-            divergence = next((i for i, row in enumerate(mrows) if int(row.argmax()) != lt[i]), None)
+            divergence = next((j for j, row in enumerate(mrows) if int(row.argmax()) != lt[j]), None)
             mt = list(lt) if divergence is None else [*lt[:divergence], int(mrows[divergence].argmax())]
             agreed = divergence if divergence is not None else len(lt)
-            diff = max((float(np.abs(lrows[i] - mrows[i]).max()) for i in range(agreed)), default=0.0)
+            diff = max((float(np.abs(lrows[j] - mrows[j]).max()) for j in range(agreed)), default=0.0)
             result = Agreement(prompt, lt, mt, divergence, max_abs_logit_diff=diff, tokenize_equal=tokenize_equal)
             if divergence is not None:
                 a, b = lt[divergence], mt[divergence]
@@ -98,11 +127,28 @@ def compare_backends(
                 result.mlx_margin = float(mrows[divergence][b] - mrows[divergence][a])
             results.append(result)
     finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
         if own_llama:
             llama.close()
         if own_mlx:
             mlx.close()
     return results
+
+
+#: the worker process's MLX backend (``mlx_worker``)
+_WORKER_MLX: Any = None
+
+
+def _worker_open(gguf: str, n_ctx: int) -> None:
+    global _WORKER_MLX
+    from spectui.engine.mlx import MLXBackend
+
+    _WORKER_MLX = MLXBackend.open(gguf, BackendConfig(name="mlx", n_ctx=n_ctx))
+
+
+def _worker_rows(jobs: list[tuple[list[int], list[int]]]) -> list[list[np.ndarray]]:
+    return [teacher_forced(_WORKER_MLX, tokens, continuation) for tokens, continuation in jobs]
 
 
 def greedy(backend: Any, tokens: list[int], n_tokens: int) -> tuple[list[int], list[np.ndarray]]:
