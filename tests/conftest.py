@@ -141,6 +141,23 @@ def calibrations(model_path) -> str:
     return str(cache_dir() / CACHE_NAME)
 
 
+@pytest.fixture(scope="session")
+def tuned(tmp_path_factory, calibrations):
+    """A real ``spectui tune`` result of the embedded model, made once per session: one thread,
+    a context too short for the long curve, one prompt (short-greeting), 16 tokens, no check
+    rounds. The tune screen shows it; the tune-kill test keeps it as the previous result."""
+    from spectui.prompts import find_prompt
+    from spectui.tune.runner import TunePlan, run_tune
+
+    cache = tmp_path_factory.mktemp("tuned-cache")
+    seed_calibrations(calibrations, cache)
+    config = RunConfig(prompt="x", backend=BackendConfig(n_threads=1, n_ctx=1024))
+    plan = TunePlan(specs=[find_prompt("short-greeting")], max_tokens=16, reps=0)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_CACHE_HOME", str(cache))
+        return run_tune(config, plan, lambda _text: None)
+
+
 def seed_calibrations(calibrations: str, cache_home) -> None:  # noqa: ANN001
     """Put the session's calibrations in the cache under ``cache_home`` (an ``XDG_CACHE_HOME``)."""
     import shutil

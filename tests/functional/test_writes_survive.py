@@ -371,15 +371,18 @@ def test_draft_memory_save_killed_keeps_the_saved_memory_and_the_next_run_adds_t
 
 
 @pytest.mark.slow
-def test_tune_killed_while_writing_its_result_keeps_the_previous_result(tmp_path, calibrations):
+def test_tune_killed_while_writing_its_result_keeps_the_previous_result(tmp_path, calibrations, tuned):
+    from spectui.tune import store
+
     cache = tmp_path / "cache"
     seed_calibrations(calibrations, cache)  # measured once for the session (tests/conftest.py)
     env = {"XDG_CACHE_HOME": str(cache)}
+    # the previous result: the session's real tune of this target at one thread (the key these
+    # runs write under), stored as tune stores it
+    assert store.save_result(tuned, cache=cache / "spectui") is not None
     # one prompt, --reps 0 (predictions only), a context too short for the long curve: the
     # verify-cost curve is the cost, and the result is written as any tune writes it
     args = ("tune", "--json", "--prompt", "Say hi.", "--reps", "0", "--max-tokens", "8", "--threads", "1", "--ctx", "512")
-    first = cli(*args, env=env, timeout=600)
-    assert first.returncode == 0, first.stderr
     (result,) = (cache / "spectui" / "tune").glob("*.json")
     before = digest(result)
     proc = cli(*args, env={**env, FAULT_ENV: f"write:{result.name}"}, timeout=600)

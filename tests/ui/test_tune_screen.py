@@ -40,18 +40,8 @@ def tiny_plan():
     return TunePlan(specs=[find_prompt("short-greeting")], max_tokens=16, reps=0)
 
 
-@pytest.fixture(scope="module")
-def tuned(tmp_path_factory, calibrations):
-    """A real tune result of the embedded model, and the cache it was measured with (holding
-    the session's batch-noise calibrations, tests/conftest.py)."""
-    from spectui.tune.runner import run_tune
-
-    cache = tmp_path_factory.mktemp("cache")
-    seed_calibrations(calibrations, cache)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("XDG_CACHE_HOME", str(cache))
-        result = run_tune(config(), tiny_plan(), lambda _text: None)
-    return result
+# ``tuned``: the session's real tune result (tests/conftest.py), made with these settings and
+# this plan; the tune-kill test keeps it as the previous result
 
 
 @pytest.fixture
