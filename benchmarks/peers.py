@@ -200,15 +200,16 @@ def native_bin(llama_bin: str | None) -> Path | None:
 class Bench:
     """The sections on one weight format of the target."""
 
-    def __init__(self, args: argparse.Namespace, weights: Weights) -> None:
+    def __init__(self, args: argparse.Namespace, weights: Weights, draft: str | None = None) -> None:
         self.args = args
         self.weights = weights
         self.model = weights.path
         self.threads = args.threads or default_threads()
         self.backend = BackendConfig(n_ctx=N_CTX, n_threads=self.threads)
-        # one engine for every spectui row: the target, and the same file as its own draft
-        # model (shared weights, a second KV cache)
-        self.engine = Engine.load(self.config("load-typo-fix", "spec", DraftConfig(source=self.model)))
+        # one engine for every spectui row: the target, and ``draft`` or the same file as its
+        # own draft model (shared weights, a second KV cache)
+        self.draft = draft or self.model
+        self.engine = Engine.load(self.config("load-typo-fix", "spec", DraftConfig(source=self.draft)))
         self.artifacts = self.engine.target.artifacts()
         self.tmp = tempfile.mkdtemp(prefix="spectui-peers-")
         self.rows: list[Row] = []
