@@ -38,7 +38,7 @@ import native_tools as nt
 import peers
 import quant
 import real_pair
-from peers import Bench, Row, run_spectui
+from peers import Bench, Row
 
 from spectui.config import DraftConfig
 from spectui.prompts import find_prompt
