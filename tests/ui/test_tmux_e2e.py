@@ -77,7 +77,7 @@ class Tmux:
         raise AssertionError(f"timed out waiting for {what}; the screen was:\n{screen}")
 
 
-def test_dashboard_in_tmux(tmp_path):
+def test_dashboard_in_tmux(tmp_path, calibrations):  # the session cache, calibrated (tests/conftest.py)
     tmux = Tmux(f"spectui-test-{os.getpid()}")
     recordings = tmp_path / "recordings"
     status_file = tmp_path / "exit-status"
@@ -158,7 +158,7 @@ def _turn_files(recordings) -> list[Path]:  # noqa: ANN001
     return sorted(recordings.glob("chat-*/turn-*.spectui"))
 
 
-def test_a_chat_in_tmux_pastes_a_file_and_follows_up(tmp_path):
+def test_a_chat_in_tmux_pastes_a_file_and_follows_up(tmp_path, calibrations):
     """Type a prompt with e and ctrl+s, follow up with a request to repeat the reply, paste a
     3,000-token file, and have one longer than the context refused in one line."""
     from spectui.recording.schema import Prefill

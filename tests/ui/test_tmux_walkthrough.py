@@ -15,6 +15,8 @@ import sys
 
 import pytest
 
+from tests.conftest import seed_calibrations
+
 from .conftest import REPO
 from .test_tmux_e2e import Tmux
 
@@ -42,11 +44,13 @@ def clean(screen: str, key: str) -> None:
     assert not SCIENTIFIC.search(screen), f"{key}: a number in scientific notation on screen:\n{screen}"
 
 
-def test_every_screen_after_a_real_run(tmp_path):
+def test_every_screen_after_a_real_run(tmp_path, calibrations):
     tmux = Tmux(f"spectui-walk-{os.getpid()}")
     recordings = tmp_path / "recordings"
     status_file = tmp_path / "exit-status"
-    # a fresh data and cache folder: the history index and the tune store start empty
+    # a fresh data and cache folder: the history index and the tune store start empty (the
+    # cache holds only the session's calibrations, tests/conftest.py)
+    seed_calibrations(calibrations, tmp_path / "cache")
     env = f"XDG_DATA_HOME={tmp_path / 'data'} XDG_CACHE_HOME={tmp_path / 'cache'} SPECTUI_RECORDINGS={recordings}"
     try:
         tmux.start(f"{sys.executable} -m spectui run --threads 1 --max-tokens 40", cwd=REPO, status_file=status_file,
