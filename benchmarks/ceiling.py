@@ -45,7 +45,7 @@ from spectui.engine.decode import decode
 from spectui.engine.draft_length import DraftLength
 from spectui.engine.protocol import Draft
 from spectui.engine.sampling import Sampler
-from spectui.engine.session import Engine
+from spectui.engine.embedded import Engine
 from spectui.engine.suffix_memory import SuffixMemory
 from spectui.tune.ceiling import copy_ceiling, perfect_ceiling
 

@@ -25,7 +25,7 @@ import msgspec
 from spectui.cli import build_parser
 from spectui.cli.common import config_from_args
 from spectui.config import RunConfig
-from spectui.engine.session import Engine
+from spectui.engine.embedded import Engine
 from spectui.metrics.stats import summarize
 from spectui.sessions.conversation import Conversation
 

@@ -40,7 +40,7 @@ import msgspec
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from spectui.config import BackendConfig, DraftConfig, RunConfig  # noqa: E402
-from spectui.engine.session import Engine  # noqa: E402
+from spectui.engine.embedded import Engine  # noqa: E402
 from spectui.metrics.stats import summarize  # noqa: E402
 from spectui.prompts import find_prompt  # noqa: E402
 from spectui.recording.writer import default_recording_path  # noqa: E402

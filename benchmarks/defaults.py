@@ -26,7 +26,7 @@ from pathlib import Path
 
 from spectui.cli import build_parser
 from spectui.cli.common import config_from_args
-from spectui.engine.session import Engine
+from spectui.engine.embedded import Engine
 from spectui.metrics.stats import summarize
 from spectui.prompts import list_prompts
 from spectui.recording.schema import Step

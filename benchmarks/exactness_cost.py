@@ -30,7 +30,7 @@ from spectui.config import RunConfig
 from spectui.engine.decode import decode, top_two
 from spectui.engine.draft_length import DraftLength
 from spectui.engine.sampling import Sampler
-from spectui.engine.session import Engine
+from spectui.engine.embedded import Engine
 from spectui.metrics.stats import summarize
 from spectui.recording.schema import Step
 

@@ -34,7 +34,7 @@ import time
 
 from spectui.config import BackendConfig, DraftConfig, RunConfig
 from spectui.engine.mlx_gguf import export_mlx_model
-from spectui.engine.session import Engine
+from spectui.engine.embedded import Engine
 from spectui.models.registry import embedded_model_path
 from spectui.recording.schema import Step
 

@@ -63,7 +63,7 @@ from quant import Weights
 
 from spectui.config import BackendConfig, DraftConfig, RunConfig
 from spectui.engine.llamacpp import default_threads
-from spectui.engine.session import Engine
+from spectui.engine.embedded import Engine
 from spectui.errors import SpectuiError
 from spectui.metrics.stats import summarize
 from spectui.prompts import find_prompt

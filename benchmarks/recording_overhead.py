@@ -17,7 +17,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout
 
 from spectui.config import DraftConfig, RunConfig  # noqa: E402
-from spectui.engine.session import Engine  # noqa: E402
+from spectui.engine.embedded import Engine  # noqa: E402
 from spectui.metrics.stats import summarize  # noqa: E402
 from spectui.prompts import find_prompt  # noqa: E402
 from spectui.sessions.record import record_session  # noqa: E402

@@ -29,7 +29,7 @@ from defaults import config, prompt_files, run
 from peers import verify_cost_curve
 
 from spectui.config import DraftConfig
-from spectui.engine.session import Engine
+from spectui.engine.embedded import Engine
 from spectui.engine.suffix import SuffixDrafter
 from spectui.tune.ceiling import longest_copies
 from spectui.tune.replay import replay

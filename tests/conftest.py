@@ -37,7 +37,7 @@ def engine(model_path, calibrations):
     Its runs find their calibration measured (``calibrations``), not re-measured deeper as
     longer runs come.
     """
-    from spectui.engine.session import Engine
+    from spectui.engine.embedded import Engine
 
     config = RunConfig(
         target=model_path,
@@ -71,7 +71,7 @@ def mlx_engine(model_path):
     import warnings
 
     from spectui.engine.noise import CalibrationNotice, batch_noise
-    from spectui.engine.session import Engine
+    from spectui.engine.embedded import Engine
 
     config = RunConfig(
         target=model_path,

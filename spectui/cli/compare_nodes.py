@@ -3,11 +3,12 @@ side by side.
 
 Each node runs the session on its own engine, one after the other (two "nodes" that share a
 machine or a link must not measure each other's load), recorded here into ``OUT/<node>.spectui``
-with the node's host facts and fingerprints in the header. Then, in a terminal, the dashboard's
-compare screen opens on the two recordings (node A the baseline column, node B the candidate);
-headless (``--headless``, or no terminal) the two runs print as ``spectui diff`` prints them:
-what differs between the nodes (host, runtime, model files), both runs' numbers side by side,
-and whether their outputs agree token by token; ``--json`` gives that as one object.
+with the node's host facts and fingerprints in the header. In a terminal both stream live into
+the dashboard's compare screen (node A the baseline column, node B the candidate), and ``v``
+there runs them again (``-2``, ``-3``... recordings); headless (``--headless``, or no terminal)
+the two runs print as ``spectui diff`` prints them: what differs between the nodes (host,
+runtime, model files), both runs' numbers side by side, and whether their outputs agree token
+by token; ``--json`` gives that as one object.
 """
 
 from __future__ import annotations
@@ -54,9 +55,28 @@ def cmd_compare_nodes(args: argparse.Namespace) -> int:
 
 def _compare(hosts: list[str], config, folder: Path, args: argparse.Namespace, headless: bool) -> int:  # noqa: ANN001 - a RunConfig
     from spectui.recording.reader import read_recording
+
+    if headless:
+        paths = [folder / (node_folder(Path(), host).name + ".spectui") for host in hosts]
+        if _in_turn(hosts, config, paths):
+            return 130
+        recordings = [read_recording(p) for p in paths]
+        _print_diff(recordings, args)
+    else:
+        code, paths = _live(hosts, config, folder, args)
+        if code:
+            return code
+        recordings = [read_recording(p) for p in paths if p.exists()]
+    cut = [f"{r.header.node}: {r.events[-1].error}" for r in recordings if getattr(r.events[-1], "error", "")]
+    for line in cut:  # a connection lost mid-run: the run is kept, cut short
+        print(f"spectui: error: cut short on node {line}", file=sys.stderr)
+    return 1 if cut else 0
+
+
+def _in_turn(hosts: list[str], config, paths: list[Path]) -> bool:  # noqa: ANN001 - a RunConfig
+    """Record the session on each node in turn into ``paths``; True when a signal stopped it."""
     from spectui.sessions.record import record_session
 
-    paths = [folder / (node_folder(Path(), host).name + ".spectui") for host in hosts]
     with StopOnSignal() as stop, Progress("compare", 2) as bar:
         for n, (host, path) in enumerate(zip(hosts, paths)):
             bar.update(n, f"on {host}")
@@ -66,21 +86,33 @@ def _compare(hosts: list[str], config, folder: Path, args: argparse.Namespace, h
                 for _ in record_session(engine, config, path, stop=stop):
                     pass
             if stop.is_set():
-                return 130
+                return True
         bar.update(2, "done")
-    recordings = [read_recording(p) for p in paths]
-    cut = [f"{h}: {r.events[-1].error}" for h, r in zip(hosts, recordings) if getattr(r.events[-1], "error", "")]
-    if headless:
-        _print_diff(recordings, args)
-    else:
-        from spectui.ui.launch import run_compare
+    return False
 
-        code = run_compare([str(p) for p in paths], record=False, theme=args.theme)
-        if code:
-            return code
-    for line in cut:  # a connection lost mid-run: the run is kept, cut short
-        print(f"spectui: error: cut short on node {line}", file=sys.stderr)
-    return 1 if cut else 0
+
+def _live(hosts: list[str], config, folder: Path, args: argparse.Namespace) -> tuple[int, list[Path]]:  # noqa: ANN001
+    """The dashboard on node A (its own engine service) beside node B's, running the pair at
+    once; the exit code and the recordings made, in the order they were made."""
+    from spectui.recording.writer import free_path
+    from spectui.sessions.runner import SessionRunner
+    from spectui.ui.launch import run_compare
+    from spectui.ui.runs.pairs import NodePair
+
+    made: list[Path] = []
+
+    def namer(host: str):  # noqa: ANN202 - a RecordingNamer
+        stem = node_folder(Path(), host).name
+
+        def name(_config) -> Path:  # noqa: ANN001
+            made.append(free_path(folder, stem))  # called on the engine thread right before the file is made
+            return made[-1]
+
+        return name
+
+    versus = NodePair(SessionRunner(host_engines(hosts[1])), record_to=(namer(hosts[0]), namer(hosts[1])))
+    code = run_compare([], config=config, engine_factory=host_engines(hosts[0]), versus=versus, theme=args.theme)
+    return code, made
 
 
 def _print_diff(recordings: list, args: argparse.Namespace) -> None:

@@ -20,10 +20,10 @@ def open_engine(config: RunConfig, *, host: str | None = None) -> EngineProtocol
 
         return RemoteEngine.load(config, host)
     if config.backend.name == "server":
-        from spectui.server.session import ServerEngine
+        from spectui.server.engine import ServerEngine
 
         return ServerEngine.load(config)
-    from spectui.engine.session import Engine as EmbeddedEngine
+    from spectui.engine.embedded import Engine as EmbeddedEngine
 
     return EmbeddedEngine.load(config)
 

@@ -1,7 +1,7 @@
 """``EngineProtocol``: what the layers above ask of any engine.
 
-Three implementations, none importing another: ``spectui.engine.session.Engine`` (models
-loaded into this process, llama.cpp or MLX), ``spectui.server.session.ServerEngine`` (a
+Three implementations, none importing another: ``spectui.engine.embedded.Engine`` (models
+loaded into this process, llama.cpp or MLX), ``spectui.server.engine.ServerEngine`` (a
 running OpenAI-compatible server) and ``spectui.remote.engine.RemoteEngine`` (either of them on
 a node). ``spectui.sessions.open.open_engine`` picks one. (The protocol is not called
 ``Engine``: that name is the embedded engine's, the one class that loads models here.)

@@ -23,7 +23,7 @@ from spectui.engine.drafters import ModelDrafter, draft_sampling
 from spectui.engine.noise import batch_noise
 from spectui.engine.protocol import Draft
 from spectui.engine.sampling import Sampler
-from spectui.engine.session import Engine
+from spectui.engine.embedded import Engine
 from spectui.errors import SpectuiError
 from spectui.format import model_name
 from spectui.metrics.stats import summarize

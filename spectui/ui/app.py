@@ -46,6 +46,7 @@ from spectui.ui.messages import (
     StopRequested,
 )
 from spectui.ui.replay import SEEK_S, ReplayPlayer
+from spectui.ui.runs.pairs import NodePair
 from spectui.ui.screens.compare import CompareScreen
 from spectui.ui.screens.live import LiveScreen
 from spectui.ui.screens.pickers import OpenRecording, PromptPicker
@@ -131,10 +132,11 @@ class SpectuiApp(App[int]):
         recordings_dir: str | Path | None = None,
         autostart: bool = False,
         engine_factory: EngineFactory | None = None,
+        versus: NodePair | None = None,
     ) -> None:
         super().__init__()
         self.controller = DashboardController(
-            config, self, record=record, recordings_dir=recordings_dir, engine_factory=engine_factory
+            config, self, record=record, recordings_dir=recordings_dir, engine_factory=engine_factory, versus=versus
         )
         #: what the screens read (they never hold the app or the controller)
         self.view = DashboardView(self.controller)
@@ -168,14 +170,19 @@ class SpectuiApp(App[int]):
         return LiveScreen(self.view)
 
     def on_mount(self) -> None:
-        # The one engine thread of this app (see spectui.sessions.runner for why only one).
-        self.engine_worker = self.run_worker(
-            functools.partial(self.controller.runner.serve, should_exit=_worker_cancelled),
-            name="spectui-engine",
-            group="engine",
-            thread=True,
-            exit_on_error=False,
-        )
+        # The one engine thread of this app (see spectui.sessions.runner for why only one), and
+        # node B's beside it for ``compare --hosts`` (a remote engine decodes on its node: this
+        # thread only reads its stream, and no OpenMP team is shared)
+        self.engine_worker, *_ = [
+            self.run_worker(
+                functools.partial(runner.serve, should_exit=_worker_cancelled),
+                name="spectui-engine" if n == 0 else f"spectui-engine-{n + 1}",
+                group="engine",
+                thread=True,
+                exit_on_error=False,
+            )
+            for n, runner in enumerate(self.controller.runners)
+        ]
         self.set_interval(1 / REPAINT_HZ, self._repaint)
         self._replay_timer = self.set_interval(1 / self.REPLAY_HZ, self._replay_tick, pause=True)
         # a theme picked anywhere (the command palette too) restyles the baked-in texts

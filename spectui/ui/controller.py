@@ -37,7 +37,7 @@ from spectui.ui.labels import artifact_label
 from spectui.ui.replay import ReplayPlayer
 from spectui.ui.runs.base import ControllerHost, RecordingNamer, RunKind
 from spectui.ui.runs.live import ChatTurn, SingleRun
-from spectui.ui.runs.pairs import InterleavedPair, QueuedRun, SequentialPair
+from spectui.ui.runs.pairs import InterleavedPair, NodePair, QueuedRun, SequentialPair
 from spectui.ui.runs.replay import Replay
 from spectui.ui.state import Baselines, RunState
 
@@ -60,12 +60,15 @@ class DashboardController:
         recordings_dir: str | Path | None = None,
         engine_factory: EngineFactory | None = None,
         runner: SessionRunner | None = None,
+        versus: NodePair | None = None,
     ) -> None:
         self.config = config if config.prompt else msgspec.structs.replace(config, prompt=DEFAULT_PROMPT)
         self.host = host
         self.record = record
         self._recordings_dir = Path(recordings_dir) if recordings_dir is not None else None
         self.runner = runner if runner is not None else SessionRunner(engine_factory)
+        #: two nodes side by side (``compare --hosts``): ``v`` runs node A against node B
+        self.versus = versus
 
         #: the run on the main screen (live or replayed), and the kind of run it belongs to
         self.live = LiveRun()
@@ -276,7 +279,8 @@ class DashboardController:
         """Stop the run; the engine thread ends the step in flight, closes the engine, exits."""
         if self.current is not None:
             self.current.stop()
-        self.runner.shutdown()
+        for runner in self.runners:
+            runner.shutdown()
 
     def engine_failed(self, error: BaseException | None) -> None:
         """The engine thread died (``SessionRunner`` catches every session's errors: this is
@@ -329,6 +333,9 @@ class DashboardController:
         if turn:
             self._compare_turn(turn)
             return
+        if self.versus is not None:
+            self._compare_nodes(self.versus)
+            return
         base = msgspec.structs.replace(self.config, mode="ar")
         cand = msgspec.structs.replace(self.config, mode="spec")
         if not self.compare_interleave:
@@ -345,6 +352,18 @@ class DashboardController:
         self.compare = (baseline.live, candidate.live)
         self.compare_files = None
         self._start(SequentialPair(self, [baseline, candidate]))
+
+    def _compare_nodes(self, versus: NodePair) -> None:
+        """The same settings on node A, then on node B (never both at once: two nodes may share
+        a link, or be one machine, and would measure each other's load)."""
+        namers = versus.record_to or (None, None)
+        runners = (self.runner, versus.runner)
+        self.run_pair(*(QueuedRun(self.config, LiveRun(), namer, runner) for namer, runner in zip(namers, runners)))
+
+    @property
+    def runners(self) -> tuple[SessionRunner, ...]:
+        """Every engine service this dashboard serves: its own, and node B's for ``versus``."""
+        return (self.runner,) if self.versus is None else (self.runner, self.versus.runner)
 
     def _compare_turn(self, turn: int) -> None:
         conv = self.chat.conversation

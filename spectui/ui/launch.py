@@ -17,6 +17,7 @@ from spectui.errors import SpectuiError
 from spectui.prompts import DEFAULT_PROMPT
 from spectui.sessions.open import EngineFactory
 from spectui.ui.app import SpectuiApp
+from spectui.ui.runs.pairs import NodePair
 
 if TYPE_CHECKING:
     from spectui.lab.sweep import SweepPlan
@@ -63,16 +64,19 @@ def make_app(
     autostart: bool = False,
     engine_factory: EngineFactory | None = None,
     theme: str | None = None,
+    versus: NodePair | None = None,
 ) -> SpectuiApp:
     """The dashboard for ``config``.
 
     ``record`` writes every live session to ``recordings_dir`` (default: $SPECTUI_RECORDINGS,
     else the user data folder: ``spectui.paths``); ``autostart`` starts a run at once;
     ``engine_factory(config) -> Engine`` replaces ``open_engine`` (tests, benchmarks);
-    ``theme`` names a theme (themes/*.toml or a Textual built-in; default spectui-dark).
+    ``theme`` names a theme (themes/*.toml or a Textual built-in; default spectui-dark);
+    ``versus``: node B beside the engine factory's node A, for ``v`` (``compare --hosts``).
     """
     app = SpectuiApp(
-        config, record=record, recordings_dir=recordings_dir, autostart=autostart, engine_factory=engine_factory
+        config, record=record, recordings_dir=recordings_dir, autostart=autostart, engine_factory=engine_factory,
+        versus=versus,
     )
     _apply_theme(app, theme)
     return app
@@ -107,9 +111,12 @@ def run_compare(
     theme: str | None = None,
     interleave: bool = False,
     engine_factory: EngineFactory | None = None,
+    versus: NodePair | None = None,
 ) -> int:
-    """``spectui compare``: two recordings side by side, or (no files) AR and speculative live."""
-    app = make_app(config or RunConfig(prompt="(compare)"), record=record and not files, theme=theme, engine_factory=engine_factory)
+    """``spectui compare``: two recordings side by side, or (no files) AR and speculative live,
+    or (``versus``) the same session on the engine factory's node and on node B, live."""
+    app = make_app(config or RunConfig(prompt="(compare)"), record=record and not files, theme=theme,
+                   engine_factory=engine_factory, versus=versus)
     app.controller.compare_interleave = interleave
     if files:
         app.on_mount_open = functools.partial(app.open_compare, files[0], files[1])

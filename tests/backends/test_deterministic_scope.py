@@ -11,7 +11,7 @@ from spectui.errors import SpectuiError
 
 
 def test_mlx_refuses_deterministic_before_loading_anything(tmp_path):
-    from spectui.engine.session import Engine
+    from spectui.engine.embedded import Engine
 
     config = RunConfig(target=str(tmp_path / "never-read.gguf"), prompt="x", backend=BackendConfig(name="mlx", deterministic=True))
     with pytest.raises(SpectuiError, match="no batch-invariant setting is known for MLX") as err:
@@ -22,7 +22,7 @@ def test_mlx_refuses_deterministic_before_loading_anything(tmp_path):
 @pytest.mark.slow
 def test_a_cpu_run_records_what_deterministic_guarantees(model_path):
     from spectui.engine.llamacpp import deterministic_guarantee
-    from spectui.engine.session import Engine
+    from spectui.engine.embedded import Engine
 
     backend = BackendConfig(n_ctx=256, n_threads=1, flash_attn="on", deterministic=True)
     statement = deterministic_guarantee(backend)  # this build has no GPU offload: it holds

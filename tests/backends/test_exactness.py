@@ -162,7 +162,7 @@ def test_long_context_exact_when_deterministic(model_path):
     thread, flash attention on), speculative output still equals AR, and the calibration in
     the header shows why: block and single-token logits bit-identical at every depth."""
     from spectui.config import BackendConfig
-    from spectui.engine.session import Engine
+    from spectui.engine.embedded import Engine
 
     prompt = PROSE[0]  # a story: it runs to the token budget
     backend = BackendConfig(n_ctx=1024, n_threads=1, flash_attn="on", deterministic=True)

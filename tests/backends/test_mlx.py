@@ -340,7 +340,7 @@ def test_cross_backend_diff(model_path, tmp_path):
     two runs are: comparable (same weights, same prompt tokens), the backend and runtimes
     listed among the differences, token agreement, tok/s with its interval, and memory."""
     from spectui.compare.diff import diff_recordings, format_diff_text
-    from spectui.engine.session import Engine
+    from spectui.engine.embedded import Engine
     from spectui.prompts import find_prompt
     from spectui.recording.reader import read_recording
     from spectui.recording.writer import RecordingWriter

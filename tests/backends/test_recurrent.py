@@ -37,7 +37,7 @@ def models(request, tmp_path_factory) -> tuple[Path, Path]:
 
 
 def _run(config: RunConfig) -> tuple[list[int], int, End]:
-    from spectui.engine.session import Engine
+    from spectui.engine.embedded import Engine
 
     tokens, rejected, end = [], 0, None
     with Engine.load(config) as engine:

@@ -16,7 +16,7 @@ from pathlib import Path
 import msgspec
 
 from spectui.config import DraftConfig, RunConfig
-from spectui.engine.session import Engine
+from spectui.engine.embedded import Engine
 from spectui.prompts import find_prompt
 from spectui.recording.writer import RecordingWriter
 

@@ -13,9 +13,11 @@ import sys
 
 import pytest
 
+from spectui.errors import SpectuiError
 from spectui.recording.reader import read_recording
 from spectui.recording.schema import Step
-from tests.conftest import REPO
+from tests.conftest import REPO, seed_calibrations
+from tests.remote.conftest import second_home
 from tests.remote.test_remote import TIMEOUT_S, spectui
 from tests.ui.test_tmux_e2e import Tmux
 
@@ -26,6 +28,13 @@ SESSION = ("--mode", "spec", "--draft", "ngram", "--k", "3", "--max-tokens", "12
 
 def tokens(path) -> list[int]:  # noqa: ANN001
     return [t for e in read_recording(path).events if type(e) is Step for t in e.tokens]
+
+
+def complete(path) -> bool:  # noqa: ANN001
+    try:
+        return read_recording(path).complete
+    except (OSError, SpectuiError):  # not made yet, or its header not written yet
+        return False
 
 
 def test_two_nodes_side_by_side_headless(node, tmp_path):
@@ -51,18 +60,41 @@ def test_bad_hosts_are_one_line(node):
 
 @pytest.mark.ui
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
-def test_the_compare_screen_puts_node_a_beside_node_b(node, tmp_path):
+def test_the_compare_screen_streams_node_a_then_node_b_live(node, tmp_path, calibrations):
+    """In a terminal the pair runs inside the dashboard: node A's run streams into the baseline
+    column while node B's waits, then node B's into the candidate column; ``r`` there runs the
+    pair again live (the ``-2`` recordings, made by the dashboard)."""
     tmux = Tmux(f"spectui-compare-nodes-{id(tmp_path)}")
     env = " ".join(f"{k}={shlex.quote(node.environ()[k])}" for k in ("SPECTUI_SSH", "SPECTUI_REMOTE_COMMAND"))
-    argv = shlex.join([sys.executable, "-m", "spectui", "compare", "--hosts", "node-a,node-b", *SESSION, "--out", str(tmp_path / "pair")])
+    seed_calibrations(calibrations, second_home(node.folder)[0])  # node-a's home is the session cache
+    session = [*SESSION[:-4], "--max-tokens", "64", *SESSION[-2:]]  # long enough to be seen mid-stream
+    out = tmp_path / "pair"
+    argv = shlex.join([sys.executable, "-m", "spectui", "compare", "--hosts", "node-a,node-b", *session, "--out", str(out)])
     script = tmp_path / "compare.sh"  # the quoted settings in a file: Tmux.start wraps its line in sh -c '...'
     script.write_text(f"exec env {env} {argv}\n")
     status = tmp_path / "exit-status"
+    seen: list[str] = []
+
+    def both_done(screen: str) -> bool:
+        seen.append(screen)
+        return "node A then node B · done" in screen and "outputs identical" in screen
+
     try:
         tmux.start(f"sh {script}", cwd=REPO, status_file=status, size=(140, 32))
-        screen = tmux.wait_for(lambda s: "@ node-b" in s and "identical" in s, "both nodes' columns", timeout=TIMEOUT_S)
+        screen = tmux.wait_for(both_done, "both nodes' runs", timeout=TIMEOUT_S)
         assert "baseline: spec n-gram K=3 @ node-a" in screen and "candidate: spec n-gram K=3 @ node-b" in screen, screen
+        assert "node A then node B" in screen, screen
+        # live, not opened from files: the pair was on screen while it ran
+        assert any("node A then node B · " in s and "· done" not in s for s in seen), seen[-1]
+        assert sorted(p.name for p in out.glob("*.spectui")) == ["node-a.spectui", "node-b.spectui"]
+        tmux("send-keys", "-t", "e2e", "r")
+        again = (out / "node-a-2.spectui", out / "node-b-2.spectui")
+        tmux.wait_for(lambda s: all(complete(p) for p in again) and "outputs identical" in s, "the pair run again",
+                      timeout=TIMEOUT_S)
         tmux.quit()
         assert status.read_text().strip() == "0", tmux.screen()
     finally:
         subprocess.run(["tmux", "-L", tmux.socket, "kill-server"], capture_output=True, timeout=30)
+    a, b = (out / "node-a.spectui", out / "node-b.spectui")
+    assert [read_recording(p).header.node for p in (a, b)] == ["node-a", "node-b"]
+    assert tokens(a) == tokens(b) == tokens(out / "node-a-2.spectui") and len(tokens(a)) > 12

@@ -25,7 +25,7 @@ from spectui.errors import SpectuiError
 from spectui.recording.reader import read_recording
 from spectui.recording.schema import End, Header, Step
 from spectui.recording.writer import RecordingWriter
-from spectui.server.session import ServerEngine
+from spectui.server.engine import ServerEngine
 from tests.conftest import run_cli
 from tests.server.conftest import JsonHandler, free_port, llama_cpp_server_args, start_server
 

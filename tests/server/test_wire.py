@@ -188,7 +188,7 @@ def test_props_are_flattened_with_long_texts_hashed():
 def test_the_server_package_does_not_import_the_ui():
     code = (
         "import sys\n"
-        "import spectui.server.session, spectui.server.report, spectui.server.compare\n"
+        "import spectui.server.engine, spectui.server.report, spectui.server.compare\n"
         "bad = [m for m in sys.modules if m.split('.')[0] in ('textual', 'rich', 'plotext')]\n"
         "assert not bad, bad\n"
     )

@@ -125,7 +125,7 @@ class GatedFactory:
         self.engines: list[GatedEngine] = []
 
     def __call__(self, config):  # noqa: ANN001, ANN204
-        from spectui.engine.session import Engine
+        from spectui.engine.embedded import Engine
 
         gated = GatedEngine(Engine.load(config), self.hold_after)
         self.engines.append(gated)

@@ -114,7 +114,7 @@ class HoldSecondRun(GatedEngine):
 
 @pytest.mark.asyncio
 async def test_q_stops_after_the_run_in_flight_and_keeps_the_recordings(tmp_path):
-    from spectui.engine.session import Engine
+    from spectui.engine.embedded import Engine
 
     engines: list[HoldSecondRun] = []
 

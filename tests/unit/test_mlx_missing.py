@@ -7,7 +7,7 @@ import importlib.util
 
 import pytest
 
-from spectui.engine.session import require_mlx
+from spectui.engine.embedded import require_mlx
 from spectui.errors import SpectuiError
 
 

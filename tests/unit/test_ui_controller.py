@@ -242,29 +242,35 @@ def test_compare_interleaved_runs_both_on_two_contexts(runner, tmp_path):
 def test_a_pair_runs_each_side_on_the_engine_service_it_names(runner, tmp_path):
     """``run_pair`` takes two engine sources: here the module's engine thread for the baseline
     and a second one (its own engine) for the candidate; each side's session is served by its
-    own, one after the other."""
-    from spectui.ui.runs.pairs import QueuedRun
+    own, one after the other. ``versus`` (``compare --hosts A,B`` in the dashboard) is such a
+    pair: ``run_compare`` runs the same settings on the dashboard's engine service (node A) and
+    then on node B's, each recorded where its namer says."""
+    from spectui.ui.runs.pairs import NodePair
 
     other = SessionRunner()
     thread = threading.Thread(target=other.serve, name="spectui-engine-2", daemon=True)
     thread.start()
     try:
-        ctl, host = controller(runner, tmp_path, max_tokens=12)
-        base = QueuedRun(msgspec.structs.replace(ctl.config, mode="ar"), LiveRun())
-        cand = QueuedRun(msgspec.structs.replace(ctl.config, mode="spec"), LiveRun(), runner=other)
-        ctl.run_pair(base, cand)
-        assert ctl.compare == (base.live, cand.live) and ctl.live is base.live
-        host.pump(ctl, lambda: base.live.end is not None and cand.live.end is not None, "both runs")
+        host = Host()
+        namers = tuple((lambda _cfg, n=name: tmp_path / f"{n}.spectui") for name in ("node-a", "node-b"))
+        ctl = DashboardController(real_config(max_tokens=12), host, recordings_dir=tmp_path, runner=runner,
+                                  versus=NodePair(other, record_to=namers))
+        assert ctl.runners == (runner, other)
+        ctl.run_compare()
+        base, cand = ctl.compare
+        assert ctl.live is base
+        host.pump(ctl, lambda: base.end is not None and cand.end is not None, "both runs")
         host.pump(ctl, lambda: ctl.state in ENDED and not other.busy and host.notes.empty(), "the pair to end")
     finally:
         other.shutdown()
         thread.join(60)
     assert ctl.state is RunState.DONE, ctl.detail
     assert other.loads == 1  # the candidate ran on the other engine service's own engine
-    assert cand.live.header.started_at >= base.live.header.started_at
-    n = min(len(base.live.tokens), len(cand.live.tokens))
-    assert n > 0 and base.live.tokens[:n] == cand.live.tokens[:n]
-    assert ctl.compare_paths() is not None
+    assert cand.header.started_at >= base.header.started_at
+    assert base.header.config == cand.header.config  # the same settings on both sides
+    assert base.tokens and base.tokens == cand.tokens
+    assert ctl.compare_paths() == (str(tmp_path / "node-a.spectui"), str(tmp_path / "node-b.spectui"))
+    assert recorded(tmp_path / "node-b.spectui")[0] == cand.tokens
 
 
 def test_bad_input_is_an_error_and_one_notice(tmp_path):

@@ -73,7 +73,7 @@ def test_a_changed_shared_token_is_refused_with_the_token_named(qwen_like):
 
 
 def test_engine_load_refuses_the_changed_draft_naming_the_token(qwen_like):
-    from spectui.engine.session import Engine
+    from spectui.engine.embedded import Engine
 
     config = RunConfig(target=str(qwen_like["target"]), mode="spec", prompt="x", draft=DraftConfig(source=str(qwen_like["changed"])))
     with pytest.raises(SpectuiError, match=r"vocabularies differ: token id 151000 is 'tok151000' in qwen-32b-like.gguf but 'tok151000-changed'"):
@@ -84,7 +84,7 @@ def test_engine_load_refuses_the_changed_draft_naming_the_token(qwen_like):
 def test_engine_load_passes_the_vocabulary_check_for_the_padded_pair(qwen_like):
     """The pair gets past the vocabulary check; loading then fails only because these files
     carry no weights (llama.cpp's own error, not a vocabulary refusal)."""
-    from spectui.engine.session import Engine
+    from spectui.engine.embedded import Engine
 
     config = RunConfig(target=str(qwen_like["target"]), mode="spec", prompt="x", draft=DraftConfig(source=str(qwen_like["draft"])))
     with pytest.raises(SpectuiError) as err:

@@ -33,6 +33,17 @@ class QueuedRun:
     runner: SessionRunner | None = None
 
 
+@dataclass
+class NodePair:
+    """``spectui compare --hosts A,B`` in the dashboard: ``v`` runs the dashboard's settings on
+    node A (the dashboard's own engine service) and then on node B (``runner``, its own engine
+    service), live and side by side. ``record_to`` names each node's recordings (None: new
+    files in the recordings folder)."""
+
+    runner: SessionRunner
+    record_to: tuple[RecordingNamer, RecordingNamer] | None = None
+
+
 class SequentialPair(SingleRun):
     """Runs one after the other, each shown on the main screen while it runs; the next starts
     when one is done (a stopped or failed one ends the series, half done). AR then speculative;
