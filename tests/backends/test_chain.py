@@ -30,17 +30,22 @@ def tokens(steps: list[Step]) -> list[int]:
     return [t for s in steps for t in s.tokens]
 
 
+@pytest.fixture(scope="module")
+def ar_outputs(engine) -> dict[str, list[int]]:
+    """Each prompt's greedy AR output, decoded once for the four chains below."""
+    return {prompt: tokens(run(engine, prompt, mode="ar")) for prompt in (*ALL, COPY)}
+
+
 @pytest.mark.parametrize("chain", ["ngram", "suffix"])
 @pytest.mark.parametrize("plan", ["fixed-k3", "cost-aware"])
-def test_chain_equals_ar(engine, chain, plan):
+def test_chain_equals_ar(engine, ar_outputs, chain, plan):
     """A fixed K drafts from the lookup where it matches and from the model elsewhere: both
     really draft. The cost-aware K prices the model with its measured cost: here the model is
     the target itself (a draft forward costs one target token), which no block repays even at
     perfect acceptance, so the model stays silent and the lookup drafts alone."""
     path = engine.target.model.info.path
     lookup_blocks = model_blocks = 0
-    for prompt in (*ALL, COPY):
-        ar = tokens(run(engine, prompt, mode="ar"))
+    for prompt, ar in ar_outputs.items():
         draft = DraftConfig(source=path, chain=chain, temperature=1.0, memory=False)
         draft = draft.drafting_with(path, fixed_k=3 if plan == "fixed-k3" else None)
         assert draft.adaptive == (plan == "cost-aware"), "a chain is cost-aware unless K is fixed"
