@@ -4,7 +4,7 @@ side by side.
 Each node runs the session on its own engine, one after the other (two "nodes" that share a
 machine or a link must not measure each other's load), recorded here into ``OUT/<node>.spectui``
 with the node's host facts and fingerprints in the header. In a terminal both stream live into
-the dashboard's compare screen (node A the baseline column, node B the candidate), and ``v``
+the dashboard's compare screen (node A the baseline column, node B the candidate), and ``r``
 there runs them again (``-2``, ``-3``... recordings); headless (``--headless``, or no terminal)
 the two runs print as ``spectui diff`` prints them: what differs between the nodes (host,
 runtime, model files), both runs' numbers side by side, and whether their outputs agree token
@@ -92,8 +92,8 @@ def _in_turn(hosts: list[str], config, paths: list[Path]) -> bool:  # noqa: ANN0
 
 
 def _live(hosts: list[str], config, folder: Path, args: argparse.Namespace) -> tuple[int, list[Path]]:  # noqa: ANN001
-    """The dashboard on node A (its own engine service) beside node B's, running the pair at
-    once; the exit code and the recordings made, in the order they were made."""
+    """The dashboard on node A (its own engine service) beside node B's, which starts the pair
+    when it opens; the exit code and the recordings made, in the order they were made."""
     from spectui.recording.writer import free_path
     from spectui.sessions.runner import SessionRunner
     from spectui.ui.launch import run_compare

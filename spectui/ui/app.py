@@ -448,6 +448,9 @@ class SpectuiApp(App[int]):
         self.controller.run_compare()
 
     def on_interleave_toggled(self, _msg: InterleaveToggled) -> None:
+        if self.controller.versus is not None:
+            self.notify("two nodes run one after the other: interleaving shares one engine", timeout=4)
+            return
         self.controller.toggle_interleave()
         how = "interleaved block by block" if self.controller.compare_interleave else "one after the other"
         self.notify(f"live compare: {how} (r runs it)", timeout=3)

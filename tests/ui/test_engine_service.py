@@ -24,7 +24,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.ui]
 PROBE = r'''
 import asyncio, json, resource, sys, time
 import msgspec
-from spectui.engine import session
+from spectui.engine import embedded
 from spectui.prompts import find_prompt
 from spectui.tune.runner import TunePlan
 from spectui.ui.launch import make_app
@@ -33,14 +33,14 @@ from spectui.ui.screens.tune import TuneScreen
 from tests.ui.conftest import real_config
 
 loads = 0
-real_load = session.Engine.load.__func__
+real_load = embedded.Engine.load.__func__
 
 def counted(cls, config):
     global loads
     loads += 1
     return real_load(cls, config)
 
-session.Engine.load = classmethod(counted)
+embedded.Engine.load = classmethod(counted)
 tune_screen.short_plan = lambda: TunePlan(specs=[find_prompt("short-greeting")], max_tokens=16, reps=0)
 
 async def until(pilot, cond, what, timeout=300):
