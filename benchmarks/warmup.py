@@ -19,9 +19,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from spectui.models.registry import embedded_model_path  # noqa: E402
-from tests.backends.test_warmup import first_block_ratios, warm_runs  # noqa: E402
+from tests.backends.test_warmup import KS, first_block_ratios, warm_runs  # noqa: E402
 
-KS = (3, 6, 12)
 TARGET = 1.2
 
 

@@ -117,7 +117,7 @@ class DashboardView:
             return "compare · press r to run AR, then speculative"
         base, cand = ctl.compare
         if ctl.versus is not None:  # compare --hosts: node A, then node B, same settings
-            which = next((live.header.node for live in (base, cand) if live is ctl.live and live.header), "")
+            which = ctl.live.header.node if ctl.live.header is not None else ""  # the side running now
             state = f"{ctl.state}: {which}" if ctl.running and which else str(ctl.state)
             return f"compare · live, node A then node B · {state}"
         if ctl.pair_in_flight or ctl.compare_interleave:

@@ -19,6 +19,10 @@ from spectui.recording.schema import Header, Step
 
 pytestmark = pytest.mark.slow
 
+#: the block sizes' K of the three runs (a new size each), shared with benchmarks/warmup.py
+KS = (3, 6, 12)
+
+
 def warm_runs(model_path: str, ks: tuple[int, ...]) -> list[tuple[Header, list[Step]]]:
     from spectui.engine.embedded import Engine
 
@@ -46,7 +50,7 @@ def first_block_ratios(runs: list[tuple[Header, list[Step]]], ks: tuple[int, ...
 
 
 def test_each_new_block_size_is_warmed_up_before_it_is_measured(model_path):
-    ks = (3, 6, 12)
+    ks = KS
     runs = warm_runs(model_path, ks)
     for k, (header, steps) in zip(ks, runs):
         # the sizes this run adds are evaluated before it, outside any measurement

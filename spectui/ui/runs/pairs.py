@@ -35,7 +35,7 @@ class QueuedRun:
 
 @dataclass
 class NodePair:
-    """``spectui compare --hosts A,B`` in the dashboard: ``v`` runs the dashboard's settings on
+    """``spectui compare --hosts A,B`` in the dashboard: ``v`` (``r`` on the compare screen) runs the dashboard's settings on
     node A (the dashboard's own engine service) and then on node B (``runner``, its own engine
     service), live and side by side. ``record_to`` names each node's recordings (None: new
     files in the recordings folder)."""
