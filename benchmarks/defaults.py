@@ -74,6 +74,8 @@ def main() -> int:
     print(f"spec defaults: {first.describe()}", file=sys.stderr)
     rows = []
     with Engine.load(first) as engine:
+        t = engine.header(first, "", [0]).artifacts.target
+        print(f"target: {t.path} ({t.quant}){'; ' + t.origin if t.origin else ''}", file=sys.stderr)
         seeded = engine.seed_cost(first).draft.cost_seed
         print(f"cost seed from the cache: {'none' if not seeded else ' '.join(f'{c:.2f}' for c in seeded)}", file=sys.stderr)
         for name, tier, path in prompts:
@@ -115,7 +117,8 @@ def main() -> int:
         worst = min(free, key=lambda r: r["ratio"])
         print(f"short/medium tiers: worst x{worst['ratio']:.2f} AR ({worst['prompt']})")
     if args.json:
-        Path(args.json).write_text(json.dumps({"defaults": first.describe(), "reps": args.reps, "rows": rows}, indent=1))
+        Path(args.json).write_text(json.dumps({"defaults": first.describe(), "target": {"path": t.path, "quant": t.quant, "origin": t.origin},
+                                               "reps": args.reps, "rows": rows}, indent=1))
     return 0 if all(r["identical"] for r in rows) else 1
 
 

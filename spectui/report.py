@@ -80,6 +80,7 @@ def report_rows(rec: Recording, s: Summary) -> list[tuple[str, list[tuple[str, s
     artifacts = [
         # the one display name (format.model_name), the GGUF's own general.name as detail
         ("target", f"{model_name(t.path or c.target, t.quant)} ({t.name}; {t.architecture}, {t.quant}, {t.n_params / 1e6:.0f}M params)"),
+        *([("target made by spectui", t.origin)] if t.origin else []),
         ("target sha256", t.sha256),
         ("vocab / template sha256", f"{t.vocab_sha256[:16]} / {t.chat_template_sha256[:16] or 'none'}"),
     ]
@@ -148,12 +149,22 @@ def report_json(rec: Recording) -> dict[str, Any]:
         "complete": rec.complete,
         "truncated": rec.truncated,
         "truncated_at": rec.truncated_at,
-        "header": msgspec.to_builtins(rec.header),
+        "header": _header_json(rec),
         "summary": msgspec.to_builtins(summarize(rec.events)),
         "policy_changes": msgspec.to_builtins(policy_changes(rec)),
         "envelope": _envelope_json(rec),
         "server": _server_json(rec),
     }
+
+
+def _header_json(rec: Recording) -> dict[str, Any]:
+    """The header as stored; a model's ``origin`` only where spectui made its file, so the
+    report of every other run keeps the keys scripts already read."""
+    header = msgspec.to_builtins(rec.header)
+    for model in (header["artifacts"].get("target"), header["artifacts"].get("draft")):
+        if model is not None and not model.get("origin"):
+            model.pop("origin", None)
+    return header
 
 
 def _envelope_json(rec: Recording) -> dict[str, Any]:

@@ -43,7 +43,7 @@ def write(writer: str, folder: Path, n: int, pad: int) -> bool:
 
         return write_entry("verify-cost.json", f"k{n}" if pad < 0 else "k", {"n": n, "pad": "x" * max(pad, 0)}, cache=folder)
     if writer == "tune-result":
-        from spectui.tune.measure import Curve
+        from spectui.engine.verify_cost import Curve
         from spectui.tune.result import TuneResult
         from spectui.tune.store import save_result
 

@@ -30,6 +30,9 @@ from spectui.errors import SpectuiError
 #: The command families, in the order ``spectui --help`` lists their subcommands.
 FAMILIES = (run, chat, recordings, views, lab, quality, tune, models, history, node)
 
+#: Commands that never load an engine (recordings, history, the catalogue's metadata).
+_ENGINE_FREE = frozenset({"report", "diff", "gate", "export", "replay", "history", "models"})
+
 #: Flags of ``spectui`` itself; any other leading flag starts ``spectui run``.
 _OWN_FLAGS = ("-h", "--help", "--version")
 
@@ -55,6 +58,20 @@ def _show_warning(message, category, filename, lineno, file=None, line=None):  #
 _default_show_warning = warnings.showwarning
 
 
+def _llama_before_numpy() -> None:
+    """Load llama.cpp's library before anything loads numpy's. With a CUDA build of
+    llama-cpp-python (CUDA 13, an NVIDIA H200, numpy 2.5.2 and its bundled OpenBLAS) every model
+    load segfaulted when numpy had been imported first, with --gpu-layers -1 and 0 alike, and ran
+    when llama_cpp came first (benchmarks/results/cuda-probe-2026-11-26.txt). Here, not at
+    ``import spectui``: the commands that read recordings never pay for llama.cpp."""
+    if "numpy" in sys.modules:
+        return  # too late to change the order (never so for the console script)
+    try:
+        import llama_cpp  # noqa: F401
+    except (ImportError, OSError):  # a load says why, in one line
+        pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     warnings.showwarning = _show_warning
     args_in = list(sys.argv[1:] if argv is None else argv)
@@ -62,6 +79,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args_in.insert(0, "run")  # `spectui` alone, or `spectui --headless ...`, is a run
     try:
         args = build_parser().parse_args(args_in)
+        if args.command not in _ENGINE_FREE:
+            _llama_before_numpy()
         return args.func(args)
     except SpectuiError as exc:
         print(f"spectui: error: {exc}", file=sys.stderr)

@@ -39,6 +39,12 @@ def cmd_models(args: argparse.Namespace) -> int:
         print(msgspec.json.encode(doc).decode())
         return 0
     print(format_catalogue(cat))
+    if any(m.source == "embedded" for m in cat.models):
+        from spectui.engine.weights import embedded_note
+
+        note = embedded_note()
+        if note:
+            print(f"note: {note}")
     return 0
 
 

@@ -79,16 +79,28 @@ def cmd_tune(args: argparse.Namespace) -> int:
                            recordings=recordings, source=args.from_dir or "runs")
     # one step per phase (spectui.cli.progress: a bar in a terminal, a line each otherwise)
     with Progress("tune", plan.phases(config) + (5 if args.weights else 0)) as progress:
+        weights = choice = None
+        if args.weights:  # first: the embedded default's choice it makes is what tune then measures
+            weights, choice = _probe_weights(args, config, specs[0].text, progress.advance)
         result = runner.run_tune(config, plan, progress.advance)
         store.save_result(result)
-        weights = None
-        if args.weights:
-            from spectui.tune.weights import probe_weights
-
-            weights = probe_weights(config.backend, specs[0].text, progress=progress.advance,
-                                    source=(config.target or None) if args.probe_target else None)
-    _print(result, weights, args)
+    _print(result, weights, choice, args)
     return 0
+
+
+def _probe_weights(args: argparse.Namespace, config, text: str, progress):
+    """The probe's rows and, when the probe is the embedded model, the weight type the embedded
+    default runs in on this machine from now on (stored: ``engine.weights``)."""
+    from spectui.engine.weights import choose_weights, probe_weights, store_choice
+    from spectui.models.gguf import read_gguf
+    from spectui.models.registry import embedded_model_path
+
+    weights = probe_weights(config.backend, text, progress=progress, source=(config.target or None) if args.probe_target else None)
+    if args.probe_target:
+        return weights, None
+    choice = choose_weights(weights, read_gguf(embedded_model_path()).quant, by="spectui tune --weights")
+    store_choice(config.backend, choice)
+    return weights, choice
 
 
 def _tune_on_node(args: argparse.Namespace) -> int:
@@ -108,7 +120,7 @@ def _tune_on_node(args: argparse.Namespace) -> int:
     return returncode
 
 
-def _print(result, weights, args: argparse.Namespace) -> None:
+def _print(result, weights, choice, args: argparse.Namespace) -> None:
     from spectui.tune import report
 
     if args.json:
@@ -117,12 +129,19 @@ def _print(result, weights, args: argparse.Namespace) -> None:
             doc["weights"] = report.finite([{"quant": w.quant, "path": w.path, "probe": w.source, "size_bytes": w.size_bytes, "unit_us": w.curve.unit_us,
                                "relative": list(w.curve.relative), "batched": w.batched, "ideal_speedup_k8": w.ideal_speedup()}
                               for w in weights])
+        if choice is not None:
+            doc["embedded_weights"] = {"quant": choice.quant, "shipped": choice.shipped, "reason": choice.reason()}
         print(json.dumps(doc, indent=1, allow_nan=False))
         return
     print(report.format_text(result))
     if weights is not None:
         print()
         print(format_weights(weights, result))
+    if choice is not None:
+        from spectui.engine.weights import ENV
+
+        print(f"  the embedded default runs as {choice.quant} on this machine from now on: {choice.reason()}"
+              f" ({ENV}=shipped runs the file as shipped)")
     if args.charts or (args.charts is None and sys.stdout.isatty()):
         print()
         print(report.format_charts(result, colour=sys.stdout.isatty()))

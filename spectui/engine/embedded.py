@@ -34,6 +34,7 @@ from spectui.engine.noise import batch_noise
 from spectui.engine.policy import FallbackPolicy, ladder
 from spectui.models.chat import apply_chat_template
 from spectui.engine.protocol import Backend, Drafter
+from spectui.engine.weights import resolve_target
 from spectui.engine.sampling import Sampler
 from spectui.errors import SpectuiError
 from spectui.metrics.memory import MemorySampler
@@ -66,6 +67,8 @@ class Engine:
         #: the suffix drafter's memory of this target's vocabulary, opened on first use (its
         #: load rebuilds an index: about a second at the default cap, paid once per engine)
         self._suffix_memory: SuffixMemory | None = None
+        #: how spectui made the target's file, when it did (``engine.weights.Target.origin``)
+        self.target_origin = ""
 
     @classmethod
     def load(cls, config: RunConfig) -> Engine:
@@ -88,7 +91,8 @@ class Engine:
             raise SpectuiError(f"the embedded engine runs llamacpp or mlx, not {config.backend.name!r}")
         if config.backend.deterministic:
             deterministic_guarantee(config.backend)  # refused here, before a model loads, where it cannot hold
-        target_info = read_gguf(resolve_model(config.target))
+        chosen = resolve_target(config.target, config.backend)
+        target_info = read_gguf(chosen.path)
         draft_info = None
         if config.mode == "spec" and config.draft.has_model:
             draft_info = read_gguf(resolve_model(config.draft.source))
@@ -106,7 +110,9 @@ class Engine:
             except BaseException:
                 target.close()
                 raise
-        return cls(target, draft_model, config)
+        engine = cls(target, draft_model, config)
+        engine.target_origin = chosen.origin
+        return engine
 
     def close(self) -> None:
         if self.draft_model is not None:
@@ -313,7 +319,7 @@ class Engine:
 
     def header(self, config: RunConfig, prompt_text: str, prompt_tokens: list[int]) -> Header:
         artifacts = Artifacts(
-            target=self.target.artifacts(),
+            target=msgspec.structs.replace(self.target.artifacts(), origin=self.target_origin),
             draft=self.draft_model.artifacts() if self.draft_model is not None and config.mode == "spec" else None,
             runtime=self.target.runtime_info(),
             host=host_info(),

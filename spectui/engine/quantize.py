@@ -1,15 +1,17 @@
 """Requantize a GGUF with llama.cpp's own quantize API (``llama_model_quantize``).
 
-Used by ``spectui tune --weights`` on a small probe model it owns (cached in the user cache
-directory) and by ``tune --write-quant`` on the user's model only when asked for. On a CPU
-the weight format decides whether verifying a block of tokens is cheap (README.md, "Tune": ggml
-batches Q4_0, Q8_0 and F16 rows, not Q4_1), so a requantized copy is what lets a user see it.
+Used by the weight probe (``engine.weights``: ``spectui tune --weights`` and the embedded
+default's first run) on copies it owns in the user cache directory, and by ``tune --write-quant``
+on the user's model only when asked for. On a CPU the weight format decides whether verifying a
+block of tokens is cheap (ARCHITECTURE.md, "Weight types"), so a requantized copy is what lets a
+user see it, and what the embedded default runs in.
 """
 
 from __future__ import annotations
 
 import ctypes
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -43,10 +45,25 @@ GGUF_KIND = storage.magic_kind("a GGUF model", b"GGUF")
 def cached_copy(src: str | os.PathLike[str], type_name: str) -> Path:
     """``src`` requantized to ``type_name``, made once and kept in the user cache directory
     (keyed by the source's sha256: a changed source makes a new copy)."""
-    dst = cache_dir() / "quant" / f"{file_sha256(os.fspath(src))[:16]}.{type_name.upper()}.gguf"
+    dst = copy_path(src, type_name)
     if not (dst.is_file() and storage.claim(dst, GGUF_KIND)):  # a torn one is moved aside
         quantize(src, dst, type_name, replace=True)
     return dst
+
+
+def copy_path(src: str | os.PathLike[str], type_name: str) -> Path:
+    """Where ``cached_copy`` keeps ``src`` in ``type_name`` (whether or not it is there yet)."""
+    return cache_dir() / "quant" / file_sha256(os.fspath(src))[:16] / copy_name(src, type_name)
+
+
+def copy_name(src: str | os.PathLike[str], type_name: str) -> str:
+    """The copy's file name: the source's, its weight type swapped for ``type_name``
+    (``SmolLM2-135M-Instruct.Q4_1.gguf`` -> ``SmolLM2-135M-Instruct.Q4_0.gguf``), so every screen
+    names the copy as it names the source; a name without a known type gets ``.TYPE`` added."""
+    stem = Path(src).name.removesuffix(".gguf")
+    known = "|".join(sorted(PROBE_TYPES + ("Q5_0", "Q5_1", "Q5_K_M", "Q6_K", "Q3_K_M", "Q2_K", "BF16", "F32"), key=len, reverse=True))
+    swapped, n = re.subn(rf"(?i)([._-])({known})$", rf"\g<1>{type_name.upper()}", stem)
+    return (swapped if n else f"{stem}.{type_name.upper()}") + ".gguf"
 
 
 def quantize(src: str | os.PathLike[str], dst: str | os.PathLike[str], type_name: str, *, replace: bool = False) -> Path:

@@ -53,6 +53,9 @@ class ModelArtifacts(msgspec.Struct, kw_only=True):
     vocab_size: int = 0
     vocab_sha256: str = ""
     chat_template_sha256: str = ""
+    #: how spectui made this file, when it did ("" = the file as given): the embedded default
+    #: requantized to the weight type chosen for this machine (``engine.weights``), and why
+    origin: str = ""
 
 
 class HostInfo(msgspec.Struct, kw_only=True):

@@ -17,7 +17,7 @@ from typing import Any
 import msgspec
 
 from spectui.recording.schema import BatchNoise
-from spectui.tune.measure import Curve
+from spectui.engine.verify_cost import Curve
 from spectui.tune.plan import Setting, TierPlan
 
 

@@ -31,7 +31,7 @@ from spectui.models.cost_curves import CostCurve, save_curve
 from spectui.prompts import PromptSpec
 from spectui.recording.reader import Recording
 from spectui.recording.schema import BatchNoise, Step
-from spectui.tune.measure import LONG_DEPTH, Curve, measure_curve, measure_draft_cost
+from spectui.engine.verify_cost import LONG_DEPTH, Curve, measure_curve, measure_draft_cost
 from spectui.tune.plan import PromptData, TierPlan, lookup_name, plan_tier
 from spectui.tune.result import TuneResult
 

@@ -1,4 +1,5 @@
-"""``spectui tune --weights``: why the verify-cost curve looks the way it does.
+"""``spectui tune --weights``: why the verify-cost curve looks the way it does (the probe
+itself, and the embedded default's choice it stores, are ``engine.weights``).
 
 A probe is requantized with llama.cpp's own quantize API to each weight type, cached in the
 user cache directory, and each copy's curve is measured on this machine: by default the small
@@ -13,74 +14,10 @@ requantized unless ``--write-quant`` asks for it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Sequence
 
-from spectui.config import BackendConfig
-from spectui.engine.llamacpp import LlamaCppBackend
-from spectui.engine.quantize import PROBE_TYPES, cached_copy
-from spectui.models.gguf import read_gguf
-from spectui.models.registry import embedded_model_path
-from spectui.tune.measure import Curve, measure_curve
-
-#: rows verified per one-token cost at n = 16 from which a type counts as batched here
-BATCHED_ROWS_PER_COST = 3.0
-
-
-@dataclass
-class WeightRow:
-    quant: str
-    path: str
-    size_bytes: int
-    curve: Curve
-    source: str = ""  # the model file the probe was made from
-
-    @property
-    def rows_per_cost(self) -> float:
-        return 16 / self.curve.cost(16)
-
-    @property
-    def batched(self) -> bool:
-        return self.rows_per_cost >= BATCHED_ROWS_PER_COST
-
-    def ideal_speedup(self, k: int = 8) -> float:
-        """Speedup at full acceptance with K drafted tokens: K + 1 tokens for one block."""
-        return (k + 1) / self.curve.cost(k + 1)
-
-
-def probe_file(quant: str, source: str | None = None) -> str:
-    """``source`` (the embedded model when None) in ``quant``: the file itself when it is of
-    that type already, or a cached requantized copy."""
-    src = source or embedded_model_path()
-    return src if read_gguf(src).quant.upper() == quant.upper() else str(cached_copy(src, quant))
-
-
-def probe_weights(
-    backend: BackendConfig,
-    text: str,
-    *,
-    types: Sequence[str] = PROBE_TYPES,
-    progress: Callable[[str], None] = lambda _m: None,
-    source: str | None = None,
-) -> list[WeightRow]:
-    """The probe's curve in every weight type, at the depth ``text`` reaches; the probe is
-    ``source`` (a model file) or, when None, the embedded model."""
-    config = BackendConfig(n_ctx=max(512, min(backend.n_ctx, 2048)), n_batch=backend.n_batch, n_threads=backend.n_threads,
-                           n_gpu_layers=backend.n_gpu_layers)
-    rows = []
-    for quant in types:
-        progress(f"probe weights: {quant}")
-        path = probe_file(quant, source)
-        llama = LlamaCppBackend.open(path, config)
-        try:
-            tokens = llama.tokenize(text, add_bos=True)
-            curve = measure_curve(llama, tokens, depth=len(tokens))
-        finally:
-            llama.close()
-        rows.append(WeightRow(quant=quant, path=path, size_bytes=Path(path).stat().st_size, curve=curve,
-                              source=source or embedded_model_path()))
-    return rows
+from spectui.engine.verify_cost import Curve
+from spectui.engine.weights import BATCHED_ROWS_PER_COST, WeightRow
 
 
 def weights_summary(rows: Sequence[WeightRow], yours: str, your_curve: Curve) -> list[str]:

@@ -15,10 +15,10 @@ from spectui.models.gguf import read_gguf
 from spectui.prompts import find_prompt
 from spectui.recording.schema import Step
 from spectui.tune import runner
-from spectui.tune.measure import measure_curve
+from spectui.engine.verify_cost import measure_curve
 from spectui.tune.plan import plan_tier
 from spectui.tune.replay import replay
-from spectui.tune.weights import probe_weights
+from spectui.engine.weights import probe_weights
 
 #: under 256 tokens of context: block and one-token logits are bit-identical (test_exactness)
 MAX_TOKENS = 96
@@ -98,6 +98,6 @@ def test_weight_probe_of_the_users_own_target_says_which_model_it_measured(tmp_p
     (row,) = probe_weights(RunConfig().backend, find_prompt("short-greeting").text, types=("Q4_0",), source=target)
     assert row.source == target
     assert read_gguf(row.path).quant == "Q4_0"
-    assert os.path.basename(row.path).startswith(file_sha256(target)[:16])  # made from the target's bytes
+    assert os.path.basename(os.path.dirname(row.path)) == file_sha256(target)[:16]  # made from the target's bytes
     (own,) = probe_weights(RunConfig().backend, find_prompt("short-greeting").text, types=("Q4_0",))
     assert own.source == embedded_model_path() and own.path != row.path

@@ -55,7 +55,8 @@ class Node:
 
     def remote_command(self) -> str:
         """How spectui starts on the node: this Python, this checkout."""
-        return shlex.join(["env", f"PYTHONPATH={REPO}", sys.executable, "-m", "spectui"])
+        return shlex.join(["env", f"PYTHONPATH={REPO}", f"SPECTUI_EMBEDDED_WEIGHTS={os.environ['SPECTUI_EMBEDDED_WEIGHTS']}",
+                           sys.executable, "-m", "spectui"])
 
     def environ(self) -> dict[str, str]:
         return {**os.environ, **self.env, "SPECTUI_REMOTE_COMMAND": self.remote_command()}

@@ -58,3 +58,20 @@ def test_headless_core_does_not_load_the_ui_toolkit():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert out.returncode == 0, out.stderr[-2000:]
+
+
+
+def test_a_command_that_may_load_a_model_loads_llama_cpp_before_numpy():
+    """spectui/cli/__init__.py: a CUDA build of llama.cpp segfaulted on every model load when
+    numpy had been loaded first (measured on an H200). A command that may load a model loads the
+    llama.cpp library (``llama_cpp.llama_cpp``) first; one that reads recordings loads neither."""
+    code = (
+        "import sys\nfrom spectui.cli import main\n"
+        "rc = main(sys.argv[1:]); m = list(sys.modules)\n"
+        "print(rc, 'llama_cpp.llama_cpp' in m and m.index('llama_cpp.llama_cpp') < m.index('numpy'), 'llama_cpp' in m)"
+    )
+    run = subprocess.run([sys.executable, "-c", code, "run", "--headless", "--target", "/nonexistent/model.gguf"],
+                         capture_output=True, text=True, cwd=REPO)
+    assert run.stdout.split() == ["2", "True", "True"], run.stdout + run.stderr  # refused in one line, after the load order
+    report = subprocess.run([sys.executable, "-c", code, "report", "/nonexistent.spectui"], capture_output=True, text=True, cwd=REPO)
+    assert report.stdout.split()[::2] == ["2", "False"], report.stdout + report.stderr

@@ -49,11 +49,15 @@ def target_key(config: RunConfig) -> str:
 
     b = config.backend
     threads, gpu_layers = 0, 0
+    path = resolve_model(config.target)
     if b.name == "llamacpp":
-        from spectui.engine.llamacpp import default_threads  # imports llama_cpp: only here, in a worker
+        # imports llama_cpp: only here, in a worker
+        from spectui.engine.llamacpp import default_threads
+        from spectui.engine.weights import resolve_target
 
         threads, gpu_layers = b.n_threads or default_threads(), b.n_gpu_layers
-    return curve_key(file_sha256(resolve_model(config.target)), b.name, threads, gpu_layers)
+        path = resolve_target(config.target, b, probe=False).path  # the embedded default's chosen copy
+    return curve_key(file_sha256(path), b.name, threads, gpu_layers)
 
 
 def short_plan():  # noqa: ANN201 - spectui.tune.runner.TunePlan, imported lazily

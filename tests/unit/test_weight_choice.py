@@ -1,0 +1,49 @@
+"""The rule that picks the embedded default's weight type from a probe's measurements."""
+
+from __future__ import annotations
+
+import pytest
+
+from spectui.engine.verify_cost import Curve
+from spectui.engine.weights import CHOICE_BLOCK, WeightRow, choose_weights
+
+
+def row(quant: str, token_ms: float, block_cost: float) -> WeightRow:
+    """A type whose one token takes ``token_ms`` and whose block of ``CHOICE_BLOCK`` costs
+    ``block_cost`` one-token evaluations (linear in between)."""
+    relative = tuple(1.0 + (block_cost - 1.0) * (n - 1) / (CHOICE_BLOCK - 1) for n in range(1, CHOICE_BLOCK + 1))
+    return WeightRow(quant=quant, path=f"/m/{quant}.gguf", size_bytes=1, curve=Curve(depth=64, unit_us=token_ms * 1000, relative=relative))
+
+
+# measured on this repository's 2-core AMD EPYC host (first-run probe, 2026-11-26)
+HOST = [row("Q4_1", 9.9, 6.14), row("F16", 12.4, 2.67), row("Q8_0", 9.7, 4.53), row("Q4_0", 6.0, 4.75)]
+
+
+def test_a_type_faster_for_blocks_and_single_tokens_replaces_the_shipped_one():
+    choice = choose_weights(HOST, "Q4_1", by="test")
+    assert choice.quant == "Q4_0" and choice.shipped == "Q4_1"
+    assert choice.block_us["Q4_0"] == pytest.approx(6000 * 4.75)
+    assert "28.5 ms against the shipped Q4_1's 60.8" in choice.reason()
+
+
+def test_a_type_whose_single_token_is_slower_is_not_chosen_however_well_it_batches():
+    """F16 verifies a block of 9 fastest but one token 25% slower: AR and every rejected
+    block would pay that."""
+    rows = [row("Q4_1", 9.9, 6.14), row("F16", 12.4, 1.5)]
+    assert choose_weights(rows, "Q4_1", by="test").quant == "Q4_1"
+
+
+def test_ties_go_to_the_type_most_faithful_to_the_shipped_weights():
+    rows = [row("Q4_1", 10.0, 6.0), row("Q8_0", 9.0, 4.0), row("Q4_0", 9.0, 3.9)]  # within 5%
+    assert choose_weights(rows, "Q4_1", by="test").quant == "Q8_0"
+
+
+def test_the_shipped_file_stays_unless_a_type_beats_it_clearly():
+    rows = [row("Q4_1", 10.0, 4.0), row("Q4_0", 10.0, 3.8)]  # 5% faster: noise on a shared machine
+    choice = choose_weights(rows, "Q4_1", by="test")
+    assert choice.quant == "Q4_1" and "no type verifies a block" in choice.reason()
+
+
+def test_types_outside_the_candidates_are_never_chosen():
+    rows = [row("Q4_1", 10.0, 6.0), row("Q4_K_M", 5.0, 2.0)]  # a K-quant of a 4-bit model: not a candidate
+    assert choose_weights(rows, "Q4_1", by="test").quant == "Q4_1"
