@@ -140,8 +140,8 @@ def _print(result, weights, choice, args: argparse.Namespace) -> None:
     if choice is not None:
         from spectui.engine.weights import ENV
 
-        print(f"  the embedded default runs as {choice.quant} on this machine from now on: {choice.reason()}"
-              f" ({ENV}=shipped runs the file as shipped)")
+        print(f"  the embedded default runs as {choice.quant} on this machine from now on: {choice.reason()};"
+              f" {ENV}=shipped runs the file as shipped")
     if args.charts or (args.charts is None and sys.stdout.isatty()):
         print()
         print(report.format_charts(result, colour=sys.stdout.isatty()))
