@@ -44,7 +44,7 @@ def test_the_first_run_probes_once_and_the_engine_loads_the_chosen_copy(fresh_ca
     assert len(said) == 2 and "choosing the embedded model's weight type" in said[0]
     assert said[1].startswith(f"the embedded model runs as {choice.quant} here: {choice.reason()}")
     assert choice is not None and choice.by == "first run" and choice.shipped == "Q4_1"
-    assert set(choice.token_us) == set(choice.block_us) == {"Q4_1", "F16", "Q8_0", "Q4_0"}
+    assert set(choice.token_us) == set(choice.block_us) == {"Q4_1", "F16", "Q8_0"}
     assert all(v > 0 for v in [*choice.token_us.values(), *choice.block_us.values()])
     # the stored choice is what the rule makes of the stored numbers
     assert read_gguf(target.path).quant == choice.quant

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
 from spectui.engine.verify_cost import Curve
@@ -19,11 +20,12 @@ def row(quant: str, token_ms: float, block_cost: float) -> WeightRow:
 HOST = [row("Q4_1", 9.9, 6.14), row("F16", 12.4, 2.67), row("Q8_0", 9.7, 4.53), row("Q4_0", 6.0, 4.75)]
 
 
-def test_a_type_faster_for_blocks_and_single_tokens_replaces_the_shipped_one():
+def test_a_faithful_type_that_verifies_faster_without_a_slower_token_replaces_the_shipped_one():
+    """Q4_0 is faster still, but a second 4-bit rounding is never chosen; F16's token is slower."""
     choice = choose_weights(HOST, "Q4_1", by="test")
-    assert choice.quant == "Q4_0" and choice.shipped == "Q4_1"
-    assert choice.block_us["Q4_0"] == pytest.approx(6000 * 4.75)
-    assert "28.5 ms against the shipped Q4_1's 60.8" in choice.reason()
+    assert choice.quant == "Q8_0" and choice.shipped == "Q4_1"
+    assert choice.block_us["Q8_0"] == pytest.approx(9700 * 4.53)
+    assert "43.9 ms against the shipped Q4_1's 60.8" in choice.reason()
 
 
 def test_a_type_whose_single_token_is_slower_is_not_chosen_however_well_it_batches():
@@ -34,16 +36,36 @@ def test_a_type_whose_single_token_is_slower_is_not_chosen_however_well_it_batch
 
 
 def test_ties_go_to_the_type_most_faithful_to_the_shipped_weights():
-    rows = [row("Q4_1", 10.0, 6.0), row("Q8_0", 9.0, 4.0), row("Q4_0", 9.0, 3.9)]  # within 5%
-    assert choose_weights(rows, "Q4_1", by="test").quant == "Q8_0"
+    rows = [row("Q4_1", 10.0, 6.0), row("Q8_0", 9.0, 4.0), row("F16", 9.0, 3.9)]  # within 5%
+    assert choose_weights(rows, "Q4_1", by="test").quant == "F16"
 
 
 def test_the_shipped_file_stays_unless_a_type_beats_it_clearly():
-    rows = [row("Q4_1", 10.0, 4.0), row("Q4_0", 10.0, 3.8)]  # 5% faster: noise on a shared machine
+    rows = [row("Q4_1", 10.0, 4.0), row("Q8_0", 10.0, 3.8)]  # 5% faster: noise on a shared machine
     choice = choose_weights(rows, "Q4_1", by="test")
     assert choice.quant == "Q4_1" and "no type verifies a block" in choice.reason()
 
 
-def test_types_outside_the_candidates_are_never_chosen():
-    rows = [row("Q4_1", 10.0, 6.0), row("Q4_K_M", 5.0, 2.0)]  # a K-quant of a 4-bit model: not a candidate
+def test_a_second_4_bit_rounding_is_never_chosen_however_fast():
+    rows = [row("Q4_1", 10.0, 6.0), row("Q4_K_M", 5.0, 2.0), row("Q4_0", 5.0, 2.0)]
     assert choose_weights(rows, "Q4_1", by="test").quant == "Q4_1"
+
+
+def test_on_a_gpu_f16_wins_both_ways():
+    """What the probe measured on an NVIDIA H200 (benchmarks/results/cuda-probe-2026-11-26.txt)."""
+    rows = [row("Q4_0", 3.46, 1.71), row("Q4_1", 3.56, 1.61), row("Q8_0", 4.61, 1.64), row("F16", 2.78, 1.21)]
+    assert choose_weights(rows, "Q4_1", by="test").quant == "F16"
+
+
+def test_a_stored_choice_the_rule_no_longer_allows_is_probed_again(tmp_path, monkeypatch):
+    """An older spectui's stored choice of a type outside the candidates reads as none."""
+    from spectui.config import BackendConfig
+    from spectui.engine.weights import store_choice, stored_choice
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    backend = BackendConfig()
+    store_choice(backend, choose_weights(HOST, "Q4_1", by="test"))
+    assert stored_choice(backend).quant == "Q8_0"
+    old = choose_weights([row("Q4_1", 10.0, 6.0), row("Q4_0", 5.0, 2.0)], "Q4_1", by="test")
+    store_choice(backend, msgspec.structs.replace(old, quant="Q4_0"))  # what the first cut of the rule stored
+    assert stored_choice(backend) is None
