@@ -25,6 +25,8 @@ dependencies; the model is the embedded default's file (``spectui models`` print
 
 from __future__ import annotations
 
+import llama_cpp  # noqa: F401  first: a CUDA build segfaulted on every load after numpy (spectui/cli/__init__.py)
+
 import argparse
 import gzip
 import json
@@ -176,8 +178,6 @@ def main() -> int:
     ap.add_argument("--steps", default="weights,pair,shipped,chosen", help="which steps, in this order")
     args = ap.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
-    import llama_cpp
-
     from spectui.engine.llamacpp import _init_llama
 
     _init_llama()  # llama.cpp's backends set up (and its log kept) before any other call into it

@@ -16,8 +16,8 @@ from typing import Any
 
 import msgspec
 
-from spectui.recording.schema import BatchNoise
 from spectui.engine.verify_cost import Curve
+from spectui.recording.schema import BatchNoise
 from spectui.tune.plan import Setting, TierPlan
 
 

@@ -24,6 +24,7 @@ from spectui.engine.noise import batch_noise
 from spectui.engine.protocol import Draft
 from spectui.engine.sampling import Sampler
 from spectui.engine.embedded import Engine
+from spectui.engine.verify_cost import LONG_DEPTH, Curve, measure_curve, measure_draft_cost
 from spectui.errors import SpectuiError
 from spectui.format import model_name
 from spectui.metrics.stats import summarize
@@ -31,7 +32,6 @@ from spectui.models.cost_curves import CostCurve, save_curve
 from spectui.prompts import PromptSpec
 from spectui.recording.reader import Recording
 from spectui.recording.schema import BatchNoise, Step
-from spectui.engine.verify_cost import LONG_DEPTH, Curve, measure_curve, measure_draft_cost
 from spectui.tune.plan import PromptData, TierPlan, lookup_name, plan_tier
 from spectui.tune.result import TuneResult
 
