@@ -81,7 +81,9 @@ async def test_a_two_turn_chat_reuses_the_cache_copies_and_equals_ar(tmp_path):
 
         # v on the last turn: the conversation re-run AR up to it, compared side by side
         await pilot.press("v")
-        await wait_until(pilot, lambda: len(rerun_paths(chat)) == 2 and not app.controller.runner.busy, "the AR re-run", timeout=300)
+        # the engine thread is free a tick before the screen has folded the re-run's last events
+        await wait_until(pilot, lambda: len(rerun_paths(chat)) == 2 and not app.controller.runner.busy
+                         and all(run.end is not None for run in app.controller.compare or ()), "the AR re-run", timeout=300)
         ar_first, ar_second = sorted(rerun_paths(chat))
         assert read_recording(ar_second).header.config.mode == "ar"
         assert tokens(ar_first) == tokens(first) and tokens(ar_second) == tokens(second)
