@@ -17,7 +17,7 @@ from pathlib import Path
 import msgspec
 
 from spectui.config import RunConfig
-from spectui.recording.schema import INTERLEAVED_CLOCK, End, Event, Step
+from spectui.recording.schema import INTERLEAVED_CLOCK, End, Event, Header, Step
 from spectui.recording.timeline import shift_event
 from spectui.recording.writer import RecordingWriter
 from spectui.sessions.protocol import EngineProtocol
@@ -26,6 +26,14 @@ from spectui.sessions.protocol import EngineProtocol
 #: (called right before the file is made, so runs started within one second never pick the
 #: same free name), or None for no recording.
 RecordTo = Path | str | Callable[[RunConfig], Path] | None
+
+
+def _named_for(config: RunConfig, header: Header) -> RunConfig:
+    """``config`` as a namer should see it: a target file spectui made for the run (the
+    embedded default's copy in this machine's weight type) names the recording, not the
+    configuration's name for it."""
+    target = header.artifacts.target
+    return msgspec.structs.replace(config, target=target.path) if target.origin and target.path else config
 
 
 def record_session(
@@ -60,7 +68,7 @@ def record_session(
         others_before, started = (cpu_snapshot() if local else None), time.perf_counter()
         if interleaved:
             header = msgspec.structs.replace(header, clock=INTERLEAVED_CLOCK)
-        path = record_to(config) if callable(record_to) else (Path(record_to) if record_to is not None else None)
+        path = record_to(_named_for(config, header)) if callable(record_to) else (Path(record_to) if record_to is not None else None)
         writer = RecordingWriter(path) if path is not None else None
         if on_start is not None:
             on_start(path)

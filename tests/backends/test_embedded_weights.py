@@ -100,6 +100,10 @@ def test_the_recording_and_report_name_the_copy_and_a_bad_setting_is_one_line(tm
     report = run_cli("report", str(out))
     assert report.returncode == 0, report.stderr
     assert "SmolLM2-135M-Instruct.Q4_0" in report.stdout
+    # the default name of a recording names the file that ran, as the header does
+    named = run_cli("run", "--headless", "--prompt", PROMPT, "--max-tokens", "4")
+    assert named.returncode == 0, named.stderr
+    assert "_SmolLM2-135M-Instruct.Q4_0.spectui" in named.stderr
     assert "target made by spectui" in report.stdout and "requantized to Q4_0" in report.stdout
 
     monkeypatch.setenv(ENV, "Q9_9")
