@@ -91,14 +91,12 @@ def cmd_tune(args: argparse.Namespace) -> int:
 def _probe_weights(args: argparse.Namespace, config, text: str, progress):
     """The probe's rows and, when the probe is the embedded model, the weight type the embedded
     default runs in on this machine from now on (stored: ``engine.weights``)."""
-    from spectui.engine.weights import choose_weights, probe_weights, store_choice
-    from spectui.models.gguf import read_gguf
-    from spectui.models.registry import embedded_model_path
+    from spectui.engine.weights import choose_weights, probe_weights, shipped_type, store_choice
 
     weights = probe_weights(config.backend, text, progress=progress, source=(config.target or None) if args.probe_target else None)
     if args.probe_target:
         return weights, None
-    choice = choose_weights(weights, read_gguf(embedded_model_path()).quant, by="spectui tune --weights")
+    choice = choose_weights(weights, shipped_type(), by="spectui tune --weights")
     store_choice(config.backend, choice)
     return weights, choice
 

@@ -53,7 +53,7 @@ def require_mlx() -> None:
 class Engine:
     """The loaded target (and draft model, if any) for a configuration."""
 
-    def __init__(self, target: Backend, draft_model: Backend | None, config: RunConfig) -> None:
+    def __init__(self, target: Backend, draft_model: Backend | None, config: RunConfig, *, target_origin: str = "") -> None:
         self.target = target
         self.draft_model = draft_model
         self.config = config
@@ -68,7 +68,7 @@ class Engine:
         #: load rebuilds an index: about a second at the default cap, paid once per engine)
         self._suffix_memory: SuffixMemory | None = None
         #: how spectui made the target's file, when it did (``engine.weights.Target.origin``)
-        self.target_origin = ""
+        self.target_origin = target_origin
 
     @classmethod
     def load(cls, config: RunConfig) -> Engine:
@@ -110,9 +110,7 @@ class Engine:
             except BaseException:
                 target.close()
                 raise
-        engine = cls(target, draft_model, config)
-        engine.target_origin = chosen.origin
-        return engine
+        return cls(target, draft_model, config, target_origin=chosen.origin)
 
     def close(self) -> None:
         if self.draft_model is not None:

@@ -29,14 +29,18 @@ PROBE_TYPES = ("Q4_0", "Q4_1", "Q8_0", "Q4_K_M", "F16")
 _PREFIXES = ("LLAMA_FTYPE_MOSTLY_", "LLAMA_FTYPE_ALL_")  # F32 is the one "ALL_" type
 
 
+def known_types() -> list[str]:
+    """The weight type names llama.cpp's quantize API takes (``Q4_0``, ``Q8_0``, ``F16``...)."""
+    return sorted(n.split("_", 3)[3] for n in dir(ll) if n.startswith(_PREFIXES))
+
+
 def ftype(type_name: str) -> int:
     """llama.cpp's file type for a name such as ``Q4_0`` or ``q8_0``; one line if unknown."""
     for prefix in _PREFIXES:
         value = getattr(ll, prefix + type_name.upper(), None)
         if value is not None:
             return int(value)
-    known = sorted(n.split("_", 3)[3] for n in dir(ll) if n.startswith(_PREFIXES))
-    raise SpectuiError(f"unknown weight type {type_name!r}; llama.cpp knows {', '.join(known)}")
+    raise SpectuiError(f"unknown weight type {type_name!r}; llama.cpp knows {', '.join(known_types())}")
 
 
 GGUF_KIND = storage.magic_kind("a GGUF model", b"GGUF")
@@ -61,7 +65,7 @@ def copy_name(src: str | os.PathLike[str], type_name: str) -> str:
     (``SmolLM2-135M-Instruct.Q4_1.gguf`` -> ``SmolLM2-135M-Instruct.Q4_0.gguf``), so every screen
     names the copy as it names the source; a name without a known type gets ``.TYPE`` added."""
     stem = Path(src).name.removesuffix(".gguf")
-    known = "|".join(sorted(PROBE_TYPES + ("Q5_0", "Q5_1", "Q5_K_M", "Q6_K", "Q3_K_M", "Q2_K", "BF16", "F32"), key=len, reverse=True))
+    known = "|".join(sorted(known_types(), key=len, reverse=True))  # the longest first: Q4_K_M before Q4_K
     swapped, n = re.subn(rf"(?i)([._-])({known})$", rf"\g<1>{type_name.upper()}", stem)
     return (swapped if n else f"{stem}.{type_name.upper()}") + ".gguf"
 

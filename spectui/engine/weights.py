@@ -172,10 +172,18 @@ def choose_weights(rows: Sequence[WeightRow], shipped: str, *, by: str) -> Weigh
     )
 
 
+def shipped_type() -> str:
+    """The embedded default's weight type as shipped (``Q4_1``)."""
+    return read_gguf(embedded_model_path()).quant.upper()
+
+
+def _threads(backend: BackendConfig) -> int:
+    return backend.n_threads or default_threads()
+
+
 def choice_key(backend: BackendConfig) -> str:
     """The shipped file, and the settings that change which kernels run."""
-    threads = backend.n_threads or default_threads()
-    return f"{file_sha256(embedded_model_path())[:16]}|llamacpp|t{threads}|g{backend.n_gpu_layers}"
+    return f"{file_sha256(embedded_model_path())[:16]}|llamacpp|t{_threads(backend)}|g{backend.n_gpu_layers}"
 
 
 def stored_choice(backend: BackendConfig) -> WeightChoice | None:
@@ -191,7 +199,7 @@ def store_choice(backend: BackendConfig, choice: WeightChoice) -> None:
 def probe_embedded(backend: BackendConfig, *, say: Callable[[str], None]) -> WeightChoice:
     """The shorter probe a first run pays once: the shipped type and the candidates, blocks
     up to ``CHOICE_BLOCK``, three rounds (tune --weights measures every size, five rounds)."""
-    shipped = read_gguf(embedded_model_path()).quant.upper()
+    shipped = shipped_type()
     types = (shipped, *(t for t in EMBEDDED_CANDIDATES if t != shipped))
     say(f"choosing the embedded model's weight type for this machine, once (measuring {', '.join(types)}; "
         f"spectui tune --weights shows the whole probe)")
@@ -200,7 +208,7 @@ def probe_embedded(backend: BackendConfig, *, say: Callable[[str], None]) -> Wei
     store_choice(backend, choice)
     chosen = next(r for r in rows if r.quant.upper() == choice.quant)
     # what the probe measured seeds the chosen copy's cost-aware K (as a run's own blocks would)
-    key = curve_key(file_sha256(chosen.path), "llamacpp", backend.n_threads or default_threads(), backend.n_gpu_layers)
+    key = curve_key(file_sha256(chosen.path), "llamacpp", _threads(backend), backend.n_gpu_layers)
     merge_run_curve(key, dict(enumerate(chosen.curve.relative, start=1)))
     for r in rows:  # the copies not chosen: a few hundred MB of cache nothing reads (tune --weights remakes them)
         if r.quant.upper() != choice.quant and r.path != r.source:
@@ -213,7 +221,7 @@ def _probe_once(backend: BackendConfig, say: Callable[[str], None]) -> WeightCho
     waits, then reads the choice (and never loses a copy it is about to load to the clean-up)."""
     lock = cache_path("embedded-weights.probe")
     try:
-        lock.parent.mkdir(parents=True, exist_ok=True)
+        storage.prepare_dir(lock.parent)
     except OSError:
         pass  # no cache to write: storage.locked yields without a lock, the probe still runs
     with storage.locked(lock):
@@ -226,10 +234,18 @@ def _probe_once(backend: BackendConfig, say: Callable[[str], None]) -> WeightCho
 
 @dataclass(frozen=True)
 class Target:
-    """The file a configuration's target loads, and how spectui made it ("" = as given)."""
+    """The file a configuration's target loads; when spectui made it, from which file, in
+    which type, and why."""
 
     path: str
-    origin: str = ""
+    made_from: str = ""
+    quant: str = ""
+    why: str = ""
+
+    @property
+    def origin(self) -> str:
+        """``ModelArtifacts.origin``: "" for a file as given."""
+        return f"the embedded {self.made_from} requantized to {self.quant}: {self.why}" if self.made_from else ""
 
 
 class WeightsNotice(UserWarning):
@@ -253,7 +269,7 @@ def resolve_target(spec: str, backend: BackendConfig, *, probe: bool = True,
     want = os.environ.get(ENV, "").strip() or "auto"
     if want.lower() == "shipped":
         return Target(shipped_path)
-    shipped = read_gguf(shipped_path).quant.upper()
+    shipped = shipped_type()
     if want.lower() != "auto":
         try:
             ftype(want)
@@ -269,8 +285,7 @@ def resolve_target(spec: str, backend: BackendConfig, *, probe: bool = True,
         quant, why = choice.quant, choice.reason()
     if quant == shipped or not (probe or copy_path(shipped_path, quant).is_file()):
         return Target(shipped_path)  # without a probe nothing is made: the copy runs once a run made it
-    return Target(str(cached_copy(shipped_path, quant)),
-                  origin=f"the embedded {os.path.basename(shipped_path)} requantized to {quant}: {why}")
+    return Target(str(cached_copy(shipped_path, quant)), made_from=os.path.basename(shipped_path), quant=quant, why=why)
 
 
 def embedded_note(backend: BackendConfig | None = None) -> str:
@@ -278,7 +293,7 @@ def embedded_note(backend: BackendConfig | None = None) -> str:
     or no run has chosen yet)."""
     backend = backend or BackendConfig()
     target = resolve_target("", backend, probe=False)
-    if not target.origin:
+    if not target.made_from:
         return ""
-    return (f"smollm2 (the embedded default) runs here as {model_name(target.path)}, {target.origin.split(': ', 1)[1]}; "
+    return (f"smollm2 (the embedded default) runs here as {model_name(target.path)}, {target.why}; "
             f"{ENV}=shipped or --target {embedded_model_path()} runs the file as shipped")
