@@ -82,6 +82,11 @@ class DraftConfig(msgspec.Struct, frozen=True, kw_only=True):
     #: by ``cost_seed`` alone, so the blocks it drafts (not only the output) repeat run to
     #: run: ``--deterministic`` turns it off.
     learn_cost: bool = True
+    #: What one drafted token of a draft model costs, in one-token target evaluations: the
+    #: price the cost-aware K puts on drafting until the run has timed its own draft forwards
+    #: (with ``learn_cost`` off, for the whole run). 0: the engine measures it when the run
+    #: starts (``Engine.price_drafting``) and the header records what it measured.
+    draft_cost: float = 0.0
     #: The suffix drafter remembers earlier outputs of the model across requests, in a file per
     #: vocabulary under the user cache dir (``--no-draft-memory``: this request's text only).
     memory: bool = True
@@ -155,6 +160,8 @@ class DraftConfig(msgspec.Struct, frozen=True, kw_only=True):
                 f"a drafter chain is ngram or suffix in front of a draft model (--draft MODEL.gguf --chain ngram), "
                 f"got --chain {self.chain} with --draft {self.source}"
             )
+        if not self.draft_cost >= 0.0:
+            raise SpectuiError(f"a draft cost is >= 0 target tokens per drafted token, got {self.draft_cost}")
         if self.cost_seed and (self.cost_seed[0] != 1.0 or not all(c > 0 for c in self.cost_seed)):
             raise SpectuiError("a verify-cost seed starts at 1.0 (one token) and holds positive costs")
 

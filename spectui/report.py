@@ -158,12 +158,16 @@ def report_json(rec: Recording) -> dict[str, Any]:
 
 
 def _header_json(rec: Recording) -> dict[str, Any]:
-    """The header as stored; a model's ``origin`` only where spectui made its file, so the
-    report of every other run keeps the keys scripts already read."""
+    """The header as stored; a model's ``origin`` only where spectui made its file, and the
+    draft's ``draft_cost`` only where a cost-aware K priced a draft model, so the report of
+    every other run keeps the keys scripts already read."""
     header = msgspec.to_builtins(rec.header)
     for model in (header["artifacts"].get("target"), header["artifacts"].get("draft")):
         if model is not None and not model.get("origin"):
             model.pop("origin", None)
+    draft = header["config"]["draft"]
+    if not draft.get("draft_cost"):
+        draft.pop("draft_cost", None)
     return header
 
 

@@ -86,7 +86,8 @@ def _propose(active: Drafter, draft_length: DraftLength, history: list[int], lim
     A free drafter (n-gram, suffix) is asked first, then as much of its proposal is verified
     as its match is worth; a K of 0 (no block pays now) keeps its proposal as a guess, scored
     against what AR produces, so acceptance keeps being measured at no cost. A draft model is
-    not free: K first (an adaptive 0 probes it now and then), then the model drafts K tokens.
+    not free: K first, priced with what its drafting costs (an adaptive 0 probes it now and
+    then, where a draft never wrong would pay), then the model drafts K tokens.
     A drafter that fails under the fallback policy leaves the step without a draft.
     """
     k = 0
@@ -99,7 +100,7 @@ def _propose(active: Drafter, draft_length: DraftLength, history: list[int], lim
             if k > 0:
                 return k, Draft(proposal.tokens[:k], match=proposal.match), None
             return k, _NO_DRAFT, proposal if proposal.tokens else None
-        k = min(draft_length.next_k(), limit)
+        k = min(draft_length.model_k(), limit)
         return k, (active.propose(history, k) if k > 0 else _NO_DRAFT), None
     except Exception as exc:
         if policy is None:

@@ -23,11 +23,12 @@ measured at no cost, so speculation resumes as soon as the text turns copyable a
 model is not free: it is probed with a short draft (``k_min`` tokens) after a run of AR steps instead, the run
 doubling while probes fail.
 
-In a drafter chain (``DraftConfig.chain``) the draft model competes with a free lookup, so its
-K is priced with what drafting costs too: a block of K model tokens costs the verification of
-K + 1 and K draft forwards, each measured in the run against one target token (``model_k``).
-A draft model that costs 0.63 of its target per token (Qwen2.5-Coder 0.5B for the 1.5B on a
-2-core CPU) is repaid only where its acceptance is near perfect and verification batches.
+A draft model's K (alone or in a drafter chain, ``DraftConfig.chain``) is priced with what
+drafting costs too: a block of K model tokens costs the verification of K + 1 and K draft
+forwards, each measured in the run against one target token (``model_k``). A draft model that
+costs 0.55-0.63 of its target per token (Qwen2.5-Coder 0.5B for the 1.5B on a 2-core CPU) is
+repaid only where its acceptance is near perfect and verification batches; pricing verification
+alone, the cost-aware K ran that pair at 0.71x AR where AR was there to be had.
 """
 
 from __future__ import annotations
@@ -142,7 +143,7 @@ class DraftLength:
     after strong ones; per match, K follows what the current proposal is worth.
     """
 
-    def __init__(self, config: DraftConfig, *, draft_cost: float = 0.0) -> None:
+    def __init__(self, config: DraftConfig) -> None:
         self.adaptive = config.adaptive
         self.k = config.k
         self.k_min = config.k_min if config.adaptive else config.k
@@ -151,10 +152,10 @@ class DraftLength:
         self.learn_cost = config.learn_cost
         self._by_match: dict[int, _Acceptance] = {}
         self._idle = 0  # AR steps since the last draft (draft model only)
-        #: a chain's draft model: one draft forward's time, relative to one target token
+        #: a draft model's forwards: one forward's time, relative to one target token
         self._draft_us: deque[float] = deque(maxlen=COST_WINDOW)
-        #: its cost before the run timed it (``Engine.draft_cost_probe``), or 0: unknown
-        self._draft_cost_prior = draft_cost
+        #: its cost before the run timed it (``Engine.price_drafting``), or 0: unknown
+        self._draft_cost_prior = config.draft_cost
         self._probe_after = PROBE_AFTER
         if self.adaptive:  # the first block too is sized by what the prior says pays
             self.k = self._choose(0)
@@ -201,13 +202,6 @@ class DraftLength:
         if self.adaptive:
             self._rates(match).observe(int(hit), 1)
 
-    def next_k(self) -> int:
-        """Tokens a draft model drafts this step: K, or ``k_min`` when K is 0 but the model
-        has sat idle long enough to be probed again."""
-        if self.k or not self.adaptive or self._idle < self._probe_after:
-            return self.k
-        return self.k_min
-
     def draft_cost(self) -> float:
         """One draft-model forward in one-token target evaluations: the median of this run's,
         the prior until both sides were timed (0 without one: an optimistic start)."""
@@ -217,8 +211,8 @@ class DraftLength:
         return sorted(self._draft_us)[len(self._draft_us) // 2] / unit
 
     def model_k(self) -> int:
-        """Tokens a chain's draft model drafts this step: the K that pays once its drafting is
-        paid for too, or a probe (``k_min``) after enough idle steps, or 0."""
+        """Tokens a draft model drafts this step: the K that pays once its drafting is paid
+        for too, or a probe (``k_min``) after enough idle steps, or 0."""
         if not self.adaptive:
             return self.k
         per_token = self.draft_cost()

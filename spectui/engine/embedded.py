@@ -69,6 +69,8 @@ class Engine:
         self._suffix_memory: SuffixMemory | None = None
         #: how spectui made the target's file, when it did (``engine.weights.Target.origin``)
         self.target_origin = target_origin
+        #: the draft model last priced (``draft_cost``) and what a drafted token cost
+        self._draft_priced: tuple[Backend | None, float] = (None, 0.0)
 
     @classmethod
     def load(cls, config: RunConfig) -> Engine:
@@ -273,9 +275,23 @@ class Engine:
         self._cache_owner = ""  # the caches hold nothing of a conversation now
         return ms, sizes
 
+    def price_drafting(self, config: RunConfig, prompt_tokens: Sequence[int], reuse: bool) -> RunConfig:
+        """A draft model's cost-aware K with no draft cost given starts from this engine's
+        measured one (``draft_cost_probe``, once per loaded draft model); the header then
+        records the price the run started from. A conversation's later turn does not probe
+        (it would empty the caches the turn keeps): it takes the last price, if any."""
+        d = config.draft
+        if config.mode != "spec" or not d.adaptive or not d.has_model or d.draft_cost or self.draft_model is None:
+            return config
+        if self._draft_priced[0] is not self.draft_model:
+            if reuse:
+                return config
+            self._draft_priced = (self.draft_model, round(self.draft_cost_probe(prompt_tokens), 4))
+        return msgspec.structs.replace(config, draft=msgspec.structs.replace(d, draft_cost=self._draft_priced[1]))
+
     def draft_cost_probe(self, tokens: Sequence[int], reps: int = 3) -> float:
         """A draft forward's time over a target token's, from ``reps`` one-token evaluations
-        on each after a short context: the prior a chain prices its model with until the run
+        on each after a short context: the price a cost-aware K puts on drafting until the run
         has timed both (without it the first blocks would draft on an optimistic guess)."""
         times = []
         for backend in (self.target, self.draft_model):
@@ -358,12 +374,9 @@ class Engine:
         self._warmup = (0.0, [])
         reuse = self.reuses_cache(config)
         self._cache_owner = config.conversation
+        config = header.config = self.price_drafting(config, prompt_tokens, reuse)
         drafter = self.make_drafter(config, reuse=reuse)
-        draft_length = None
-        if drafter is not None:
-            # (not in a conversation's later turn: the probe would empty the caches it keeps)
-            chained = isinstance(drafter, ChainDrafter) and config.draft.adaptive and not reuse
-            draft_length = DraftLength(config.draft, draft_cost=self.draft_cost_probe(prompt_tokens) if chained else 0.0)
+        draft_length = DraftLength(config.draft) if drafter is not None else None
         policy = self.make_policy(config, drafter)
         t0 = time.perf_counter_ns()
         yield header

@@ -43,13 +43,14 @@ class Replayed:
 def replay_model(agree: Sequence[bool | None], cost: Callable[[int], float], draft_cost: float, draft: DraftConfig) -> Replayed:
     """The plan of ``draft`` (fixed or cost-aware K, p-min off) over the agreement sequence:
     speedup over AR (one unit per token), acceptance of the drafted tokens, mean K asked."""
-    plan = msgspec.structs.replace(draft, learn_cost=False)
+    # the plan prices drafting at tune's measured cost, as the run prices it at its own
+    plan = msgspec.structs.replace(draft, learn_cost=False, draft_cost=draft_cost)
     length = DraftLength(plan)
     j, n = 0, len(agree)
     spent = 0.0
     drafted_total = kept_total = asked_total = steps = 0
     while j < n:
-        k = min(length.next_k(), n - j - 1)
+        k = min(length.model_k(), n - j - 1)
         steps += 1
         if k <= 0:
             spent += 1.0

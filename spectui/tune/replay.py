@@ -94,7 +94,7 @@ def replay(
             match = proposal.match if proposal is not None else 0
             tokens = proposal.tokens[:k] if k > 0 else []
         else:
-            k = min(length.next_k(), room)
+            k = min(length.k, room)
             p = drafter.propose(history, k) if k > 0 else None
             tokens, match = (p.tokens, p.match) if p is not None else ([], 0)
         got = common_prefix(tokens, output[i:])

@@ -1,6 +1,7 @@
 """A drafter chain (n-gram or suffix lookup first, the draft model where no match pays) on the
 real model: greedy output equals AR, both drafters really draft in one run, and the model is
-priced with what its drafting costs, so a draft model as dear as its target stops drafting.
+priced with what its drafting costs (in a chain or alone), so a draft model as dear as its
+target stops drafting.
 
 The embedded model drafts for itself here (the only model shipped): a draft forward costs about
 one target token, the case in which a chain must fall back to the lookup and AR. The Qwen pair
@@ -58,6 +59,22 @@ def test_chain_equals_ar(engine, ar_outputs, chain, plan):
         assert model_blocks > 0
     else:
         assert model_blocks == 0, f"the model drafted {model_blocks} blocks at one target token per draft forward"
+
+
+def test_a_draft_models_cost_aware_k_is_priced_with_its_drafting(engine, ar_outputs):
+    """Alone too, a draft model's cost-aware K prices each drafted token: the engine measures
+    what one costs when the run starts (the header records it), and a model as dear as its
+    target drafts no block (it probes none either: a draft never wrong would not repay it
+    here), so the run is AR at AR's speed instead of paying for drafts that cannot pay."""
+    path = engine.target.model.info.path
+    config = RunConfig(target=path, prompt=COPY, max_tokens=MAX_TOKENS, mode="spec",
+                       draft=DraftConfig(source=path).drafting_with(path, cost_aware=True))
+    events = list(engine.run(config))
+    priced = events[0].config.draft
+    assert priced.adaptive and 0.6 < priced.draft_cost < 1.6, priced
+    steps = [ev for ev in events if isinstance(ev, Step)]
+    assert tokens(steps) == ar_outputs[COPY]
+    assert not any(s.drafted for s in steps), [s.k for s in steps]
 
 
 def test_draft_cost_probe_on_self_draft(engine):

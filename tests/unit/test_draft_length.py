@@ -30,7 +30,7 @@ def test_fixed_k_never_moves():
     for accepted in (0, 5, 2):
         d.update(5, 5, accepted, 100.0)
     d.shadow(False)
-    assert d.k == d.next_k() == 5
+    assert d.k == d.model_k() == 5
 
 
 def test_cost_uses_measurements_and_the_prior_beyond_them():
@@ -105,14 +105,14 @@ def test_a_draft_model_is_probed_with_backoff():
     d.update(0, 0, 0, 1000.0)
     assert d.k == 0  # the prior (50% acceptance) does not pay on this cost curve
     idle = 1
-    while d.next_k() == 0:
+    while d.model_k() == 0:
         d.update(0, 0, 0, 1000.0)
         idle += 1
     assert idle == PROBE_AFTER
     d.update(1, 1, 0, 1600.0)  # the probe failed: wait twice as long next time
     assert d.k == 0
     idle = 0
-    while d.next_k() == 0:
+    while d.model_k() == 0:
         d.update(0, 0, 0, 1000.0)
         idle += 1
     assert idle == 2 * PROBE_AFTER
@@ -169,3 +169,23 @@ def test_seeded_curve_picks_the_sizes_the_kernel_likes():
     for _ in range(6):
         d._rates(4).observe(7, 10)
     assert d.k_for(4) == 3
+
+
+def test_a_draft_models_cost_aware_k_prices_its_drafting_in_the_run_and_in_tunes_replay():
+    """A draft model's K is priced with what a drafted token costs: on a CPU curve, a model as
+    dear as 0.55 of its target (the Qwen2.5-Coder 0.5B for the 1.5B here) is not worth drafting
+    even when it is never wrong, so the plan is AR; a model 20x cheaper drafts long blocks.
+    tune's replay of the plan (the pair benchmark's prediction) follows the same rule."""
+    from spectui.tune.model_replay import replay_model
+
+    curve = {n: 1.0 + 0.6 * (n - 1) for n in range(1, 18)}
+    for draft_cost, pays in ((0.55, False), (0.05, True)):
+        d = DraftLength(DraftConfig(source="d.gguf", adaptive=True, k_max=16, draft_cost=draft_cost,
+                                    cost_seed=tuple(curve.values()), learn_cost=False))
+        for _ in range(60):  # a draft that is always right (probed first: the prior says 0.35)
+            k = d.model_k()
+            d.update(k, k, k) if k else d.update(0, 0, 0)
+        assert (d.model_k() >= 4) == pays, (draft_cost, d.model_k())
+        replayed = replay_model([True] * 200, curve.__getitem__, draft_cost,
+                                DraftConfig(source="d.gguf", adaptive=True, k_max=16, cost_seed=tuple(curve.values())))
+        assert (replayed.speedup > 1.2) == pays and (replayed.mean_k == 0) == (not pays), (draft_cost, replayed)

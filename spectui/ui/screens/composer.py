@@ -69,6 +69,11 @@ class Composer(ModalScreen[Composed | None]):
             )
         yield Footer(compact=True, show_command_palette=False)
 
+    def on_mount(self) -> None:
+        # Textual applies AUTO_FOCUS only while the app holds the terminal's focus
+        # (``App.app_focus``): keys typed at once after ``e`` must land in the text regardless
+        self.query_one(TextArea).focus()
+
     def action_send(self) -> None:
         # a terminal pastes line ends as CR (tmux, xterm): the model is sent LF, as typed
         text = self.query_one(TextArea).text.replace("\r\n", "\n").replace("\r", "\n")
