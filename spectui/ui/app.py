@@ -225,6 +225,8 @@ class SpectuiApp(App[int]):
         dirty = self._dirty or ctl.changed
         if not (force or dirty or changed or self._details_owed):
             return
+        if not self.screen_stack:  # the app is closing: its last screen went before the timer
+            return
         screen = self.screen
         if not isinstance(screen, (LiveScreen, CompareScreen)):
             return

@@ -114,3 +114,16 @@ class TestChat:
     def test_composer(self, snap_compare):
         app = make_app(RunConfig(prompt="Explain speculative decoding\nin two sentences."), record=False)
         assert snap_compare(app, press=["e"], terminal_size=(90, 24))
+
+
+@pytest.mark.asyncio
+async def test_a_repaint_tick_after_the_last_screen_left_draws_nothing():
+    """The repaint timer may tick once more while the app closes, after its last screen has
+    left the stack: that tick does nothing (it raised ScreenStackError, in a run of
+    benchmarks/dashboard_vs_headless.py, as a traceback on the way out)."""
+    app = make_app(RunConfig(prompt="Say hi."), record=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+    assert not app.screen_stack
+    app._repaint()
+    app._repaint(force=True)
