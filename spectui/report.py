@@ -157,17 +157,21 @@ def report_json(rec: Recording) -> dict[str, Any]:
     }
 
 
+#: header fields added after scripts first read this JSON: shown only where they hold a value
+#: (spectui made the model's file; a cost-aware K priced a draft model), so the report of every
+#: other run keeps the keys scripts already read
+_SHOWN_WHEN_SET = (("artifacts", "target", "origin"), ("artifacts", "draft", "origin"), ("config", "draft", "draft_cost"))
+
+
 def _header_json(rec: Recording) -> dict[str, Any]:
-    """The header as stored; a model's ``origin`` only where spectui made its file, and the
-    draft's ``draft_cost`` only where a cost-aware K priced a draft model, so the report of
-    every other run keeps the keys scripts already read."""
+    """The header as stored, less the ``_SHOWN_WHEN_SET`` fields that hold nothing."""
     header = msgspec.to_builtins(rec.header)
-    for model in (header["artifacts"].get("target"), header["artifacts"].get("draft")):
-        if model is not None and not model.get("origin"):
-            model.pop("origin", None)
-    draft = header["config"]["draft"]
-    if not draft.get("draft_cost"):
-        draft.pop("draft_cost", None)
+    for *path, name in _SHOWN_WHEN_SET:
+        node = header
+        for key in path:
+            node = node.get(key) if isinstance(node, dict) else None
+        if isinstance(node, dict) and not node.get(name):
+            node.pop(name, None)
     return header
 
 
