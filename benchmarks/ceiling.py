@@ -41,12 +41,12 @@ from defaults import config, outcome, prompt_files, run
 from peers import verify_cost_curve
 
 from spectui.config import DraftConfig
-from spectui.engine.decode import decode
-from spectui.engine.draft_length import DraftLength
-from spectui.engine.protocol import Draft
-from spectui.engine.sampling import Sampler
+from spectui.engine.drafters.suffix_memory import SuffixMemory
 from spectui.engine.embedded import Engine
-from spectui.engine.suffix_memory import SuffixMemory
+from spectui.engine.loop.decode import decode
+from spectui.engine.loop.draft_length import DraftLength
+from spectui.engine.loop.sampling import Sampler
+from spectui.engine.protocol import Draft
 from spectui.tune.ceiling import copy_ceiling, perfect_ceiling
 
 #: the longest block the oracle may draft (spectui's K ceiling)
@@ -117,9 +117,9 @@ def bench_weights(weights: quant.Weights, prompts: list[tuple[str, str, str]], r
             for rep in range(reps + 1):
                 ar_rate, _, _, answer = run(engine, ar_cfg)
                 sides = {
-                    "oracle": lambda: run_oracle(engine, ar_cfg, answer, oracle_k),
-                    "default": lambda: run(engine, default_cfg),
-                    "suffix": lambda: run(engine, suffix_cfg),
+                    "oracle": lambda: run_oracle(engine, ar_cfg, answer, oracle_k),  # noqa: B023 - called in this iteration
+                    "default": lambda: run(engine, default_cfg),  # noqa: B023 - called in this iteration
+                    "suffix": lambda: run(engine, suffix_cfg),  # noqa: B023 - called in this iteration
                 }
                 order = list(sides) if rep % 2 else list(reversed(sides))  # drift cancels
                 for side in order:

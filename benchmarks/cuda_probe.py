@@ -25,8 +25,9 @@ dependencies; the model is the embedded default's file (``spectui models`` print
 
 from __future__ import annotations
 
-import llama_cpp  # noqa: F401  first: a CUDA build segfaulted on every load after numpy (spectui/cli/__init__.py)
+import llama_cpp  # noqa: F401 - first: a CUDA build segfaulted on every load after numpy (spectui/cli/__init__.py)
 
+# isort: split
 import argparse
 import gzip
 import json
@@ -41,11 +42,11 @@ import numpy as np
 from spectui.cli import build_parser
 from spectui.cli.common import config_from_args
 from spectui.config import BackendConfig
+from spectui.engine.backends.llamacpp import LlamaCppBackend
 from spectui.engine.embedded import Engine
-from spectui.engine.llamacpp import LlamaCppBackend
-from spectui.engine.noise import measure_batch_noise
-from spectui.engine.verify_cost import measure_curve, measure_draft_cost
-from spectui.engine.weights import PROBE_PROMPT, choose_weights, probe_file, probe_weights
+from spectui.engine.host.noise import measure_batch_noise
+from spectui.engine.host.verify_cost import measure_curve, measure_draft_cost
+from spectui.engine.host.weights import PROBE_PROMPT, choose_weights, probe_file, probe_weights
 from spectui.metrics.predict import expected_tokens
 from spectui.metrics.stats import summarize
 from spectui.models.gguf import read_gguf
@@ -178,7 +179,7 @@ def main() -> int:
     ap.add_argument("--steps", default="weights,pair,shipped,chosen", help="which steps, in this order")
     args = ap.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
-    from spectui.engine.llamacpp import _init_llama
+    from spectui.engine.backends.llamacpp import _init_llama
 
     _init_llama()  # llama.cpp's backends set up (and its log kept) before any other call into it
     result: dict = {"gpu": gpu_name(), "llama_cpp_python": llama_cpp.__version__,
@@ -204,7 +205,7 @@ def main() -> int:
         t = time.perf_counter()
         try:
             result[name] = step()
-        except Exception as exc:  # one step's failure still leaves the others' numbers
+        except Exception as exc:  # noqa: BLE001 - one step's failure still leaves the others' numbers
             result[name] = {"error": f"{type(exc).__name__}: {exc}"}
             log(f"  failed: {exc}")
         result[name + "_s"] = round(time.perf_counter() - t, 1)

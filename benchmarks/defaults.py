@@ -76,7 +76,7 @@ def main() -> int:
     with Engine.load(first) as engine:
         t = engine.header(first, "", [0]).artifacts.target
         print(f"target: {t.path} ({t.quant}){'; ' + t.origin if t.origin else ''}", file=sys.stderr)
-        seeded = engine.seed_cost(first).draft.cost_seed
+        seeded = engine.cost_curve()
         print(f"cost seed from the cache: {'none' if not seeded else ' '.join(f'{c:.2f}' for c in seeded)}", file=sys.stderr)
         for name, tier, path in prompts:
             ar_cfg, spec_cfg = config(path, "ar", args.target, []), config(path, "spec", args.target, extra)

@@ -3,7 +3,7 @@
     python benchmarks/exactness_cost.py [--reps 7] [--target PATH] [--json FILE]
 
 1. Margins: a greedy run records each emitted token's margin over its runner-up
-   (``spectui.engine.decode.top_two``). The same decode loop runs with and without it on one
+   (``spectui.engine.loop.decode.top_two``). The same decode loop runs with and without it on one
    loaded engine, alternating which goes first, AR and speculative (n-gram, cost-aware K);
    the cost is the median of the per-round ratios of decode time. The budget (issue 20) is
    1% of decode time on the embedded model.
@@ -27,10 +27,10 @@ from pathlib import Path
 from spectui.cli import build_parser
 from spectui.cli.common import config_from_args
 from spectui.config import RunConfig
-from spectui.engine.decode import decode, top_two
-from spectui.engine.draft_length import DraftLength
-from spectui.engine.sampling import Sampler
 from spectui.engine.embedded import Engine
+from spectui.engine.loop.decode import decode, top_two
+from spectui.engine.loop.draft_length import DraftLength
+from spectui.engine.loop.sampling import Sampler
 from spectui.metrics.stats import summarize
 from spectui.recording.schema import Step
 

@@ -33,7 +33,7 @@ import tempfile
 import time
 
 from spectui.config import BackendConfig, DraftConfig, RunConfig
-from spectui.engine.mlx_gguf import export_mlx_model
+from spectui.engine.backends.mlx_gguf import export_mlx_model
 from spectui.engine.embedded import Engine
 from spectui.models.registry import embedded_model_path
 from spectui.recording.schema import Step

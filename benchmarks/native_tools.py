@@ -2,8 +2,10 @@
 
 The peer benchmark compares spectui with the C++ programs of the very llama.cpp revision that
 llama-cpp-python vendors, so both sides run the same kernels. Nothing of llama.cpp is kept in
-this repository: the source package is downloaded from the registry (pip's cache makes that
-free after the first time), unpacked and built in a cache folder, once per version.
+this repository: the source package is fetched and unpacked once per version by
+``spectui.runtime.build`` (the same code that builds the llama-server ``--runtime`` starts), and
+the tools are built beside it, offline, in their own folder (``build-tools``: the examples are
+on there, and the server's build stays as ``spectui runtime build`` made it).
 
 Each ``run_*`` function returns what the tool itself reports, parsed from its log: decode
 tok/s, and for the speculative tools the drafted and accepted counts.
@@ -14,16 +16,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import statistics
 import subprocess
 import sys
-import tarfile
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from spectui.paths import cache_dir
+from spectui.runtime.build import OFFLINE_FLAGS, STEP, BuildError, build_root, cmake_build, source_tree
 
 #: llama-server too: the server-session tests run against it when it is built (``python
 #: benchmarks/native_tools.py`` builds everything; ``tests/server/test_llama_server.py``)
@@ -34,14 +33,14 @@ class ToolError(RuntimeError):
     pass
 
 
-def cache_root() -> Path:
-    return cache_dir() / "llama.cpp"
-
-
 def installed_version() -> str:
     from importlib.metadata import version
 
     return version("llama-cpp-python")
+
+
+def tools_dir(version: str | None = None) -> Path:
+    return build_root(version or installed_version()) / "build-tools"
 
 
 def ensure_tools(bin_dir: str | None = None, *, log=print) -> Path:
@@ -53,49 +52,25 @@ def ensure_tools(bin_dir: str | None = None, *, log=print) -> Path:
             raise ToolError(f"{folder} lacks {', '.join(missing)}")
         return folder
     version = installed_version()
-    root = cache_root() / version
-    out = root / "build" / "bin"
+    build = tools_dir(version)
+    out = build / "bin"
     if all((out / t).exists() for t in TOOLS):
         return out
-    source = root / "src"
-    if not (source / "CMakeLists.txt").exists():
-        log(f"downloading the llama-cpp-python {version} source package (once)...")
-        _fetch_source(version, source)
-    log(f"building {', '.join(TOOLS)} from llama.cpp in {root} (once; several minutes on few cores)...")
-    build = root / "build"
-    jobs = str(os.cpu_count() or 2)
-    # The same options llama-cpp-python's own build uses (no curl, native CPU features; Metal
-    # on macOS by default), static so the binaries do not look for a libllama elsewhere.
-    _check([
-        "cmake", "-S", str(source), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release", "-DLLAMA_CURL=OFF",
-        "-DBUILD_SHARED_LIBS=OFF", "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_SERVER=ON",
-    ], build / "configure.log")
-    _check(["cmake", "--build", str(build), "-j", jobs, "--target", *TOOLS], build / "build.log")
+
+    def progress(_fraction: float, text: str) -> None:
+        if not text.startswith(STEP):  # phases only: a compile step per line would flood the log
+            log(text)
+
+    # the examples (llama-lookup, llama-speculative-simple) are on here; every other flag is
+    # the server build's, so nothing is fetched during the build
+    flags = [f for f in OFFLINE_FLAGS if not f.startswith("-DLLAMA_BUILD_EXAMPLES=")] + ["-DLLAMA_BUILD_EXAMPLES=ON"]
+    try:
+        source, _commit = source_tree(version, progress=progress)
+        log(f"building {', '.join(TOOLS)} from llama.cpp in {build} (once; several minutes on few cores)...")
+        cmake_build(source, build, TOOLS, flags, progress=progress, jobs=os.cpu_count() or 2)
+    except BuildError as exc:
+        raise ToolError(str(exc)) from None
     return out
-
-
-def _fetch_source(version: str, dest: Path) -> None:
-    with tempfile.TemporaryDirectory(prefix="spectui-sdist-") as tmp:
-        _check([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", "-d", tmp,
-                f"llama-cpp-python=={version}"], Path(tmp) / "pip.log")
-        archive = next(Path(tmp).glob("llama_cpp_python-*.tar.gz"))
-        prefix = f"{archive.name[:-len('.tar.gz')]}/vendor/llama.cpp/"
-        staging = Path(tmp) / "x"
-        with tarfile.open(archive) as tar:
-            members = [m for m in tar.getmembers() if m.name.startswith(prefix)]
-            tar.extractall(staging, members=members, filter="data")
-        if dest.exists():
-            shutil.rmtree(dest)
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.move(str(staging / prefix), dest)
-
-
-def _check(cmd: list[str], log_path: Path) -> None:
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(log_path, "w") as log:
-        rc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT).returncode
-    if rc:
-        raise ToolError(f"{cmd[0]} {cmd[1]} failed (exit {rc}); see {log_path}")
 
 
 # -- running the tools --------------------------------------------------------------------

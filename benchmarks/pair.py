@@ -41,8 +41,8 @@ import real_pair
 from peers import Bench, Row
 
 from spectui.config import DraftConfig
+from spectui.engine.host.verify_cost import measure_curve, measure_draft_cost
 from spectui.prompts import find_prompt
-from spectui.engine.verify_cost import measure_curve, measure_draft_cost
 from spectui.tune.model_replay import agreement, replay_model
 from spectui.tune.plan import PromptData, Setting, model_predictions
 from spectui.tune.runner import collect_model_blocks

@@ -62,7 +62,7 @@ import quant
 from quant import Weights
 
 from spectui.config import BackendConfig, DraftConfig, RunConfig
-from spectui.engine.llamacpp import default_threads
+from spectui.engine.backends.llamacpp import default_threads
 from spectui.engine.embedded import Engine
 from spectui.errors import SpectuiError
 from spectui.metrics.stats import summarize
@@ -400,7 +400,7 @@ class Bench:
         with its memory (a fresh one per prompt, in a temporary folder: the warm-up round's
         answer seeds it, so the measured rounds are second and later identical requests) and
         without. The first request's rate with a cold memory is the row's note."""
-        from spectui.engine.suffix_memory import SuffixMemory
+        from spectui.engine.drafters.suffix_memory import SuffixMemory
 
         k = self.args.k
         vocab = self.artifacts.vocab_sha256 or self.artifacts.sha256

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from spectui.engine.quantize import cached_copy, ftype
+from spectui.engine.host.quantize import cached_copy, ftype
 from spectui.models.gguf import read_gguf
 from spectui.models.registry import embedded_model_path
 
@@ -73,7 +73,7 @@ def weight_formats(target: str | None, also: str = "", *, log=print) -> list[Wei
 
 def mlx_skip_reason(weights: Weights) -> str | None:
     """Why spectui's MLX backend cannot load this GGUF, or None when it can."""
-    from spectui.engine.mlx_gguf import ARCHITECTURES
+    from spectui.engine.backends.mlx_gguf import ARCHITECTURES
 
     if weights.quant not in MLX_TYPES:
         return f"{weights.quant} weights: spectui's MLX backend reads {', '.join(MLX_TYPES)} GGUFs only"

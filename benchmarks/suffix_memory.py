@@ -30,8 +30,8 @@ import time
 import tracemalloc
 from pathlib import Path
 
-from spectui.engine.suffix import SuffixDrafter
-from spectui.engine.suffix_memory import SuffixMemory
+from spectui.engine.drafters.suffix import SuffixDrafter
+from spectui.engine.drafters.suffix_memory import SuffixMemory
 
 ROOT = Path(__file__).resolve().parent.parent
 PIECES = re.compile(r"\w+|[^\w\s]|\s+")

@@ -29,8 +29,8 @@ from defaults import config, prompt_files, run
 from peers import verify_cost_curve
 
 from spectui.config import DraftConfig
+from spectui.engine.drafters.suffix import SuffixDrafter
 from spectui.engine.embedded import Engine
-from spectui.engine.suffix import SuffixDrafter
 from spectui.tune.ceiling import longest_copies
 from spectui.tune.replay import replay
 

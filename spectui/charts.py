@@ -21,6 +21,10 @@ from dataclasses import dataclass, field
 
 #: How many ticks an axis aims for: enough to read a value off, few enough to stay legible.
 TICKS = 5
+#: An axis drawn from the data spans at least this share of its values' magnitude: a series
+#: that barely moves reads as flat, never as a zoom into its noise (a run's headroom once
+#: filled a panel from 23.02518 to 23.02520 GiB, ticks six decimals deep).
+MIN_RELATIVE_SPAN = 0.01
 
 
 @dataclass(frozen=True)
@@ -47,6 +51,9 @@ class Axis:
     ticks: Sequence[float] | None = None
     labels: Sequence[str] | None = None
     label: str = ""
+    #: drawn from the data, the axis spans at least this much, in its own units (memory in
+    #: MiB: a change smaller than a few MiB is not worth a panel), besides ``MIN_RELATIVE_SPAN``
+    min_span: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -75,9 +82,13 @@ def plain_number(value: float, decimals: int) -> str:
     return text[1:] if text.startswith("-") and float(text) == 0 else text
 
 
-def nice_ticks(lo: float, hi: float, n: int = TICKS) -> tuple[tuple[float, float], list[float], list[str]]:
+def nice_ticks(
+    lo: float, hi: float, n: int = TICKS, *, min_span: float = 0.0
+) -> tuple[tuple[float, float], list[float], list[str]]:
     """(limits, tick values, labels) covering ``lo``..``hi`` at a round step (1, 2, 2.5 or 5 x 10^k):
-    ``nice_ticks(74.2, 75.8)`` ticks 74.0, 74.5 ... 76.0. One value gets a small span around it."""
+    ``nice_ticks(74.2, 75.8)`` ticks 74.0, 74.5 ... 76.0. One value gets a small span around it,
+    and values closer together than ``min_span`` or ``MIN_RELATIVE_SPAN`` of their magnitude
+    get that span, centred on them (never below 0 for values that are not)."""
     if not (math.isfinite(lo) and math.isfinite(hi)):
         lo, hi = 0.0, 1.0
     if hi < lo:
@@ -85,6 +96,13 @@ def nice_ticks(lo: float, hi: float, n: int = TICKS) -> tuple[tuple[float, float
     if hi - lo < 1e-12:
         pad = max(abs(lo) * 0.05, 1e-3) if lo else 1.0
         lo, hi = lo - pad, hi + pad
+    floor = max(min_span, MIN_RELATIVE_SPAN * max(abs(lo), abs(hi)))
+    if hi - lo < floor:
+        centre = (lo + hi) / 2
+        widened = (centre - floor / 2, centre + floor / 2)
+        if lo >= 0 > widened[0]:  # memory, a count: an axis of positive values starts at 0 at the lowest
+            widened = (0.0, floor)
+        lo, hi = widened
     raw = (hi - lo) / max(1, n - 1)
     mag = 10 ** math.floor(math.log10(raw))
     step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
@@ -135,7 +153,7 @@ def _axis_ticks(axis: Axis, values: list[float], n: int = TICKS) -> tuple[tuple[
         return axis.lim, [t for t, _ in kept], [s for _, s in kept]
     if not values:
         return (0.0, 1.0), [], []
-    return nice_ticks(min(values), max(values), n)
+    return nice_ticks(min(values), max(values), n, min_span=axis.min_span)
 
 
 def nice_labels(ticks: Sequence[float]) -> list[str]:

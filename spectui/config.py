@@ -20,8 +20,11 @@ from spectui.errors import SpectuiError
 MAX_DRAFT_LENGTH = 64
 
 Mode = Literal["ar", "spec"]
-#: The drafters that need no model: ``DraftConfig.source`` names them.
-MODEL_FREE = ("ngram", "suffix")
+#: The drafters that need no model, by the name ``DraftConfig.source`` gives them, with the label
+#: reports show. The engine's drafter registry (``spectui.engine.drafters.register``) fills it,
+#: so a registered drafter is a valid ``--draft`` everywhere; any other source names a draft
+#: model. The built-in ones are here too, so that recordings read without the engine loaded.
+MODEL_FREE: dict[str, str] = {"ngram": "n-gram", "suffix": "suffix"}
 Role = Literal["user", "assistant"]
 
 
@@ -52,6 +55,8 @@ class SamplingConfig(msgspec.Struct, frozen=True, kw_only=True):
             raise SpectuiError(f"top-k must be >= 0 (0 turns it off), got {self.top_k}")
         if not 0.0 < self.top_p <= 1.0:
             raise SpectuiError(f"top-p must be in (0, 1], got {self.top_p}")
+        if not 0 <= self.seed < 2**63:
+            raise SpectuiError(f"the seed must be a whole number from 0 to 2**63 - 1, got {self.seed}")
 
 
 class DraftConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -85,7 +90,7 @@ class DraftConfig(msgspec.Struct, frozen=True, kw_only=True):
     #: What one drafted token of a draft model costs, in one-token target evaluations: the
     #: price the cost-aware K puts on drafting until the run has timed its own draft forwards
     #: (with ``learn_cost`` off, for the whole run). 0: the engine measures it when the run
-    #: starts (``Engine.price_drafting``) and the header records what it measured.
+    #: starts (``Engine.draft_price``) and the header records what it measured.
     draft_cost: float = 0.0
     #: The suffix drafter remembers earlier outputs of the model across requests, in a file per
     #: vocabulary under the user cache dir (``--no-draft-memory``: this request's text only).
@@ -117,8 +122,8 @@ class DraftConfig(msgspec.Struct, frozen=True, kw_only=True):
     def drafter_label(self) -> str:
         """``n-gram``, ``suffix`` or ``draft model``."""
         if self.chain and self.has_model:
-            return f"{self.chain.replace('ngram', 'n-gram')}, then draft model"
-        return {"ngram": "n-gram", "suffix": "suffix"}.get(self.source, "draft model")
+            return f"{MODEL_FREE.get(self.chain, self.chain)}, then draft model"
+        return MODEL_FREE.get(self.source, "draft model")
 
     def k_label(self) -> str:
         """``K=4``, or ``K=1..16 adaptive``."""
@@ -127,21 +132,54 @@ class DraftConfig(msgspec.Struct, frozen=True, kw_only=True):
     def label(self, *, model: str = "draft model") -> str:
         """``n-gram K=4`` or ``draft model K=4``; ``model`` names a draft model (its file, say)."""
         if self.chain and self.has_model:
-            model = f"{self.chain.replace('ngram', 'n-gram')}, then {model}"
+            model = f"{MODEL_FREE.get(self.chain, self.chain)}, then {model}"
         return f"{model if self.has_model else self.drafter_label} {self.k_label()}"
 
-    def drafting_with(self, source: str, *, fixed_k: int | None = None, cost_aware: bool | None = None) -> DraftConfig:
+    def drafting_with(
+        self, source: str, *, fixed_k: int | None = None, cost_aware: bool | None = None, p_min: float | None = None,
+        chain: str | None = None,
+    ) -> DraftConfig:
         """These settings with ``source`` drafting: the one rule for every caller (the flags,
         the dashboard's model picker). A model-free drafter costs nothing to ask, so unless a
         K is fixed its K is cost-aware (a fixed K=4 halves the speed of prose on a CPU); a
         draft model keeps a fixed K unless the cost-aware one is asked for. ``cost_aware``
-        None keeps what these settings chose for a draft model."""
+        None keeps what these settings chose for a draft model; ``p_min`` None keeps theirs;
+        ``chain`` None keeps theirs for a draft model and drops it for a model-free source (a
+        chain puts a lookup in front of a model), while a chain given is taken as given (the
+        flags: ``validate`` refuses one without a model). Everything else (a draft price,
+        n-gram sizes, the temperature) is kept."""
         if cost_aware is None:
             cost_aware = self.adaptive and self.has_model
+        if chain is None:
+            chain = "" if source in MODEL_FREE else self.chain
         # a chain asks its free lookup first: cost-aware like one, unless a K is fixed
-        adaptive = cost_aware or (fixed_k is None and (source in MODEL_FREE or bool(self.chain)))
+        adaptive = cost_aware or (fixed_k is None and (source in MODEL_FREE or bool(chain)))
         k = fixed_k if fixed_k is not None else min(max(DraftConfig().k, self.k_min), self.k_max)
-        return msgspec.structs.replace(self, source=source, k=k, adaptive=adaptive)
+        p_min = self.p_min if p_min is None else p_min
+        return msgspec.structs.replace(self, source=source, k=k, adaptive=adaptive, chain=chain, p_min=p_min)
+
+    def stepped(self, delta: int) -> DraftConfig:
+        """K moved by ``delta`` (the dashboard's ``+``/``-``): a fixed K within 1..MAX_DRAFT_LENGTH,
+        a cost-aware K's starting length within its k-min..k-max."""
+        lo, hi = (self.k_min, self.k_max) if self.adaptive else (1, MAX_DRAFT_LENGTH)
+        return msgspec.structs.replace(self, k=min(hi, max(lo, self.k + delta)))
+
+    def seeded(self, curve: tuple[float, ...]) -> DraftConfig:
+        """A cost-aware K's starting verify-cost curve, where none was given (a given seed wins)."""
+        if not self.adaptive or self.cost_seed or not curve:
+            return self
+        return msgspec.structs.replace(self, cost_seed=tuple(curve))
+
+    def priced(self, draft_cost: float) -> DraftConfig:
+        """A draft model's measured cost per drafted token, where none was given."""
+        if not self.adaptive or not self.has_model or self.draft_cost or not draft_cost:
+            return self
+        return msgspec.structs.replace(self, draft_cost=draft_cost)
+
+    def replayable(self) -> DraftConfig:
+        """These settings as ``spectui tune`` replays them: a suffix drafter without its memory
+        of earlier outputs (a replay must see only the prompt and the output it replays)."""
+        return msgspec.structs.replace(self, memory=False)
 
     def validate(self) -> None:
         for name, value in (("k", self.k), ("k-min", self.k_min), ("k-max", self.k_max)):
@@ -175,7 +213,7 @@ class BackendConfig(msgspec.Struct, frozen=True, kw_only=True):
     #: llama.cpp's flash attention: "auto" (its own choice), "on" or "off"
     flash_attn: Literal["auto", "on", "off"] = "auto"
     #: Asked for settings under which evaluating a block and evaluating its tokens one at a
-    #: time give bit-identical logits (``spectui.engine.noise``; llama.cpp: one thread, flash
+    #: time give bit-identical logits (``spectui.engine.host.noise``; llama.cpp: one thread, flash
     #: attention on), so greedy speculative output equals AR at any context length.
     deterministic: bool = False
     #: ``server``: the OpenAI-compatible endpoint's base URL, and the name of the environment
@@ -200,7 +238,7 @@ class BackendConfig(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class PolicyConfig(msgspec.Struct, frozen=True, kw_only=True):
-    """The runtime fallback policy (``spectui.engine.policy``): step down when speculation
+    """The runtime fallback policy (``spectui.engine.loop.policy``): step down when speculation
     stops paying or the machine runs short, probe back up later. Off unless ``enabled``."""
 
     enabled: bool = False

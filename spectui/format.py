@@ -45,7 +45,7 @@ def signed_mib(n: int) -> str:
 
 
 def pct(v: float | None) -> str:
-    return DASH if missing(v) else f"{v * 100:.1f}%"
+    return DASH if v is None or missing(v) else f"{v * 100:.1f}%"
 
 
 def size(n: int | None) -> str:

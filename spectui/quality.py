@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -187,7 +188,7 @@ def _type_name(value: Any) -> str:
     return "null" if value is None else type(value).__name__
 
 
-def _balanced_spans(text: str):
+def _balanced_spans(text: str) -> Iterator[tuple[int, int]]:
     """(start, end) of every top-level ``{...}`` whose braces balance, in order; a last
     ``(start, -1)`` when an object is still open at the end of the text."""
     i, n = 0, len(text)

@@ -34,6 +34,7 @@ import stat
 import tempfile
 import warnings
 from collections.abc import Callable, Iterator
+from typing import BinaryIO
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -317,6 +318,17 @@ def create_new(path: str | os.PathLike[str], *, private: bool) -> int:
     if private:
         os.fchmod(fd, PRIVATE_FILE_MODE)
     return fd
+
+
+def discard(file: BinaryIO) -> None:
+    """Close a buffered file without writing what its buffer still holds: a write to it failed
+    (a full disk), so a flush would fail again, and a file left open has Python try that flush
+    when it exits, which Python 3.13 reports after the error ("Exception ignored in")."""
+    raw = getattr(file, "raw", None)
+    with contextlib.suppress(OSError, ValueError):
+        if raw is not None:
+            raw.close()  # a buffered file over a closed raw one closes without a flush
+        file.close()
 
 
 def current_umask() -> int:

@@ -74,8 +74,8 @@ def mlx_engine(model_path):
     last measures it again, up to 30 s each."""
     import warnings
 
-    from spectui.engine.noise import CalibrationNotice, batch_noise
     from spectui.engine.embedded import Engine
+    from spectui.engine.host.noise import CalibrationNotice, batch_noise
 
     config = RunConfig(
         target=model_path,
@@ -124,8 +124,8 @@ def calibrations(model_path) -> str:
 
     import msgspec
 
-    from spectui.engine.llamacpp import LlamaCppBackend
-    from spectui.engine.noise import CACHE_NAME, CalibrationNotice, batch_noise
+    from spectui.engine.backends.llamacpp import LlamaCppBackend
+    from spectui.engine.host.noise import CACHE_NAME, CalibrationNotice, batch_noise
     from spectui.paths import cache_dir
 
     first = None
@@ -218,9 +218,9 @@ def _fast_tier_loads_no_model(request, monkeypatch):
 
     # where weights are read: llama.cpp's model load, and MLX's where MLX is already imported
     # (bad input refused before that point, as the one-line-error tests check, is fast)
-    from spectui.engine.llamacpp import LlamaModel
+    from spectui.engine.backends.llamacpp import LlamaModel
 
     monkeypatch.setattr(LlamaModel, "__init__", refuse)
-    mlx = sys.modules.get("spectui.engine.mlx")
+    mlx = sys.modules.get("spectui.engine.backends.mlx")
     if mlx is not None:
         monkeypatch.setattr(mlx, "open_mlx_models", refuse)

@@ -27,7 +27,7 @@ def path_of(writer: str, folder: Path) -> Path:
 
         return result_path("k", cache=folder)
     if writer == "draft-memory":
-        from spectui.engine.suffix_memory import memory_path
+        from spectui.engine.drafters.suffix_memory import memory_path
 
         return memory_path(VOCAB, folder)
     if writer == "otel-export":
@@ -43,7 +43,7 @@ def write(writer: str, folder: Path, n: int, pad: int) -> bool:
 
         return write_entry("verify-cost.json", f"k{n}" if pad < 0 else "k", {"n": n, "pad": "x" * max(pad, 0)}, cache=folder)
     if writer == "tune-result":
-        from spectui.engine.verify_cost import Curve
+        from spectui.engine.host.verify_cost import Curve
         from spectui.tune.result import TuneResult
         from spectui.tune.store import save_result
 
@@ -51,7 +51,7 @@ def write(writer: str, folder: Path, n: int, pad: int) -> bool:
         result = TuneResult("m", "Q4_1", 1, "ngram", curve, None, 0.0, [], key="k", measured_at=str(n))
         return save_result(result, cache=folder) is not None
     if writer == "draft-memory":
-        from spectui.engine.suffix_memory import SuffixMemory
+        from spectui.engine.drafters.suffix_memory import SuffixMemory
 
         memory = SuffixMemory.open(VOCAB, cache=folder)
         memory.add([n] * max(pad // 2, 2))  # msgpack: about 2 bytes a small token
@@ -93,7 +93,7 @@ def read(writer: str, folder: Path) -> str:
         result = load_result("k", cache=folder)
         return result.measured_at if result else "-"
     if writer == "draft-memory":
-        from spectui.engine.suffix_memory import SuffixMemory
+        from spectui.engine.drafters.suffix_memory import SuffixMemory
 
         contents = SuffixMemory.open(VOCAB, cache=folder).contents()
         return str(contents[-1][0]) if contents else "-"

@@ -23,15 +23,15 @@ import warnings
 from collections.abc import Sequence
 
 from spectui import __version__
-from spectui.cli import chat, history, lab, models, node, quality, recordings, run, tune, views
+from spectui.cli import chat, history, lab, models, node, quality, recordings, run, runtime, tune, views, watch
 from spectui.cli.common import Parser
 from spectui.errors import SpectuiError
 
 #: The command families, in the order ``spectui --help`` lists their subcommands.
-FAMILIES = (run, chat, recordings, views, lab, quality, tune, models, history, node)
+FAMILIES = (run, chat, recordings, views, lab, quality, tune, models, history, watch, runtime, node)
 
 #: Commands that never load an engine (recordings, history, the catalogue's metadata).
-_ENGINE_FREE = frozenset({"report", "diff", "gate", "export", "replay", "history", "models"})
+_ENGINE_FREE = frozenset({"report", "diff", "gate", "export", "replay", "history", "models", "watch", "runtime"})
 
 #: Flags of ``spectui`` itself; any other leading flag starts ``spectui run``.
 _OWN_FLAGS = ("-h", "--help", "--version")

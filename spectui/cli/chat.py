@@ -119,7 +119,8 @@ def cmd_chat(args: argparse.Namespace) -> int:
     folder = Path(args.out) if args.out else None
     conv = Conversation.start(system=system or base.system, record=not args.no_record, folder=folder)
     turns = iter(given) if given is not None else _stdin_turns(first)
-    return _converse(args, base, conv, (conv.next_config(base, user) if reply is None else (conv.next_config(base, user), reply) for user, reply in turns))
+    to_run = (conv.next_config(base, user) if reply is None else (conv.next_config(base, user), reply) for user, reply in turns)
+    return _converse(args, base, conv, to_run)
 
 
 def _rerun(args: argparse.Namespace) -> int:

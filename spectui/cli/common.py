@@ -16,6 +16,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from spectui.engine.backends import backend_kind, backend_names
+from spectui.engine.drafters import drafter_kinds
 from spectui.config import MODEL_FREE, BackendConfig, DraftConfig, EnvelopeConfig, PolicyConfig, RunConfig, SamplingConfig
 from spectui.errors import SpectuiError
 
@@ -82,16 +84,19 @@ class JoinComma(argparse.Action):
 def add_run_arguments(p: argparse.ArgumentParser) -> None:
     """Every knob of one session: run, compare (live), sweep, soak and quality take them all."""
     d_run, d_draft, d_samp, d_back, d_pol = RunConfig(), DraftConfig(), SamplingConfig(), BackendConfig(), PolicyConfig()
-    p.add_argument("--backend", choices=["llamacpp", "mlx"], default=d_back.name,
-                   help=f"the engine that runs the model: llamacpp (llama.cpp) or mlx (MLX) (default {d_back.name})")
+    backends = [backend_kind(name) for name in backend_names()]
+    p.add_argument("--backend", choices=[b.name for b in backends], default=d_back.name,
+                   help="the engine that runs the model: " + ", ".join(f"{b.name} ({b.label})" for b in backends)
+                        + f" (default {d_back.name})")
     p.add_argument("--target", default="", metavar="MODEL",
                    help="the model to run: a GGUF path, or a name that `spectui models` lists (default: the embedded SmolLM2-135M)")
     # default None: "spec" for the embedded engine, "ar" with --server (whose drafting, if
     # any, is the server's own configuration: --mode spec only labels the run)
     p.add_argument("--mode", choices=["ar", "spec"], default=None, help=f"default: {d_run.mode}; ar with --server")
+    lookups = drafter_kinds()
     p.add_argument("--draft", default=d_draft.source,
-                   help="'ngram' (prompt lookup), 'suffix' (suffix decoding: the request and earlier outputs) or a draft GGUF path")
-    p.add_argument("--chain", choices=["ngram", "suffix"], default=None,
+                   help="; ".join(f"'{k.name}' ({k.summary or k.label})" for k in lookups) + "; or a draft GGUF path")
+    p.add_argument("--chain", choices=[k.name for k in lookups], default=None,
                    help="with a draft model: ask this free drafter first and the model only where no match pays "
                         "and the model's own cost is repaid (cost-aware K unless --k fixes one)")
     p.add_argument("--no-draft-memory", action="store_true",
@@ -229,8 +234,8 @@ def config_from_args(args: argparse.Namespace, *, fallback_default: bool = False
         p_min=args.p_min,
         learn_cost=not args.deterministic,
         memory=not args.no_draft_memory,
-        chain=args.chain or "",
-    ).drafting_with(args.draft if on_node else model_path(args.draft), fixed_k=args.k, cost_aware=args.adaptive_k)
+    ).drafting_with(args.draft if on_node else model_path(args.draft), fixed_k=args.k, cost_aware=args.adaptive_k,
+                    chain=args.chain or "")
     config = RunConfig(
         target=args.target if on_node else model_path(args.target),  # a catalogue name (spectui models) or a path
         mode=args.mode or ("ar" if args.server else RunConfig().mode),
@@ -247,7 +252,7 @@ def config_from_args(args: argparse.Namespace, *, fallback_default: bool = False
             name="server" if args.server else args.backend,
             n_ctx=args.ctx,
             n_batch=args.batch,
-            # deterministic: the settings measured batch-invariant (spectui.engine.noise); a
+            # deterministic: the settings measured batch-invariant (spectui.engine.host.noise); a
             # contradicting --threads or --flash-attn is refused by validate in one line
             n_threads=1 if args.deterministic and args.threads == 0 else args.threads,
             flash_attn=args.flash_attn or ("on" if args.deterministic else "auto"),

@@ -16,12 +16,18 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from spectui.cli.common import StopOnSignal, config_from_args, host_engines
 from spectui.cli.progress import Progress
 from spectui.cli.sweep_nodes import node_folder
 from spectui.errors import SpectuiError
+
+if TYPE_CHECKING:
+    from spectui.config import RunConfig
+    from spectui.recording.reader import Recording
 
 
 def compare_hosts(args: argparse.Namespace) -> list[str]:
@@ -53,8 +59,9 @@ def cmd_compare_nodes(args: argparse.Namespace) -> int:
     return _compare(hosts, config, folder, args, headless)
 
 
-def _compare(hosts: list[str], config, folder: Path, args: argparse.Namespace, headless: bool) -> int:  # noqa: ANN001 - a RunConfig
+def _compare(hosts: list[str], config: RunConfig, folder: Path, args: argparse.Namespace, headless: bool) -> int:
     from spectui.recording.reader import read_recording
+    from spectui.recording.schema import End
 
     if headless:
         paths = [folder / (node_folder(Path(), host).name + ".spectui") for host in hosts]
@@ -67,13 +74,14 @@ def _compare(hosts: list[str], config, folder: Path, args: argparse.Namespace, h
         if code:
             return code
         recordings = [read_recording(p) for p in paths if p.exists()]
-    cut = [f"{r.header.node}: {r.events[-1].error}" for r in recordings if getattr(r.events[-1], "error", "")]
+    ends = [(r, r.events[-1]) for r in recordings]
+    cut = [f"{r.header.node}: {end.error}" for r, end in ends if type(end) is End and end.error]
     for line in cut:  # a connection lost mid-run: the run is kept, cut short
         print(f"spectui: error: cut short on node {line}", file=sys.stderr)
     return 1 if cut else 0
 
 
-def _in_turn(hosts: list[str], config, paths: list[Path]) -> bool:  # noqa: ANN001 - a RunConfig
+def _in_turn(hosts: list[str], config: RunConfig, paths: list[Path]) -> bool:
     """Record the session on each node in turn into ``paths``; True when a signal stopped it."""
     from spectui.sessions.record import record_session
 
@@ -91,7 +99,7 @@ def _in_turn(hosts: list[str], config, paths: list[Path]) -> bool:  # noqa: ANN0
     return False
 
 
-def _live(hosts: list[str], config, folder: Path, args: argparse.Namespace) -> tuple[int, list[Path]]:  # noqa: ANN001
+def _live(hosts: list[str], config: RunConfig, folder: Path, args: argparse.Namespace) -> tuple[int, list[Path]]:
     """The dashboard on node A (its own engine service) beside node B's, which starts the pair
     when it opens; the exit code and the recordings made, in the order they were made."""
     from spectui.recording.writer import free_path
@@ -101,10 +109,10 @@ def _live(hosts: list[str], config, folder: Path, args: argparse.Namespace) -> t
 
     made: list[Path] = []
 
-    def namer(host: str):  # noqa: ANN202 - a RecordingNamer
+    def namer(host: str) -> Callable[[RunConfig], Path]:  # a RecordingNamer (spectui.ui.runs.base)
         stem = node_folder(Path(), host).name
 
-        def name(_config) -> Path:  # noqa: ANN001
+        def name(_config: RunConfig) -> Path:
             made.append(free_path(folder, stem))  # called on the engine thread right before the file is made
             return made[-1]
 
@@ -115,7 +123,7 @@ def _live(hosts: list[str], config, folder: Path, args: argparse.Namespace) -> t
     return code, made
 
 
-def _print_diff(recordings: list, args: argparse.Namespace) -> None:
+def _print_diff(recordings: list[Recording], args: argparse.Namespace) -> None:
     import msgspec
 
     from spectui.compare.diff import diff_recordings, format_diff_text

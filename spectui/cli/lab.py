@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -89,7 +90,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if not args.headless and not args.json and not args.csv and sys.stdout.isatty() and sys.stdin.isatty():
         from spectui.ui.launch import run_sweep_view  # Textual loads only when the view opens
 
-        return run_sweep_view(plan, prompts, folder, max_tokens=args.max_tokens, theme=args.theme, load_engine=host_engines(args.host))
+        return run_sweep_view(plan, prompts, str(folder), max_tokens=args.max_tokens, theme=args.theme, load_engine=host_engines(args.host))
 
     result = headless_sweep(plan, prompts, folder, args, host=args.host)
     print_sweep(result, args)
@@ -268,7 +269,7 @@ def soak(args: argparse.Namespace, folder: Path) -> None:
     print(f"spectui: {len(run.paths)} sessions recorded to {folder}", file=sys.stderr)
 
 
-def _soak_progress(bar: Progress):  # noqa: ANN202 - a callback for run_soak
+def _soak_progress(bar: Progress) -> Callable[[float, int, int], None]:  # run_soak's progress callback
     """Seconds soaked of the duration, with the sessions, tokens and this process's RSS so far
     (a terminal redraws the bar; a log gets a line every 10 s)."""
     import psutil

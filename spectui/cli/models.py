@@ -7,6 +7,10 @@ No model is loaded: metadata only (``spectui.models.catalogue``). The names prin
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # imported on use: listing models must not slow every command's start
+    from spectui.models.catalogue import Catalogue, ModelEntry
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -40,7 +44,7 @@ def cmd_models(args: argparse.Namespace) -> int:
         return 0
     print(format_catalogue(cat))
     if any(m.source == "embedded" for m in cat.models):
-        from spectui.engine.weights import embedded_note
+        from spectui.engine.host.weights import embedded_note
 
         note = embedded_note()
         if note:
@@ -48,17 +52,18 @@ def cmd_models(args: argparse.Namespace) -> int:
     return 0
 
 
-def format_catalogue(cat) -> str:
+def format_catalogue(cat: Catalogue) -> str:
     from spectui.format import size, text_table
 
-    def row(m, prefix: str = "") -> list[str]:
+    def row(m: ModelEntry, prefix: str = "") -> list[str]:
         params = f"{m.n_params / 1e9:.1f}B" if m.n_params >= 1e9 else f"{m.n_params / 1e6:.0f}M"
         return [
             prefix + m.name, m.source, m.format, m.architecture, params, m.quant, size(m.size_bytes),
             f"{m.n_ctx_train:,}" if m.n_ctx_train else "?", m.vocab_sha256[:12] or "?",
         ]
 
-    rows, rules = [], set()
+    rows: list[list[str]] = []
+    rules: set[int] = set()
     for m in cat.models:
         rules.add(len(rows))
         rows.append(row(m))
@@ -71,7 +76,7 @@ def format_catalogue(cat) -> str:
     return "\n".join(lines)
 
 
-def _drafts_for(cat, name: str, *, as_json: bool) -> int:
+def _drafts_for(cat: Catalogue, name: str, *, as_json: bool) -> int:
     import msgspec
 
     from spectui.errors import SpectuiError

@@ -11,7 +11,11 @@ from __future__ import annotations
 import sys
 import time
 from types import TracebackType
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:  # rich loads only when a terminal shows the bar
+    from rich.progress import Progress as RichProgress
+    from rich.progress import TaskID
 
 
 class Progress:
@@ -21,8 +25,8 @@ class Progress:
         self.what, self.total, self.unit, self.every_s = what, max(float(total), 1e-9), unit, every_s
         self.stream = stream if stream is not None else sys.stderr
         self.done = 0.0
-        self._bar = None
-        self._task = None
+        self._bar: RichProgress | None = None
+        self._task: TaskID | None = None
         self._last_line = -1e18
         self._started = time.monotonic()
 
@@ -34,9 +38,8 @@ class Progress:
     def __enter__(self) -> Progress:
         if self.terminal:
             from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, TaskProgressColumn, TextColumn, TimeElapsedColumn
+            from rich.progress import BarColumn, MofNCompleteColumn, TaskProgressColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
             from rich.progress import Progress as RichProgress
-            from rich.progress import TimeRemainingColumn
 
             count = MofNCompleteColumn() if not self.unit else TaskProgressColumn()
             self._bar = RichProgress(
@@ -73,7 +76,7 @@ class Progress:
         self.done = done
         if total is not None:
             self.total = max(float(total), 1e-9)
-        if self._bar is not None:
+        if self._bar is not None and self._task is not None:
             self._bar.update(self._task, completed=done, total=self.total, step=text)
             return
         now = time.monotonic()

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from spectui import storage
 from spectui.cli.common import (
     StopOnSignal,
     add_host_argument,
@@ -23,7 +24,6 @@ from spectui.cli.common import (
     otlp_endpoint,
     output_path,
 )
-from spectui import storage
 from spectui.errors import SpectuiError
 
 if TYPE_CHECKING:

@@ -73,14 +73,14 @@ def sweep_nodes(plan: SweepPlan, prompts: list[PromptSpec], folder: Path, hosts:
                 if stop.is_set():
                     break
                 _sweep_node(node, plan, prompts, args, stop, counter)
-    ran = [n for n in nodes if n.result is not None]
+    ran = [(n, n.result) for n in nodes if n.result is not None]
     if args.json:
-        doc = {"nodes": {n.host: n.result for n in ran}, "failed": {n.host: n.error for n in nodes if n.error}}
+        doc = {"nodes": {n.host: result for n, result in ran}, "failed": {n.host: n.error for n in nodes if n.error}}
         print(msgspec.json.encode(doc).decode())
     else:
-        for n in ran:
+        for n, result in ran:
             print(f"== node {n.host} ({n.folder}){' (failed: see below)' if n.error else ''}")
-            print_sweep(n.result, args)
+            print_sweep(result, args)
     for n in nodes:
         if n.error:
             print(f"spectui: error: the sweep on node {n.host} failed: {n.error}", file=sys.stderr)

@@ -7,6 +7,8 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from spectui.cli.common import (
     add_charts_arguments,
@@ -20,6 +22,12 @@ from spectui.cli.common import (
 )
 from spectui.cli.progress import Progress
 from spectui.errors import SpectuiError
+
+if TYPE_CHECKING:  # imported on use: tune's engine parts load only when it runs
+    from spectui.config import RunConfig
+    from spectui.engine.host.weights import WeightChoice, WeightRow
+    from spectui.recording.reader import Recording
+    from spectui.tune.result import TuneResult
 
 DEFAULT_TIERS = "copy,code,memo,medium,short"
 #: tune's token budget per prompt unless --max-tokens says otherwise: enough blocks to
@@ -88,10 +96,12 @@ def cmd_tune(args: argparse.Namespace) -> int:
     return 0
 
 
-def _probe_weights(args: argparse.Namespace, config, text: str, progress):
+def _probe_weights(
+    args: argparse.Namespace, config: RunConfig, text: str, progress: Callable[[str], None],
+) -> tuple[list[WeightRow], WeightChoice | None]:
     """The probe's rows and, when the probe is the embedded model, the weight type the embedded
     default runs in on this machine from now on (stored: ``engine.weights``)."""
-    from spectui.engine.weights import choose_weights, probe_weights, shipped_type, store_choice
+    from spectui.engine.host.weights import choose_weights, probe_weights, shipped_type, store_choice
 
     weights = probe_weights(config.backend, text, progress=progress, source=(config.target or None) if args.probe_target else None)
     if args.probe_target:
@@ -118,15 +128,16 @@ def _tune_on_node(args: argparse.Namespace) -> int:
     return returncode
 
 
-def _print(result, weights, choice, args: argparse.Namespace) -> None:
+def _print(result: TuneResult, weights: list[WeightRow] | None, choice: WeightChoice | None, args: argparse.Namespace) -> None:
     from spectui.tune import report
 
     if args.json:
         doc = report.to_json(result)
         if weights is not None:
-            doc["weights"] = report.finite([{"quant": w.quant, "path": w.path, "probe": w.source, "size_bytes": w.size_bytes, "unit_us": w.curve.unit_us,
-                               "relative": list(w.curve.relative), "batched": w.batched, "ideal_speedup_k8": w.ideal_speedup()}
-                              for w in weights])
+            doc["weights"] = report.finite([
+                {"quant": w.quant, "path": w.path, "probe": w.source, "size_bytes": w.size_bytes, "unit_us": w.curve.unit_us,
+                 "relative": list(w.curve.relative), "batched": w.batched, "ideal_speedup_k8": w.ideal_speedup()}
+                for w in weights])
         if choice is not None:
             doc["embedded_weights"] = {"quant": choice.quant, "shipped": choice.shipped, "reason": choice.reason()}
         print(json.dumps(doc, indent=1, allow_nan=False))
@@ -136,7 +147,7 @@ def _print(result, weights, choice, args: argparse.Namespace) -> None:
         print()
         print(format_weights(weights, result))
     if choice is not None:
-        from spectui.engine.weights import ENV
+        from spectui.engine.host.weights import ENV
 
         print(f"  the embedded default runs as {choice.quant} on this machine from now on: {choice.reason()};"
               f" {ENV}=shipped runs the file as shipped")
@@ -145,7 +156,7 @@ def _print(result, weights, choice, args: argparse.Namespace) -> None:
         print(report.format_charts(result, colour=sys.stdout.isatty()))
 
 
-def format_weights(weights, result) -> str:
+def format_weights(weights: list[WeightRow], result: TuneResult) -> str:
     from spectui.format import size, text_table
     from spectui.tune.weights import weights_summary
 
@@ -160,7 +171,7 @@ def format_weights(weights, result) -> str:
     return "\n".join(lines)
 
 
-def _recordings(folder: str):
+def _recordings(folder: str) -> list[Recording]:
     if not os.path.isdir(folder):
         raise SpectuiError(f"--from: no such folder: {folder}")
     paths = sorted(os.path.join(d, f) for d, _, files in os.walk(folder) for f in files if f.endswith(".spectui"))
@@ -170,7 +181,7 @@ def _recordings(folder: str):
 
 
 def _write_quant(args: argparse.Namespace) -> int:
-    from spectui.engine.quantize import ftype, quantize
+    from spectui.engine.host.quantize import ftype, quantize
     from spectui.models.registry import resolve_model
 
     kind, out = args.write_quant

@@ -39,7 +39,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_host_argument(compare)
     compare.add_argument("--hosts", metavar="A,B", default=None,
                          help="node A vs node B: the same session on each (ssh destinations), one after the other, side by side")
-    compare.add_argument("--out", metavar="DIR", default=None, help="--hosts: folder for the two recordings (default recordings/compare-nodes-<time>)")
+    compare.add_argument("--out", metavar="DIR", default=None,
+                         help="--hosts: folder for the two recordings (default recordings/compare-nodes-<time>)")
     compare.add_argument("--headless", action="store_true", help="--hosts: no dashboard, print the two runs as spectui diff does")
     compare.set_defaults(func=cmd_compare)
 

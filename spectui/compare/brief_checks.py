@@ -12,6 +12,8 @@ makes its check "n/a" with the reason; it never passes as zero.
 
 from __future__ import annotations
 
+from functools import partial
+
 from spectui.compare.check import Check
 from spectui.compare.thresholds import GateThresholds
 from spectui.metrics.conditions import thermal_text
@@ -51,15 +53,16 @@ def _not_measured(name: str, limit: float, unit: str, what: str) -> Check:
 
 
 def _headroom(judged: list[tuple[Recording, EnvelopeFacts]], overridden: bool) -> Check:
-    known = [(r, f) for r, f in judged if f.min_headroom_bytes is not None and f.envelope.min_headroom_mib > 0]
+    # (recording, facts, its least headroom in MiB)
+    known = [(r, f, f.min_headroom_bytes / MIB) for r, f in judged if f.min_headroom_bytes is not None and f.envelope.min_headroom_mib > 0]
     if not known:
         return Check(name="headroom", passed=None, value=None, threshold=None, comparison=">=", unit="MiB", brief=BRIEF["headroom"],
                      detail="n/a: no memory samples, or no floor (undeclared, and the host's memory unknown)")
     # the worst run: the least headroom above (or most below) its own floor
-    r, f = min(known, key=lambda rf: rf[1].min_headroom_bytes / MIB - rf[1].envelope.min_headroom_mib)  # type: ignore[operator]
+    r, f, low = min(known, key=lambda rfl: rfl[2] - rfl[1].envelope.min_headroom_mib)
     floor = f.envelope.min_headroom_mib
-    declared = "given to the gate" if overridden else "declared" if r.header.config.envelope.min_headroom_mib > 0 else "the brief's 10/24 of host memory"
-    low = f.min_headroom_bytes / MIB  # type: ignore[operator]
+    declared = ("given to the gate" if overridden else "declared" if r.header.config.envelope.min_headroom_mib > 0
+                else "the brief's 10/24 of host memory")
     return Check(
         name="headroom", passed=bool(low >= floor), value=round(low, 1), threshold=floor, comparison=">=", unit="MiB", brief=BRIEF["headroom"],
         detail=f"least headroom over {len(known)} runs in {r.path}; floor {floor:.0f} MiB ({declared}){_first_breach(f, 'headroom')}",
@@ -67,12 +70,11 @@ def _headroom(judged: list[tuple[Recording, EnvelopeFacts]], overridden: bool) -
 
 
 def _red(judged: list[tuple[Recording, EnvelopeFacts]]) -> Check:
-    known = [(r, f) for r, f in judged if f.longest_red_s is not None]
+    known = [(r, f, f.longest_red_s) for r, f in judged if f.longest_red_s is not None]
     limit = max((f.envelope.max_red_pressure_s for _, f in judged), default=60.0)
     if not known:
         return _not_measured("red pressure", limit, "s", "memory pressure")
-    r, f = max(known, key=lambda rf: rf[1].longest_red_s - rf[1].envelope.max_red_pressure_s)  # type: ignore[operator]
-    value = f.longest_red_s or 0.0
+    r, f, value = max(known, key=lambda rfv: rfv[2] - rfv[1].envelope.max_red_pressure_s)
     return Check(
         name="red pressure", passed=bool(value <= f.envelope.max_red_pressure_s), value=round(value, 1),
         threshold=f.envelope.max_red_pressure_s, comparison="<=", unit="s", brief=BRIEF["red pressure"],
@@ -82,12 +84,11 @@ def _red(judged: list[tuple[Recording, EnvelopeFacts]]) -> Check:
 
 
 def _swap(judged: list[tuple[Recording, EnvelopeFacts]]) -> Check:
-    known = [(r, f) for r, f in judged if f.swap_in_bytes is not None]
+    known = [(r, f, f.swap_in_bytes / MIB) for r, f in judged if f.swap_in_bytes is not None]
     limit = max((f.envelope.max_swap_in_mib for _, f in judged), default=200.0)
     if not known:
         return _not_measured("swap-ins", limit, "MiB", "swap-ins")
-    r, f = max(known, key=lambda rf: rf[1].swap_in_bytes / MIB - rf[1].envelope.max_swap_in_mib)  # type: ignore[operator]
-    value = (f.swap_in_bytes or 0) / MIB
+    r, f, value = max(known, key=lambda rfv: rfv[2] - rfv[1].envelope.max_swap_in_mib)
     return Check(
         name="swap-ins", passed=bool(value <= f.envelope.max_swap_in_mib), value=round(value, 1), threshold=f.envelope.max_swap_in_mib,
         comparison="<=", unit="MiB", brief=BRIEF["swap-ins"],
@@ -130,14 +131,14 @@ def other_processes_text(f: EnvelopeFacts) -> str:
 
 
 def _other(judged: list[tuple[Recording, EnvelopeFacts]]) -> Check:
-    known = [(r, f) for r, f in judged if f.other_cpu_mean is not None]
+    known = [(r, f, f.other_cpu_mean) for r, f in judged if f.other_cpu_mean is not None]
     limit = min((f.envelope.max_other_cpu for _, f in judged), default=0.25)
     if not known:
         return _not_measured("other load", limit, "share", "other processes' CPU")
-    r, f = max(known, key=lambda rf: rf[1].other_cpu_mean - rf[1].envelope.max_other_cpu)  # type: ignore[operator]
+    r, f, mean = max(known, key=lambda rfm: rfm[2] - rfm[1].envelope.max_other_cpu)
     flagged = f.other_load_flagged
     return Check(
-        name="other load", passed=True, flagged=flagged, value=f.other_cpu_mean, threshold=f.envelope.max_other_cpu,
+        name="other load", passed=True, flagged=flagged, value=mean, threshold=f.envelope.max_other_cpu,
         comparison="<=", unit="share", brief=BRIEF["other load"],
         detail=("FLAGGED: the machine was shared, the numbers are suspect; " if flagged else "")
         + f"mean CPU share of other processes, most in {r.path} (peak {f.other_cpu_max or 0:.0%}); busiest: {other_processes_text(f)}",
@@ -146,9 +147,9 @@ def _other(judged: list[tuple[Recording, EnvelopeFacts]]) -> Check:
 
 def _drift(candidates: list[Recording], t: GateThresholds) -> Check:
     spec = [r for r in candidates if r.header.config.mode == "spec"]
-    base = dict(name="acceptance drift", threshold=t.max_low_windows, comparison="<=", brief=BRIEF["acceptance drift"])
+    drift = partial(Check, name="acceptance drift", threshold=t.max_low_windows, comparison="<=", brief=BRIEF["acceptance drift"])
     if not spec:
-        return Check(passed=None, value=None, detail="n/a: no speculative candidate", **base)  # type: ignore[arg-type]
+        return drift(passed=None, value=None, detail="n/a: no speculative candidate")
     worst, where, n_windows = -1, "", 0
     for r in spec:
         rates = window_acceptance([r.events], t.window_s)
@@ -156,14 +157,14 @@ def _drift(candidates: list[Recording], t: GateThresholds) -> Check:
         streak, at = low_acceptance_streak(rates, t.min_window_acceptance)
         if streak > worst:
             worst, where = streak, (f"; {r.path}: windows {at + 1}-{at + streak} below" if streak else "")
-    return Check(
+    return drift(
         passed=worst <= t.max_low_windows, value=worst,
         detail=f"most consecutive {t.window_s:g} s windows with acceptance < {t.min_window_acceptance:g}"
         f" (up to {n_windows} window{'s' if n_windows != 1 else ''} a run){where}",
-        **base,  # type: ignore[arg-type]
     )
 
 
 def brief_checks(baselines: list[Recording], candidates: list[Recording], t: GateThresholds) -> list[Check]:
     judged = _facts(baselines + candidates, t)
-    return [_headroom(judged, t.min_headroom_mib is not None), _red(judged), _swap(judged), _thermal(judged), _power(judged), _other(judged), _drift(candidates, t)]
+    return [_headroom(judged, t.min_headroom_mib is not None), _red(judged), _swap(judged), _thermal(judged), _power(judged), _other(judged),
+            _drift(candidates, t)]

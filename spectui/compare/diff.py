@@ -22,7 +22,7 @@ from __future__ import annotations
 import msgspec
 
 from spectui.compare.divergence import DivergenceCause, classify_recordings
-from spectui.compare.headers import FieldDiff, Value, comparability, diffs, compare_headers
+from spectui.compare.headers import FieldDiff, Value, comparability, compare_headers, diffs
 from spectui.compare.speedup import Speedup, speedup_ci
 from spectui.compare.thresholds import MAX_TTFT_GROWTH
 from spectui.errors import SpectuiError
@@ -215,7 +215,8 @@ def diff_recordings(baseline: Recording, candidate: Recording, *, force: bool = 
         )
     artifacts, config = compare_headers(baseline.header, candidate.header)
     b, c = run_side(baseline), run_side(candidate)
-    b_out, c_out, unit, notes, basis = output_tokens(baseline.events), output_tokens(candidate.events), "token", [], ""
+    b_out, c_out, unit, basis = output_tokens(baseline.events), output_tokens(candidate.events), "token", ""
+    notes: list[str] = []
     redacted = outputs_not_comparable(baseline.header, candidate.header)
     if redacted:
         n_b, n_c = len(b_out[0]), len(c_out[0])

@@ -27,7 +27,7 @@ tests and quality checks speak for them.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import Final, Literal
 
 import msgspec
 
@@ -35,7 +35,9 @@ from spectui.recording.output import output_tokens, output_top_two
 from spectui.recording.reader import Recording
 from spectui.recording.schema import BatchNoise, Header
 
-NEAR_TIE, CHANGED, UNCLASSIFIED = "near-tie", "speculation changed the output", "unclassified"
+NEAR_TIE: Final = "near-tie"
+CHANGED: Final = "speculation changed the output"
+UNCLASSIFIED: Final = "unclassified"
 Verdict = Literal["near-tie", "speculation changed the output", "unclassified"]
 
 #: one emitted token's (margin in thousandths of a logit, runner-up id); None: not recorded

@@ -37,8 +37,8 @@ import msgspec
 
 from spectui.compare.brief_checks import BRIEF, brief_checks
 from spectui.compare.check import Check, Number
-from spectui.compare.divergence import classify_recordings
 from spectui.compare.diff import compare_outputs, is_short_prompt, status_label
+from spectui.compare.divergence import classify_recordings
 from spectui.compare.headers import comparability
 from spectui.compare.quality_power import MAX_RUNS, runs_to_resolve
 from spectui.compare.speedup import speedup_ci

@@ -10,8 +10,6 @@ always ends with a record saying how.
 from __future__ import annotations
 
 import datetime as dt
-import importlib.util
-import os
 import threading
 import time
 from collections import deque
@@ -21,33 +19,19 @@ import msgspec
 
 from spectui import __version__
 from spectui.config import BackendConfig, RunConfig
-from spectui.models.artifacts import host_info
-from spectui.engine.decode import decode
-from spectui.engine.draft_length import DraftLength
-from spectui.engine.drafters import ChainDrafter, ModelDrafter, NgramDrafter, draft_sampling
-from spectui.engine.suffix import SuffixDrafter
-from spectui.engine.suffix_memory import SuffixMemory
-from spectui.models.gguf import read_gguf
-from spectui.models.vocab import VocabFacts, draft_incompatibility
-from spectui.engine.llamacpp import LlamaCppBackend, LlamaModel, deterministic_guarantee
-from spectui.engine.noise import batch_noise
-from spectui.engine.policy import FallbackPolicy, ladder
-from spectui.models.chat import apply_chat_template
+from spectui.engine.backends import backend_kind
+from spectui.engine.drafters import DraftSources, make_drafter
+from spectui.engine.drafters.suffix_memory import SuffixMemory
+from spectui.engine.host.noise import batch_noise
+from spectui.engine.loop.draft_length import DraftLength
+from spectui.engine.plan import RunPlan, block_sizes, draft_cost_probe, make_policy
 from spectui.engine.protocol import Backend, Drafter
-from spectui.engine.weights import resolve_target
-from spectui.engine.sampling import Sampler
 from spectui.errors import SpectuiError
 from spectui.metrics.memory import MemorySampler
+from spectui.models.artifacts import host_info
+from spectui.models.chat import apply_chat_template
 from spectui.models.cost_curves import curve_key, load_curve, merge_run_curve
-from spectui.models.registry import resolve_model
 from spectui.recording.schema import Artifacts, BatchNoise, End, Event, Header, MemorySample, Step
-
-
-def require_mlx() -> None:
-    """Refuse ``--backend mlx`` in one line where MLX is not installed: pyproject installs it
-    only where it is built (Apple silicon, and Linux on the CPU), not on an Intel Mac or Windows."""
-    if importlib.util.find_spec("mlx") is None or importlib.util.find_spec("mlx_lm") is None:
-        raise SpectuiError("MLX is not installed here (it installs on Apple silicon and on Linux); use --backend llamacpp")
 
 
 class Engine:
@@ -74,45 +58,13 @@ class Engine:
 
     @classmethod
     def load(cls, config: RunConfig) -> Engine:
+        """Load the models ``config`` runs on, through its backend's opener (``backends``):
+        every check that can fail on bad input is done before a model loads."""
         config.validate()
-        if config.backend.name == "mlx":
-            require_mlx()
-            # imported here: mlx and mlx-lm load only for sessions that ask for them
-            from spectui.engine.mlx import open_mlx_models
-
-            if config.backend.deterministic:
-                raise SpectuiError(
-                    "--deterministic: no batch-invariant setting is known for MLX (its kernels are chosen by shape); "
-                    "use --backend llamacpp"
-                )
-
-            draft_source = config.draft.source if config.mode == "spec" and config.draft.has_model else None
-            mlx_target, mlx_draft = open_mlx_models(config.target, draft_source, config.backend)
-            return cls(mlx_target, mlx_draft, config)
-        if config.backend.name != "llamacpp":  # a server is spectui.sessions.open_engine's to pick
-            raise SpectuiError(f"the embedded engine runs llamacpp or mlx, not {config.backend.name!r}")
-        if config.backend.deterministic:
-            deterministic_guarantee(config.backend)  # refused here, before a model loads, where it cannot hold
-        chosen = resolve_target(config.target, config.backend)
-        target_info = read_gguf(chosen.path)
-        draft_info = None
-        if config.mode == "spec" and config.draft.has_model:
-            draft_info = read_gguf(resolve_model(config.draft.source))
-            difference = draft_incompatibility(
-                VocabFacts.from_gguf(target_info.metadata), VocabFacts.from_gguf(draft_info.metadata),
-                os.path.basename(target_info.path), os.path.basename(draft_info.path),
-            )
-            if difference:
-                raise SpectuiError(f"draft and target vocabularies differ: {difference}")
-        target = LlamaCppBackend(LlamaModel(target_info, config.backend), config.backend)
-        draft_model = None
-        if draft_info is not None:
-            try:
-                draft_model = LlamaCppBackend.open(draft_info.path, config.backend, share_with=target)
-            except BaseException:
-                target.close()
-                raise
-        return cls(target, draft_model, config, target_origin=chosen.origin)
+        if config.backend.name == "server":  # a server is spectui.sessions.open_engine's to pick
+            raise SpectuiError("a server is not an embedded backend: spectui.sessions opens it")
+        opened = backend_kind(config.backend.name).open(config)
+        return cls(opened.target, opened.draft_model, config, target_origin=opened.target_origin)
 
     def close(self) -> None:
         if self.draft_model is not None:
@@ -174,23 +126,8 @@ class Engine:
         return bool(config.conversation and config.history) and self._cache_owner == config.conversation
 
     def make_drafter(self, config: RunConfig, *, reuse: bool = False) -> Drafter | None:
-        if config.mode == "ar":
-            return None
-        if config.draft.is_ngram:
-            return NgramDrafter(config.draft.ngram_min, config.draft.ngram_max)
-        if config.draft.is_suffix:
-            return SuffixDrafter(self.suffix_memory() if config.draft.memory else None)
-        if self.draft_model is None:
-            raise SpectuiError("this engine was loaded without a draft model")
-        model = ModelDrafter(
-            self.draft_model, draft_sampling(config.sampling, config.draft), p_min=config.draft.p_min,
-            reuse=reuse,
-        )
-        if config.draft.chain == "ngram":
-            return ChainDrafter(NgramDrafter(config.draft.ngram_min, config.draft.ngram_max), model)
-        if config.draft.chain == "suffix":
-            return ChainDrafter(SuffixDrafter(self.suffix_memory() if config.draft.memory else None), model)
-        return model
+        """The drafter ``config`` asks for, from the drafter registry (None for AR)."""
+        return make_drafter(DraftSources(config, self.draft_model, self.suffix_memory, reuse))
 
     def suffix_memory(self) -> SuffixMemory:
         """The suffix drafter's memory for this target's vocabulary (a bad file: one warning,
@@ -198,17 +135,6 @@ class Engine:
         if self._suffix_memory is None:
             self._suffix_memory = SuffixMemory.open(self.target.artifacts().vocab_sha256 or self.target.artifacts().sha256)
         return self._suffix_memory
-
-    def make_policy(self, config: RunConfig, drafter: Drafter | None) -> FallbackPolicy | None:
-        """The fallback policy for a speculative run that asks for it; its lighter drafter
-        (n-gram, behind a draft model) is made here so the switch costs nothing mid-run."""
-        if drafter is None or not config.policy.enabled:
-            return None
-        rungs = ladder(config)
-        drafters: dict[str, Drafter] = {rungs[0].drafter: drafter}
-        if any(r.drafter == "ngram" for r in rungs) and "ngram" not in drafters:
-            drafters["ngram"] = NgramDrafter(config.draft.ngram_min, config.draft.ngram_max)
-        return FallbackPolicy(config.policy, rungs, drafters)
 
     def calibrate(self, config: RunConfig, *, before: Callable[[], object] | None = None, prompt_tokens: int = 0) -> BatchNoise | None:
         """The batch-shape noise a greedy run of ``config`` is judged against (None for a
@@ -218,31 +144,8 @@ class Engine:
             return None
         reach = (prompt_tokens or len(self.prepare_prompt(config)[1])) + config.max_tokens
         # a conversation's caches hold its turns: measure in a second context, not in them
-        scratch = self._second_context if self.reuses_cache(config) else None
+        scratch = (lambda: self.target.second_context(self.config.backend)) if self.reuses_cache(config) else None
         return batch_noise(self.target, self.target.artifacts().sha256, reach, before=before, measure_on=scratch)
-
-    def _second_context(self, settings: BackendConfig | None = None) -> Backend:
-        """A second context over the target's weights, with its settings or ``settings``
-        (the caller closes it)."""
-        settings = settings or self.config.backend
-        if isinstance(self.target, LlamaCppBackend):
-            return LlamaCppBackend.open(self.target.model.info.path, settings, share_with=self.target)
-        from spectui.engine.mlx import MLXBackend
-
-        assert isinstance(self.target, MLXBackend)
-        return MLXBackend.open(self.target.model.path, settings, share_with=self.target)
-
-    def block_sizes(self, config: RunConfig) -> list[int]:
-        """Every number of tokens ``config``'s run can evaluate at once on the target after the
-        prefill: 1 (an AR step) and K + 1 for each draft length K it can use (a verification
-        block is the pending token and K drafts). The fallback policy's rungs may shrink K."""
-        if config.mode == "ar":
-            return [1]
-        d = config.draft
-        ks = set(range(d.k_min, d.k_max + 1)) if d.adaptive else {d.k}
-        if config.policy.enabled:
-            ks |= {r.k for r in ladder(config) if r.k}
-        return sorted({1, *(k + 1 for k in ks if k > 0)})
 
     def warm_up(self, config: RunConfig, *, before: Callable[[], object] | None = None) -> tuple[float, list[int]]:
         """Evaluate once, from an empty cache, each block size ``config``'s run can use that this
@@ -253,7 +156,7 @@ class Engine:
         both in its header. A conversation's later turn keeps its caches: nothing is done."""
         if self.reuses_cache(config):
             return 0.0, []
-        parts: list[tuple[str, Backend, int]] = [("target", self.target, n) for n in self.block_sizes(config)]
+        parts: list[tuple[str, Backend, int]] = [("target", self.target, n) for n in block_sizes(config)]
         if self.draft_model is not None and config.mode == "spec" and config.draft.has_model:
             parts.append(("draft", self.draft_model, 1))
         todo = [p for p in parts if (p[0], p[2]) not in self._warm]
@@ -275,44 +178,30 @@ class Engine:
         self._cache_owner = ""  # the caches hold nothing of a conversation now
         return ms, sizes
 
-    def price_drafting(self, config: RunConfig, prompt_tokens: Sequence[int], reuse: bool) -> RunConfig:
-        """A draft model's cost-aware K with no draft cost given starts from this engine's
-        measured one (``draft_cost_probe``, once per loaded draft model); the header then
-        records the price the run started from. A conversation's later turn does not probe
-        (it would empty the caches the turn keeps): it takes the last price, if any."""
+    def draft_price(self, config: RunConfig, prompt_tokens: Sequence[int], reuse: bool) -> float:
+        """What a drafted token of this engine's draft model costs in target tokens, for a
+        cost-aware K that was given no price: measured once per loaded draft model
+        (``plan.draft_cost_probe``). A conversation's later turn does not probe (it would
+        empty the caches the turn keeps): it takes the last price, if any (0: none)."""
         d = config.draft
         if config.mode != "spec" or not d.adaptive or not d.has_model or d.draft_cost or self.draft_model is None:
-            return config
+            return 0.0
         if self._draft_priced[0] is not self.draft_model:
             if reuse:
-                return config
+                return 0.0
             self._draft_priced = (self.draft_model, round(self.draft_cost_probe(prompt_tokens), 4))
-        return msgspec.structs.replace(config, draft=msgspec.structs.replace(d, draft_cost=self._draft_priced[1]))
+        return self._draft_priced[1]
 
     def draft_cost_probe(self, tokens: Sequence[int], reps: int = 3) -> float:
-        """A draft forward's time over a target token's, from ``reps`` one-token evaluations
-        on each after a short context: the price a cost-aware K puts on drafting until the run
-        has timed both (without it the first blocks would draft on an optimistic guess)."""
-        times = []
-        for backend in (self.target, self.draft_model):
-            backend.truncate(0)
-            backend.eval(list(tokens[:8]), all_logits=False)
-            samples = []
-            for tok in tokens[8 : 8 + reps]:
-                t = time.perf_counter_ns()
-                backend.eval((tok,), all_logits=False)
-                samples.append(time.perf_counter_ns() - t)
-            backend.truncate(0)
-            times.append(sorted(samples)[len(samples) // 2] if samples else 0)
-        return times[1] / times[0] if times[0] else 0.0
+        assert self.draft_model is not None, "a draft price needs a draft model"
+        return draft_cost_probe(self.target, self.draft_model, tokens, reps)
 
     def deterministic_target(self) -> Backend | None:
         """A second context over the target's weights with the batch-invariant settings
         (``--deterministic``), for measuring what they cost; None where no such setting is
         known (MLX). The caller closes it."""
-        if not isinstance(self.target, LlamaCppBackend):
-            return None
-        return self._second_context(msgspec.structs.replace(self.config.backend, n_threads=1, flash_attn="on", deterministic=True))
+        settings = self.target.batch_invariant_settings()
+        return self.target.second_context(settings) if settings is not None else None
 
     def cost_key(self) -> str:
         """The key of this target's verify-cost curve on this host (``models.cost_curves``)."""
@@ -320,16 +209,29 @@ class Engine:
         return curve_key(self.target.artifacts().sha256, runtime.get("backend", ""),
                          int(runtime.get("n_threads", "0") or 0), int(runtime.get("n_gpu_layers", "0") or 0))
 
-    def seed_cost(self, config: RunConfig) -> RunConfig:
-        """A cost-aware K with no seed of its own starts from this target's cached curve; the
-        header then records the curve the run started from."""
-        d = config.draft
-        if config.mode != "spec" or not d.adaptive or d.cost_seed:
-            return config
+    def cost_curve(self) -> tuple[float, ...]:
+        """This target's cached verify-cost curve on this host (relative costs; () where none)."""
         curve = load_curve(self.cost_key())
-        if curve is None:
-            return config
-        return msgspec.structs.replace(config, draft=msgspec.structs.replace(d, cost_seed=curve.relative))
+        return tuple(curve.relative) if curve is not None else ()
+
+    def plan(self, config: RunConfig, prompt: tuple[str, list[int]] | None = None) -> RunPlan:
+        """The plan ``config``'s run executes (``engine.plan``), decided once: the recorded
+        configuration (the cost curve a cost-aware K starts from, a draft model's price), the
+        drafter, the draft length and the policy. Call after the warm-up: pricing a draft
+        model evaluates on it. From here on the caches belong to this run's conversation."""
+        prompt_text, prompt_tokens = prompt or self.prepare_prompt(config)
+        reuse = self.reuses_cache(config)
+        self._cache_owner = config.conversation
+        draft = config.draft
+        if config.mode == "spec":
+            draft = draft.seeded(self.cost_curve()).priced(self.draft_price(config, prompt_tokens, reuse))
+        config = msgspec.structs.replace(config, draft=draft)
+        drafter = self.make_drafter(config, reuse=reuse)
+        return RunPlan(
+            config=config, prompt_text=prompt_text, prompt_tokens=prompt_tokens, reuse=reuse, drafter=drafter,
+            draft_length=DraftLength(config.draft) if drafter is not None else None,
+            policy=make_policy(config, drafter),
+        )
 
     def header(self, config: RunConfig, prompt_text: str, prompt_tokens: list[int]) -> Header:
         artifacts = Artifacts(
@@ -365,19 +267,16 @@ class Engine:
         """
         config = config or self.config
         config.validate()
-        prompt_text, prompt_tokens = self.prepare_prompt(config)
-        config = self.seed_cost(config)
-        header = self.header(config, prompt_text, prompt_tokens)  # fingerprints: not the model's time
-        header.batch_noise = self.calibrate(config, prompt_tokens=len(prompt_tokens))
+        prompt = self.prepare_prompt(config)
+        batch_noise = self.calibrate(config, prompt_tokens=len(prompt[1]))
         self.warm_up(config)  # nothing when a dashboard warmed this engine for the run already
+        plan = self.plan(config, prompt)
+        header = self.header(plan.config, *prompt)  # fingerprints: not the model's time
+        header.batch_noise = batch_noise
         header.warmup_ms, header.warmup_sizes = round(self._warmup[0], 3), self._warmup[1]
         self._warmup = (0.0, [])
-        reuse = self.reuses_cache(config)
-        self._cache_owner = config.conversation
-        config = header.config = self.price_drafting(config, prompt_tokens, reuse)
-        drafter = self.make_drafter(config, reuse=reuse)
-        draft_length = DraftLength(config.draft) if drafter is not None else None
-        policy = self.make_policy(config, drafter)
+        drafter, draft_length, policy = plan.drafter, plan.draft_length, plan.policy
+        prompt_tokens = plan.prompt_tokens
         t0 = time.perf_counter_ns()
         yield header
         samples: deque[MemorySample] = deque()  # appended by the sampler thread, drained here
@@ -387,18 +286,7 @@ class Engine:
         output: list[int] = []  # every emitted token: the error End's count, the suffix memory
         end: End | None = None
         try:
-            for event in decode(
-                self.target,
-                prompt_tokens,
-                sampler=Sampler(config.sampling),
-                max_tokens=config.max_tokens,
-                drafter=drafter,
-                draft_length=draft_length,
-                t0_ns=t0,
-                stop=stop,
-                policy=policy,
-                reuse=reuse,
-            ):
+            for event in plan.decode(self.target, t0_ns=t0, stop=stop):
                 while samples:
                     sample = samples.popleft()
                     if policy is not None:
@@ -422,9 +310,9 @@ class Engine:
                 sampler.stop()
         if draft_length is not None and draft_length.adaptive:
             merge_run_curve(self.cost_key(), draft_length.cost.measured())
-        lookup = drafter.lookup if isinstance(drafter, ChainDrafter) else drafter
-        if isinstance(lookup, SuffixDrafter):  # the whole output into its memory (saved)
-            lookup.finish([*prompt_tokens, *output])
+        finish = getattr(drafter, "finish", None)
+        if finish is not None:  # a drafter that learns from outputs (suffix memory) takes them
+            finish([*prompt_tokens, *output])
         if sampler is not None:
             samples.append(sampler.sample_now())
             while samples:

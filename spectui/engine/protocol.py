@@ -11,11 +11,14 @@ A ``Drafter`` proposes up to ``k`` tokens that continue a history.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
 from spectui.recording.schema import ModelArtifacts
+
+if TYPE_CHECKING:
+    from spectui.config import BackendConfig
 
 
 @runtime_checkable
@@ -77,6 +80,14 @@ class Backend(Protocol):
     def runtime_info(self) -> dict[str, str]:
         """Runtime versions and offload settings, for the recording header."""
 
+    def second_context(self, settings: BackendConfig) -> Backend:
+        """Another context (KV cache) over the same weights with ``settings``, for a
+        measurement that must not touch this one's cache; the caller closes it."""
+
+    def batch_invariant_settings(self) -> BackendConfig | None:
+        """Settings under which evaluating a block gives bit-identical logits to evaluating
+        its tokens one at a time (``--deterministic``), or None where none is known."""
+
     def close(self) -> None:
         """Free the model and its context."""
 
@@ -128,3 +139,6 @@ class Drafter(Protocol):
         """
 
     def close(self) -> None: ...
+
+    # Optional: ``finish(history)``, called once with the run's whole history (prompt and
+    # output) when it ends, for a drafter that learns from outputs (suffix decoding's memory).

@@ -42,7 +42,7 @@ CHANGE_FIELDS = (
 LINE_CHANGE_FIELDS = (("target_sha256", "target sha256"), *CHANGE_FIELDS)
 
 #: What makes a host's line: a group's key without the target file (``trend.KEY_FIELDS``).
-LINE_FIELDS = ("host", "backend", "mode", "drafter", "k", "sampling", "prompt")
+LINE_FIELDS = ("host", "backend", "mode", "drafter", "k", "label", "sampling", "prompt")
 
 #: The smallest tok/s drop called a slowdown (a share of the median before), whatever the noise.
 MIN_NOISE = 0.05

@@ -22,7 +22,7 @@ from spectui.metrics.stats import nanmedian
 
 #: What makes a series comparable across hosts: the model by its display name (two hosts may
 #: hold different files of it: their sha256 is then among what differs), and the settings.
-SERIES_FIELDS = ("backend", "mode", "drafter", "k", "sampling", "prompt")
+SERIES_FIELDS = ("backend", "mode", "drafter", "k", "label", "sampling", "prompt")
 
 
 @dataclass
@@ -60,8 +60,7 @@ class SideBySide:
     @property
     def title(self) -> str:
         s = self.series
-        mode = s["drafter"] + (f" {s['k']}" if s["k"] else "")
-        return f"{self.target} · {s['backend']} · {mode} · {s['sampling']} · prompt {s['prompt']}"
+        return f"{self.target} · {s['backend']} · {s['label']} · {s['sampling']} · prompt {s['prompt']}"
 
 
 def runtime_text(runtime_json: str) -> str:

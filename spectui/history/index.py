@@ -28,13 +28,14 @@ from pathlib import Path
 from spectui import paths, storage
 from spectui.errors import SpectuiError
 from spectui.format import model_name
+from spectui.history.labels import run_label
 from spectui.recording.schema import Header
 from spectui.recording.writer import SUFFIX
 
 #: Bumped whenever the table's columns or their meaning change: an index with another value is
 #: rebuilt (it may come from an older spectui, or a newer one). 2: models by their file name.
-#: 3: the OS a column of its own (``host_detail`` the rest).
-INDEX_SCHEMA = 3
+#: 3: the OS a column of its own (``host_detail`` the rest). 4: each run's one label (``label``).
+INDEX_SCHEMA = 4
 INDEX_FILE = "history.sqlite"
 #: the file ``spectui sweep`` writes into its folder (``spectui.lab.sweep.MANIFEST``; lab sits
 #: beside this package, so the name is repeated rather than imported)
@@ -73,6 +74,9 @@ class IndexedRun:
     draft_source: str = ""  # as the configuration names it: "ngram" or a path (sweep floors use it)
     draft_sha256: str = ""
     k: str = ""  # "K=4", "K=1..16 adaptive", "" for AR
+    #: the run's one label, as the dashboard's header and compare columns give it
+    #: (``history.labels.run_label``): "spec n-gram K=1..16 adaptive", "AR", ...
+    label: str = ""
     k_value: int = 0
     sampling: str = ""
     prompt: str = ""  # the prompt's name, else a digest and its first words
@@ -377,12 +381,16 @@ def fill_from_header(run: IndexedRun, h: Header) -> None:
     run.target_name = model_name(a.target.path or c.target) if a.target.path or not a.target.name else a.target.name
     run.chat_template = a.target.chat_template_sha256
     run.backend, run.mode = c.backend.name, c.mode
+    draft_path = a.draft.path if a.draft is not None else ""
+    run.label = run_label(c, draft_path)
     if c.mode == "ar":
         run.drafter, run.k = "AR", ""
+    elif c.backend.name == "server":  # the server drafts as it is configured: one series whatever ours said
+        run.drafter, run.k = "server", ""
     else:
         d = c.draft
         name = os.path.basename(d.source) if d.has_model else ""
-        run.drafter = d.drafter_label if not d.has_model else model_name(a.draft.path if a.draft is not None and a.draft.path else name)
+        run.drafter = d.drafter_label if not d.has_model else model_name(draft_path or name)
         run.draft_source, run.k, run.k_value = d.source, d.k_label(), d.k
         run.draft_sha256 = a.draft.sha256 if a.draft is not None else ""
     s = c.sampling

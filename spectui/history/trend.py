@@ -1,8 +1,9 @@
 """Indexed runs as series: groups, the artifact changes inside them, staleness, sweep floors.
 
 A group (a series) is the runs that should measure the same thing: one host, one target file
-(sha256), one backend, mode, drafter and K, one sampling setup, one prompt. Inside a group,
-anything else frozen in the headers that moves is an *artifact change*: the runtime versions,
+(sha256), one backend, one run label (mode, drafter and K: ``labels.run_label``, the label the
+dashboard's header gives the run), one sampling setup, one prompt. Inside a group, anything
+else frozen in the headers that moves is an *artifact change*: the runtime versions,
 the draft model's sha256, the chat template, the host's OS, Python and GPU, the spectui version.
 Each is marked at the first run that has it, with every number's median over the runs since
 the previous change against its median over the runs from this change to the next one: the
@@ -42,8 +43,10 @@ METRICS = (
     ("peak_rss_bytes", "peak RSS", False),
 )
 
-#: What makes a group, in display order.
-KEY_FIELDS = ("host", "target_sha256", "backend", "mode", "drafter", "k", "sampling", "prompt")
+#: What makes a group, in display order. ``label`` (the run's one label: the header's, the
+#: compare column's) tells apart what mode, drafter and K alone do not (a chain in front of a
+#: draft model); those stay in the key for ``--json`` and the sweep floors.
+KEY_FIELDS = ("host", "target_sha256", "backend", "mode", "drafter", "k", "label", "sampling", "prompt")
 
 
 @dataclass(frozen=True)
@@ -96,11 +99,15 @@ class Group:
         return model_name(self.target_name or "?", self.target_quant)
 
     @property
+    def label(self) -> str:
+        """The runs' one label (``history.labels.run_label``), as the dashboard's header shows it."""
+        return self.key["label"]
+
+    @property
     def title(self) -> str:
         k = self.key
-        mode = k["drafter"] + (f" {k['k']}" if k["k"] else "")
         target = f"{self.target_label} ({k['target_sha256'][:12] or 'no sha256'})"
-        return f"{k['host']} · {target} · {k['backend']} · {mode} · {k['sampling']} · prompt {k['prompt']}"
+        return f"{k['host']} · {target} · {k['backend']} · {self.label} · {k['sampling']} · prompt {k['prompt']}"
 
     def floor_checks(self) -> list[tuple[str, float, float, bool]]:
         """The newest run against the sweep's floor: (metric label, value, floor, passed)."""

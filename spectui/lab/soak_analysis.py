@@ -24,12 +24,13 @@ import datetime as dt
 import math
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 import msgspec
 
 from spectui.errors import SpectuiError
 from spectui.metrics.envelope import EnvelopeFacts, EnvelopeLine, EnvelopeMonitor, envelope_lines, header_envelope, low_acceptance_streak
-from spectui.recording.reader import Recording, iter_events, read_recording
+from spectui.recording.reader import Recording, read_header, read_recording
 from spectui.recording.schema import End, Event, Header, MemorySample, Step
 from spectui.recording.writer import SUFFIX
 
@@ -133,12 +134,7 @@ def soak_paths(folder: str | Path) -> list[Path]:
     paths = sorted(folder.glob("*" + SUFFIX))
     if not paths:
         raise SpectuiError(f"no recordings ({SUFFIX}) in {folder}")
-    headers = []
-    for p in paths:
-        events = iter_events(p)
-        headers.append(next(events))  # the header alone: the file is not read further
-        events.close()
-    return [p for _, p in _in_run_order(list(zip(headers, paths)))]
+    return [p for _, p in _in_run_order([(read_header(p), p) for p in paths])]
 
 
 def analyze_folder(folder: str | Path, thresholds: SoakThresholds | None = None) -> SoakReport:
@@ -154,10 +150,13 @@ def _started_at(header: Header) -> float | None:
         return None
 
 
-def _in_run_order(items: list[tuple[Header, object]]) -> list[tuple[Header, object]]:
+_Item = TypeVar("_Item")  # what travels with each header: a path, a session's events
+
+
+def _in_run_order(items: list[tuple[Header, _Item]]) -> list[tuple[Header, _Item]]:
     """By the headers' wall-clock starts; if any header lacks one, in the order given."""
-    starts = [_started_at(h) for h, _ in items]
-    if any(t is None for t in starts):
+    starts = [t for h, _ in items if (t := _started_at(h)) is not None]
+    if len(starts) < len(items):
         return items
     return [item for _, item in sorted(zip(starts, items), key=lambda x: x[0])]
 
@@ -201,8 +200,7 @@ class _Soak:
         last_us = 0
         prev_t: int | None = None  # the previous token's time in this session (µs)
         for ev in events:
-            kind = type(ev)
-            if kind is Step:
+            if type(ev) is Step:
                 if not ev.t_us:
                     continue
                 last_us = max(last_us, ev.t_us[-1])
@@ -216,11 +214,11 @@ class _Soak:
                         w[4] += 1
                         w[5] += (t - prev_t) / 1e6
                     prev_t = t
-            elif kind is MemorySample:
+            elif type(ev) is MemorySample:
                 last_us = max(last_us, ev.t_us)
                 self.samples.append((offset + ev.t_us / 1e6, ev.rss, ev.swap_used))
                 monitor.add(ev)
-            elif kind is End:
+            elif type(ev) is End:
                 last_us = max(last_us, ev.t_us)
                 self.complete += 1
                 monitor.add_end(ev)
@@ -284,13 +282,18 @@ def analyze_soak(
     already are (then they are consumed one at a time, as ``analyze_folder`` does)."""
     th = thresholds or SoakThresholds()
     th.validate()
-    events_of = (lambda item: item.events if isinstance(item, Recording) else item)  # noqa: E731
+
+    def events_of(item: Recording | Sequence[Event]) -> Sequence[Event]:
+        return item.events if isinstance(item, Recording) else item
+
     if not ordered:
-        items = [events_of(item) for item in inputs]
-        for events in items:
-            if not events or type(events[0]) is not Header:
+        headed: list[tuple[Header, Sequence[Event]]] = []
+        for events in map(events_of, inputs):
+            first = events[0] if events else None
+            if type(first) is not Header:
                 raise SpectuiError("a soak session must start with a header record")
-        inputs = [events for _, events in _in_run_order([(events[0], events) for events in items])]
+            headed.append((first, events))
+        inputs = [events for _, events in _in_run_order(headed)]
     soak = _Soak(th.window_s)
     for item in inputs:
         soak.add(events_of(item))

@@ -367,7 +367,7 @@ def aggregate(runs: Sequence[SweepRun], summaries: dict[int, Summary]) -> tuple[
 def knees(rows: Sequence[SweepRow]) -> list[Knee]:
     out = []
     for tier in dict.fromkeys(r.tier for r in rows):
-        curve = sorted(((int(r.value), r.speedup) for r in rows if r.tier == tier and r.knob == "k" and r.speedup == r.speedup))
+        curve = sorted((int(r.value), r.speedup) for r in rows if r.tier == tier and r.knob == "k" and r.speedup == r.speedup)
         if not curve:
             continue
         best_k, best = max(curve, key=lambda kv: kv[1])

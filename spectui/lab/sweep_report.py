@@ -18,9 +18,9 @@ import msgspec
 
 from spectui.charts import Axis, Panel, Series, render
 from spectui.errors import SpectuiError
+from spectui.format import num_or_na, text_table
 from spectui.lab.sweep import SweepResult, SweepRow
 from spectui.metrics.stats import Summary, nanpercentile
-from spectui.format import num_or_na, text_table
 
 _MIB = 2**20
 SWAP_SLACK = 64 * _MIB

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from typing import TypeVar
 
 import msgspec
 
@@ -82,12 +83,16 @@ def _gib(n: float) -> str:
     return f"{n / 2**30:.1f} GiB"
 
 
-def _max(a: float | None, b: float | None) -> float | None:
-    return b if a is None else a if b is None else max(a, b)
+_Num = TypeVar("_Num", int, float)
 
 
-def _min(a: float | None, b: float | None) -> float | None:
-    return b if a is None else a if b is None else min(a, b)
+def _max(a: _Num | None, b: _Num) -> _Num:
+    """The larger of a running maximum (None: no reading yet) and a new reading."""
+    return b if a is None else max(a, b)
+
+
+def _min(a: _Num | None, b: _Num) -> _Num:
+    return b if a is None else min(a, b)
 
 
 class EnvelopeMonitor:
@@ -98,9 +103,9 @@ class EnvelopeMonitor:
         self.env = envelope
         self.f = EnvelopeFacts(envelope=envelope)
         self._breached: set[str] = set()
-        # per-session counters and what earlier sessions added up to
-        self._base = {"swap": 0, "red": 0.0, "throttle": 0}
-        self._last = {"swap": 0, "red": 0.0, "throttle": 0}
+        # per-session counters and what earlier sessions added up to (bytes, ms, events)
+        self._base = {"swap": 0, "red_ms": 0, "throttle": 0}
+        self._last = {"swap": 0, "red_ms": 0, "throttle": 0}
         self._red_prev_ms: int | None = None
         self._red_run_s = 0.0
         self._other_sum = 0.0
@@ -145,8 +150,8 @@ class EnvelopeMonitor:
             grew = self._red_prev_ms is not None and s.red_pressure_ms > self._red_prev_ms
             self._red_run_s = self._red_run_s + (s.red_pressure_ms - (self._red_prev_ms or 0)) / 1000 if grew else 0.0
             self._red_prev_ms = s.red_pressure_ms
-            self._last["red"] = s.red_pressure_ms / 1000
-            f.red_total_s = self._base["red"] + s.red_pressure_ms / 1000
+            self._last["red_ms"] = s.red_pressure_ms
+            f.red_total_s = (self._base["red_ms"] + s.red_pressure_ms) / 1000
             f.longest_red_s = max(f.longest_red_s or 0.0, self._red_run_s)
             if self._red_run_s > env.max_red_pressure_s:
                 out += self._breach(
@@ -184,11 +189,11 @@ class EnvelopeMonitor:
         if s.temperature_mc is not None:
             f.max_temperature_c = _max(f.max_temperature_c, s.temperature_mc / 1000)
         if s.cpu_freq_pct is not None:
-            f.min_cpu_freq_pct = int(_min(f.min_cpu_freq_pct, s.cpu_freq_pct))  # type: ignore[arg-type]
+            f.min_cpu_freq_pct = _min(f.min_cpu_freq_pct, s.cpu_freq_pct)
         if s.thermal_level is not None:
-            f.max_thermal_level = int(_max(f.max_thermal_level, s.thermal_level))  # type: ignore[arg-type]
+            f.max_thermal_level = _max(f.max_thermal_level, s.thermal_level)
         if s.fan_rpm is not None:
-            f.max_fan_rpm = int(_max(f.max_fan_rpm, s.fan_rpm))  # type: ignore[arg-type]
+            f.max_fan_rpm = _max(f.max_fan_rpm, s.fan_rpm)
         return out
 
     def add_end(self, end: End) -> None:
@@ -215,11 +220,10 @@ def judge_sessions(sessions: Iterable[Sequence[Event]], envelope: EnvelopeConfig
         monitor.new_session(offset)
         last_us = 0
         for ev in events:
-            kind = type(ev)
-            if kind is MemorySample:
+            if type(ev) is MemorySample:
                 monitor.add(ev)
                 last_us = max(last_us, ev.t_us)
-            elif kind is End:
+            elif type(ev) is End:
                 monitor.add_end(ev)
                 last_us = max(last_us, ev.t_us)
         offset += last_us / 1e6

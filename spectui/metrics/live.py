@@ -109,18 +109,17 @@ class LiveRun:
             self.feed(ev)
 
     def feed(self, ev: Event) -> None:
-        kind = type(ev)
-        if kind is Step:
+        if type(ev) is Step:
             self._step(ev)
-        elif kind is MemorySample:
+        elif type(ev) is MemorySample:
             self._memory(ev)
-        elif kind is Prefill:
+        elif type(ev) is Prefill:
             self.prefill = ev
-        elif kind is Header:
+        elif type(ev) is Header:
             self.header = ev
-        elif kind is End:
+        elif type(ev) is End:
             self.end = ev
-        elif kind is PolicyChange:
+        elif type(ev) is PolicyChange:
             self.policy_changes.append(ev)
             self.policy_marks.append(len(self.tokens))
         self.n_events += 1

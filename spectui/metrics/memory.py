@@ -172,7 +172,7 @@ class MemorySampler:
     def _read_pressure(self) -> float:
         try:
             return self._host.pressure()
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - a missing pressure reading must not stop the sampler
             return -1.0
 
     def _mlx(self) -> tuple[int, int, int, int]:
@@ -188,15 +188,15 @@ class MemorySampler:
             fn = getattr(mx, name, None) or getattr(getattr(mx, "metal", None), name, None)
             try:
                 values.append(int(fn()) if fn is not None else -1)
-            except Exception:
+            except Exception:  # noqa: BLE001 - a missing MLX reading must not stop the sampler
                 values.append(-1)
         if self._mlx_working_set is None:
             self._mlx_working_set = 0
             info = getattr(mx, "device_info", None) or getattr(getattr(mx, "metal", None), "device_info", None)
             try:
                 self._mlx_working_set = int(info()["max_recommended_working_set_size"]) if info else 0
-            except Exception:
-                pass  # CPU backends have no such limit
+            except Exception:  # noqa: BLE001 - CPU backends have no such limit
+                pass
         return values[0], values[1], values[2], self._mlx_working_set
 
     # -- the thread -----------------------------------------------------------------------

@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Sequence
 from statistics import NormalDist
+from typing import Literal
 
 import msgspec
 import numpy as np
@@ -73,8 +74,7 @@ def summarize(events: Iterable[Event]) -> Summary:
     draft_us = verify_us = 0
     memory: list[MemorySample] = []
     for ev in events:
-        kind = type(ev)
-        if kind is Step:
+        if type(ev) is Step:
             times.extend(ev.t_us)
             s.draft_forwards += ev.draft_forwards
             draft_us += ev.draft_us
@@ -82,14 +82,14 @@ def summarize(events: Iterable[Event]) -> Summary:
             if ev.drafted:
                 drafted_per_block.append(ev.drafted)
                 accepted_per_block.append(ev.accepted)
-        elif kind is MemorySample:
+        elif type(ev) is MemorySample:
             memory.append(ev)
-        elif kind is Prefill:
+        elif type(ev) is Prefill:
             fill_prefill(s, ev)
-        elif kind is End:
+        elif type(ev) is End:
             s.finish_reason = ev.reason
             s.error = ev.error
-        elif kind is Header:
+        elif type(ev) is Header:
             s.n_prompt_tokens = len(ev.prompt_tokens)
 
     s.draft_ms = draft_us / 1000
@@ -190,7 +190,7 @@ def nanmedian(values: Iterable[float]) -> float:
     return float(np.median(v)) if v else float("nan")
 
 
-def nanpercentile(values: Iterable[float], q: float, *, method: str = "linear") -> float:
+def nanpercentile(values: Iterable[float], q: float, *, method: Literal["linear", "lower", "higher", "nearest", "midpoint"] = "linear") -> float:
     """numpy's percentile ``q`` (0-100, ``method`` as numpy names it) of the values that are
     numbers; NaN if none."""
     v = [x for x in values if x == x]

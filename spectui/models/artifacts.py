@@ -19,9 +19,7 @@ import psutil
 
 from spectui.models.gguf import GGUFInfo
 from spectui.models.json_cache import read_entries, write_entry
-from spectui.paths import cache_dir
 from spectui.recording.schema import HostInfo, ModelArtifacts
-
 
 FINGERPRINTS = "fingerprints.json"
 
@@ -31,8 +29,9 @@ def file_sha256(path: str, *, cache: Path | None = None) -> str:
     st = os.stat(path)
     key = f"{os.path.abspath(path)}|{st.st_size}|{st.st_mtime_ns}"
     known = read_entries(FINGERPRINTS, cache)
-    if isinstance(known.get(key), str):
-        return known[key]
+    hit = known.get(key)
+    if isinstance(hit, str):
+        return hit
     h = hashlib.sha256()
     with open(path, "rb") as f:
         while chunk := f.read(1 << 22):

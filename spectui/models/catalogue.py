@@ -31,7 +31,7 @@ import json
 import os
 import re
 import struct
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import msgspec
@@ -39,10 +39,10 @@ import msgspec
 from spectui import storage
 from spectui.errors import SpectuiError
 from spectui.format import model_name
-from spectui.models.artifacts import cache_dir
 from spectui.models.gguf import read_gguf
 from spectui.models.registry import DEFAULT_MODEL, embedded_model_path
 from spectui.models.vocab import VocabFacts, VocabSignature
+from spectui.paths import cache_dir
 
 OLLAMA_MODEL_LAYER = "application/vnd.ollama.image.model"
 #: every shard of a split GGUF but the first (llama.cpp opens the rest from it)
@@ -183,7 +183,7 @@ def discover(folders: Sequence[str] = (), env: Mapping[str, str] | None = None) 
     return Catalogue(models=models, notes=notes)
 
 
-def _note_unreadable(notes: list[str]):
+def _note_unreadable(notes: list[str]) -> Callable[[OSError], None]:
     def note(exc: OSError) -> None:
         notes.append(f"cannot read folder {exc.filename}: {exc.strerror or exc}")
 

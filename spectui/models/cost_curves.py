@@ -71,8 +71,10 @@ def merge_run_curve(key: str, measured: dict[int, float], *, cache: Path | None 
     for n in range(2, top + 1):
         if n in measured and n in prior:
             merged[n] = prior[n] + RUN_WEIGHT * (measured[n] - prior[n])
-        elif n in measured or n in prior:
-            merged[n] = measured.get(n, prior.get(n))
+        elif n in measured:
+            merged[n] = measured[n]
+        elif n in prior:
+            merged[n] = prior[n]
     sizes = sorted(merged)
     relative = tuple(_interpolate(merged, sizes, n) for n in range(1, top + 1))
     save_curve(key, CostCurve(relative=relative, source="runs"), cache=cache)

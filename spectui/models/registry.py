@@ -30,9 +30,9 @@ def embedded_model_path(name: str = DEFAULT_MODEL) -> str:
             if os.path.isfile(path):
                 return path
     try:
-        located = metadata.distribution(dist).locate_file(f"{package}/{filename}")
+        located = str(metadata.distribution(dist).locate_file(f"{package}/{filename}"))
         if os.path.isfile(located):
-            return str(located)
+            return located
     except metadata.PackageNotFoundError:
         pass
     raise SpectuiError(

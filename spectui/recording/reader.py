@@ -28,10 +28,10 @@ from __future__ import annotations
 import gc
 import os
 import zlib
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, Union
+from typing import BinaryIO
 
 import msgspec
 
@@ -51,8 +51,8 @@ from spectui.recording.writer import CRC_SEED, MAGIC, MAX_FRAME_BYTES
 #: Read size: large enough that per-read and per-check overhead vanish, small enough to stream.
 CHUNK_BYTES = 4 << 20
 
-ArrayEvent = Union[Step, MemorySample]
-MapEvent = Union[Header, Prefill, PolicyChange, End]
+ArrayEvent = Step | MemorySample
+MapEvent = Header | Prefill | PolicyChange | End
 _decode_array = msgspec.msgpack.Decoder(ArrayEvent).decode
 _decode_map = msgspec.msgpack.Decoder(MapEvent).decode
 
@@ -295,12 +295,24 @@ def _batches(path: Path, tail: _Tail) -> Iterator[list[Event]]:
             raise RecordingError(f"{path} was cut off before its header record was complete (at byte {at})")
 
 
-def iter_events(path: str | os.PathLike[str]) -> Iterator[Event]:
+def iter_events(path: str | os.PathLike[str]) -> Generator[Event, None, None]:
     """Stream the events of a recording, header first; stops quietly at a torn tail
     (``read_recording`` reports it). Raises ``RecordingError`` for anything unreadable,
     after yielding every good event before the damage."""
     for batch in _batches(Path(path), _Tail()):
         yield from batch
+
+
+def read_header(path: str | os.PathLike[str]) -> Header:
+    """The recording's header alone: the rest of the file is not read. Raises
+    ``RecordingError`` as ``iter_events`` does."""
+    events = iter_events(path)
+    try:
+        header = next(events)
+    finally:
+        events.close()
+    assert type(header) is Header  # _batches starts with a checked header or raises
+    return header
 
 
 def read_recording(path: str | os.PathLike[str]) -> Recording:

@@ -139,12 +139,11 @@ class Redactor:
         out: list[Event] = []
         position = 0  # output position of the next token: stand-ins are keyed by it
         for ev in events:
-            kind = type(ev)
-            if kind is Header:
+            if type(ev) is Header:
                 if ev.redaction is not None:
                     raise SpectuiError("the recording is a redacted copy already")
                 out.append(self.header(ev, quality_passed=quality_passed))
-            elif kind is Step:
+            elif type(ev) is Step:
                 n = len(ev.tokens)
                 positions = range(position, position + n)
                 runners = ev.runner_up
@@ -157,7 +156,7 @@ class Redactor:
                     )
                 )
                 position += n
-            elif kind is End and ev.error:
+            elif type(ev) is End and ev.error:
                 cls, sep, message = ev.error.partition(":")
                 error = f"{cls}: {self.text(message.strip())}" if sep else self.text(ev.error)
                 out.append(msgspec.structs.replace(ev, error=error))

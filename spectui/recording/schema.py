@@ -20,7 +20,7 @@ Encoding notes (why the structs look the way they do):
 from __future__ import annotations
 
 from enum import IntEnum
-from typing import Literal, Union
+from typing import Literal
 
 import msgspec
 
@@ -137,7 +137,7 @@ class Artifacts(msgspec.Struct, kw_only=True):
 
 class BatchNoise(msgspec.Struct, kw_only=True):
     """How far this backend's logits move with the shape of an evaluation, measured on the
-    model and settings a run used (``spectui.engine.noise``).
+    model and settings a run used (``spectui.engine.host.noise``).
 
     The same tokens were evaluated one at a time (as AR does) and in blocks (as verification
     does) from an empty cache to ``depth``; ``by_depth[i]`` is the largest absolute logit
@@ -338,6 +338,6 @@ class End(msgspec.Struct, tag=6, kw_only=True):
     other_processes: list[OtherProcess] = msgspec.field(default_factory=list)
 
 
-Event = Union[Header, Prefill, Step, MemorySample, PolicyChange, End]
+Event = Header | Prefill | Step | MemorySample | PolicyChange | End
 
 EVENT_NAMES = {Header: "header", Prefill: "prefill", Step: "step", MemorySample: "memory", PolicyChange: "policy", End: "end"}

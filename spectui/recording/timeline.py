@@ -17,12 +17,11 @@ from spectui.recording.schema import End, Event, Header, MemorySample, PolicyCha
 
 
 def event_time_us(ev: Event) -> int:
-    kind = type(ev)
-    if kind is Step:
+    if type(ev) is Step:
         return ev.t_us[-1] if ev.t_us else 0
-    if kind is Prefill:
+    if type(ev) is Prefill:
         return ev.t_end_us
-    if kind in (MemorySample, PolicyChange, End):
+    if isinstance(ev, (MemorySample, PolicyChange, End)):
         return ev.t_us
     return 0  # Header
 
@@ -30,12 +29,11 @@ def event_time_us(ev: Event) -> int:
 def shift_event(ev: Event, d_us: int) -> Event:
     """``ev`` with its times ``d_us`` earlier (an interleaved session's clock, see
     ``spectui.sessions.runner``); the header is t=0 and stays."""
-    kind = type(ev)
-    if kind is Step:
+    if type(ev) is Step:
         return msgspec.structs.replace(ev, t_us=[t - d_us for t in ev.t_us])
-    if kind is Prefill:
+    if type(ev) is Prefill:
         return msgspec.structs.replace(ev, t_start_us=ev.t_start_us - d_us, t_end_us=ev.t_end_us - d_us)
-    if kind in (MemorySample, PolicyChange, End):
+    if isinstance(ev, (MemorySample, PolicyChange, End)):
         return msgspec.structs.replace(ev, t_us=ev.t_us - d_us)
     return ev
 

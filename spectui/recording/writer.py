@@ -30,7 +30,6 @@ what survives a power loss.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import os
 import re
@@ -77,6 +76,8 @@ class RecordingWriter:
         self.path = Path(path)
         self._encode = msgspec.msgpack.Encoder().encode
         self._lock = threading.Lock()
+        #: Why a write failed (the file is then closed, and later writes fail the same way).
+        self._failed: str | None = None
         try:
             _prepare_folder(self.path.parent)
             try:
@@ -91,12 +92,12 @@ class RecordingWriter:
             except BaseException:
                 os.close(fd)
                 raise
-            self._file.write(MAGIC)
-            self._file.flush()
-            #: Bytes written so far (buffered ones included): the file size after ``close``.
-            self.size = len(MAGIC)
         except OSError as e:
             raise SpectuiError(f"cannot write recording {self.path}: {e.strerror or e}") from None
+        with self._lock:
+            self._append(MAGIC, flush=True)
+        #: Bytes written so far (buffered ones included): the file size after ``close``.
+        self.size = len(MAGIC)
 
     def write(self, event: Event) -> None:
         payload = self._encode(event)  # tagged structs always carry their tag
@@ -106,27 +107,38 @@ class RecordingWriter:
         body = (_ONE_BYTE[n] if n < 128 else encode_varint(n)) + payload
         frame = body + zlib.crc32(body, CRC_SEED).to_bytes(4, "little")
         with self._lock:
-            try:
-                # One write call per frame: frames from two threads never interleave.
-                self._file.write(frame)
-                self.size += len(frame)
-                if type(event) is not MemorySample:
-                    self._file.flush()
-            except OSError as e:
-                raise SpectuiError(f"cannot write recording {self.path}: {e.strerror or e}") from None
+            # One write call per frame: frames from two threads never interleave.
+            self._append(frame, flush=type(event) is not MemorySample)
+            self.size += len(frame)
+
+    def _append(self, data: bytes, *, flush: bool) -> None:
+        """Write ``data`` (under the lock). A failed write (a full disk) closes the file at once,
+        dropping what is still buffered: every complete record already flushed stays, the cut
+        one reads as a torn tail, and nothing is left for Python to flush again at exit."""
+        if self._failed is not None:
+            raise SpectuiError(self._failed)  # the memory sampler's thread, after the engine's write failed
+        try:
+            self._file.write(data)
+            if flush:
+                self._file.flush()
+        except OSError as e:
+            self._failed = f"cannot write recording {self.path}: {e.strerror or e}"
+            storage.discard(self._file)
+            raise SpectuiError(self._failed) from None
 
     def close(self) -> None:
+        """Flush, fsync and close. After a failed write it only returns: that write raised the
+        error already, and the file is closed."""
         with self._lock:
             if self._file.closed:
                 return
             try:
                 self._file.flush()
                 os.fsync(self._file.fileno())
+                self._file.close()
             except OSError as e:
+                storage.discard(self._file)  # a flush that failed would fail again in close
                 raise SpectuiError(f"cannot write recording {self.path}: {e.strerror or e}") from None
-            finally:
-                with contextlib.suppress(OSError):  # a failed flush fails again in close
-                    self._file.close()
 
     @property
     def closed(self) -> bool:

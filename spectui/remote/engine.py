@@ -16,13 +16,13 @@ short (the CLI exits 1 for such an end). The node's process ends with the connec
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 
 import msgspec
 
 from spectui.config import RunConfig
 from spectui.errors import SpectuiError
-from spectui.recording.schema import BatchNoise, End, Event, Header, MemorySample, Step
+from spectui.recording.schema import BatchNoise, End, Event, Header, MemorySample, PolicyChange, Prefill, Step
 from spectui.remote.ssh import NodeChannel
 from spectui.remote.wire import BrokenStream, Hello, Reply, Request
 
@@ -98,7 +98,7 @@ class RemoteEngine:
             before()
         return self._ask(Request(op="calibrate", config=config)).batch_noise
 
-    def run(self, config: RunConfig | None = None, *, stop: threading.Event | None = None) -> Iterator[Event]:
+    def run(self, config: RunConfig | None = None, *, stop: threading.Event | None = None) -> Generator[Event, None, None]:
         config = config or self.config
         self._check_alive()
         if self._running:
@@ -137,6 +137,8 @@ class RemoteEngine:
                     started = True
                     yield msgspec.structs.replace(record, node=self.node)
                     continue
+                if not isinstance(record, (Prefill, Step, MemorySample, PolicyChange, End)):
+                    raise SpectuiError(f"node {self.node} sent a {type(record).__name__} record inside a run")
                 if type(record) is Step:
                     n_tokens += len(record.tokens)
                     last_t = record.t_us[-1] if record.t_us else last_t
@@ -144,7 +146,7 @@ class RemoteEngine:
                     last_t = max(last_t, record.t_us)
                 if type(record) is End:
                     ended = True
-                yield record  # type: ignore[misc]
+                yield record
                 if ended:
                     return
         finally:

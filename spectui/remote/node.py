@@ -51,8 +51,8 @@ class _Output:
     def write(self, record: object) -> None:
         self._send(frame(record))
 
-    def _send(self, data: bytes) -> None:
-        data = memoryview(data)
+    def _send(self, payload: bytes) -> None:
+        data = memoryview(payload)
         while data:
             try:
                 n = os.write(self._fd, data)

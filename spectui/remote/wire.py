@@ -18,7 +18,7 @@ import os
 import select
 import time
 import zlib
-from typing import Literal, Union
+from typing import Literal
 
 import msgspec
 
@@ -61,8 +61,8 @@ class Request(msgspec.Struct, kw_only=True, omit_defaults=True):
     config: RunConfig | None = None
 
 
-NodeRecord = Union[Header, Prefill, PolicyChange, End, Hello, Reply]
-_decode_array = msgspec.msgpack.Decoder(Union[Step, MemorySample]).decode
+NodeRecord = Header | Prefill | PolicyChange | End | Hello | Reply
+_decode_array = msgspec.msgpack.Decoder(Step | MemorySample).decode
 _decode_map = msgspec.msgpack.Decoder(NodeRecord).decode
 _encode = msgspec.msgpack.Encoder().encode
 encode_request = msgspec.json.Encoder().encode

@@ -36,7 +36,9 @@ def comparability(b: Header, c: Header) -> tuple[list[str], str]:
     """(why the two cannot be compared, what they were compared by) with a server involved."""
     why = []
     if (b.config.messages(), b.config.chat) != (c.config.messages(), c.config.chat):
-        how = lambda h: "chat" if h.config.chat else "raw"  # noqa: E731
+        def how(h: Header) -> str:
+            return "chat" if h.config.chat else "raw"
+
         why.append(f"the prompts differ ({how(b)} {len(b.config.prompt)} chars vs {how(c)} {len(c.config.prompt)} chars)")
     bs, cs = b.artifacts.target.sha256, c.artifacts.target.sha256
     if bs and cs:

@@ -42,8 +42,8 @@ from typing import Any
 
 from spectui import __version__
 from spectui.config import RunConfig
-from spectui.models.artifacts import host_info
 from spectui.errors import SpectuiError
+from spectui.models.artifacts import host_info
 from spectui.recording.schema import (
     Artifacts,
     BatchNoise,
@@ -130,7 +130,11 @@ class ServerEngine:
 
     @property
     def tokenizes(self) -> bool:
-        return self.vocab is not None and self.vocab.tokenizer is not None
+        return self._tokenizing() is not None
+
+    def _tokenizing(self) -> LocalVocabulary | None:
+        """The local vocabulary when it can tokenize; None: the server's ids are all there is."""
+        return self.vocab if self.vocab is not None and self.vocab.tokenizer is not None else None
 
     def request(self, config: RunConfig) -> tuple[str, dict[str, Any]]:
         """(endpoint, JSON body). ``--raw`` sends the prompt as is to ``/v1/completions``;
@@ -174,7 +178,7 @@ class ServerEngine:
             endpoint=endpoint,
             model_id=info.model_id,
             props=dict(info.props),
-            vocabulary=self.vocab.path if self.tokenizes else "",
+            vocabulary=self.vocab.path if self.vocab is not None and self.tokenizes else "",
             vocabulary_source=self.vocab.source if self.vocab is not None else "",
         )
         if self.vocab is not None and self.vocab.note:
@@ -200,7 +204,7 @@ class ServerEngine:
         *,
         stop: threading.Event | None = None,
         memory_interval_s: float | None = None,  # accepted for Engine.run's signature; see module doc
-    ) -> Iterator[Event]:
+    ) -> Generator[Event, None, None]:
         config = config or self.config
         config.validate()
         endpoint, body = self.request(config)
@@ -243,7 +247,7 @@ class ServerEngine:
                     break
         except (ServerError, MalformedChunk) as exc:
             error = str(exc)
-        except Exception as exc:  # a client bug must still end the session, not lose it
+        except Exception as exc:  # noqa: BLE001 - a client bug must still end the session, not lose it
             error = f"{type(exc).__name__}: {exc}"
         finally:
             stream.close()
@@ -278,10 +282,11 @@ class ServerEngine:
     def _count_prompt(self, config: RunConfig) -> int:
         """The prompt's length in tokens by the local vocabulary (0 = unknown). Only a count for
         the prefill rate: a local template that fails must not stop the server's session."""
-        if not self.tokenizes:
+        vocab = self._tokenizing()
+        if vocab is None:
             return 0
         try:
-            return self.vocab.count_prompt(config)  # type: ignore[union-attr]
+            return vocab.count_prompt(config)
         except SpectuiError:
             return 0
 
@@ -289,26 +294,28 @@ class ServerEngine:
         raw = chunk.text.encode("utf-8")
         entries, state.pending = state.pending + (chunk.logprobs or []), []
         server_ids = chunk.token_ids
-        if server_ids and len(entries) > len(server_ids) and all(e.id is not None for e in entries):
-            server_ids = [e.id for e in entries]  # type: ignore[misc]  # held-back tokens first
+        entry_ids = [e.id for e in entries if e.id is not None]
+        if server_ids and len(entries) > len(server_ids) and len(entry_ids) == len(entries):
+            server_ids = entry_ids  # held-back tokens first
+        vocab = self._tokenizing()
         # The server may send ids for some of the text's tokens only (llama-server sends no
         # chunk for a token that ends inside a character): then they are not this text's ids.
-        if server_ids and self.tokenizes and not self.vocab.spells(server_ids, raw):  # type: ignore[union-attr]
-            if len(self.vocab.ids(chunk.text)[0]) > len(server_ids):  # type: ignore[union-attr]
+        if server_ids and vocab is not None and not vocab.spells(server_ids, raw):
+            if len(vocab.ids(chunk.text)[0]) > len(server_ids):
                 server_ids = None  # too few for the text: its own tokens, re-tokenized, are closer
-        elif server_ids and not self.tokenizes and spelled_by_server(entries, server_ids, raw) is False:
+        elif server_ids and vocab is None and spelled_by_server(entries, server_ids, raw) is False:
             server_ids = None  # no ids rather than too few: the diff compares characters
         if server_ids:
             ids = server_ids
             method = "server"
-            if self.tokenizes:
-                pieces = [self.vocab.tokenizer.piece(t) for t in ids]  # type: ignore[union-attr]
+            if vocab is not None:
+                pieces = vocab.pieces(ids)
                 if b"".join(pieces) != raw:  # a normalising vocabulary: keep the server's bytes
                     pieces = [raw] + [b""] * (len(ids) - 1)
             else:
                 pieces = [raw] + [b""] * (len(ids) - 1)
-        elif self.tokenizes:
-            ids, pieces = self.vocab.ids(chunk.text)  # type: ignore[union-attr]
+        elif vocab is not None:
+            ids, pieces = vocab.ids(chunk.text)
             method = "re-tokenized"
         else:
             ids, pieces, method = [-1], [raw], "none"
@@ -317,7 +324,7 @@ class ServerEngine:
         state.n_tokens += len(ids)
         step = Step(ids, [_AR] * len(ids), pieces, [t_us] * len(ids))
         if state.margins.asked:
-            token_of = self.vocab.token_of if self.tokenizes else None  # type: ignore[union-attr]
+            token_of = vocab.token_of if vocab is not None else None
             top = state.margins.take(entries, ids, raw, token_of)
             if top is not None:
                 step.margins_milli, step.runner_up = top

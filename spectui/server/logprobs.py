@@ -188,7 +188,7 @@ def parse_logprobs(obj: Any) -> list[TokenLogprobs] | None:
         return None
     out = []
     for text, lp, top in zip(tokens, lps, tops):
-        alts: list[Alternative] = []
+        alts = []
         if isinstance(top, dict):
             alts = [Alternative(v, text=k) for k, v in ((k, _number(v)) for k, v in top.items()) if v is not None]
         out.append(TokenLogprobs(None, text if isinstance(text, str) else None, _number(lp), tuple(alts)))

@@ -55,7 +55,9 @@ def probe(client: ServerClient) -> ServerInfo:
         return info
     openapi = client.get("/openapi.json")
     doc = openapi.json() if openapi.ok else None
-    title = str(doc.get("info", {}).get("title", "")) if isinstance(doc, dict) else ""
+    if not isinstance(doc, dict):
+        doc = {}
+    title = str(doc.get("info", {}).get("title", ""))
     if "llama.cpp Python" in title:
         info = ServerInfo(LLAMA_CPP_PYTHON, version=str(doc["info"].get("version", "")), model_id=_pick_model(entries, 0))
         info.metrics_note = "llama-cpp-python exposes no /metrics"

@@ -18,12 +18,12 @@ import json
 import os
 
 from spectui.config import RunConfig
-from spectui.models.artifacts import model_artifacts
-from spectui.models.gguf import read_gguf
-from spectui.models.tokenizer import TextTokenizer
-from spectui.models.chat import apply_chat_template
 from spectui.errors import SpectuiError
+from spectui.models.artifacts import model_artifacts
+from spectui.models.chat import apply_chat_template
+from spectui.models.gguf import read_gguf
 from spectui.models.registry import resolve_model
+from spectui.models.tokenizer import TextTokenizer
 from spectui.recording.schema import ModelArtifacts
 
 
@@ -90,10 +90,14 @@ class LocalVocabulary:
             pieces = [raw] + [b""] * (len(ids) - 1)
         return ids, pieces
 
+    def pieces(self, ids: list[int]) -> list[bytes]:
+        """Each token's bytes."""
+        assert self.tokenizer is not None
+        return [self.tokenizer.piece(t) for t in ids]
+
     def spells(self, ids: list[int], raw: bytes) -> bool:
         """Whether ``ids``' pieces join to exactly ``raw`` (a server's ids cover its text)."""
-        assert self.tokenizer is not None
-        return b"".join(self.tokenizer.piece(t) for t in ids) == raw
+        return b"".join(self.pieces(ids)) == raw
 
     def token_of(self, text: str) -> int:
         """The one token whose piece is ``text``, or -1: a runner-up a server names only by its

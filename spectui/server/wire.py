@@ -26,7 +26,7 @@ import json
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from spectui.server.logprobs import TokenLogprobs, parse_logprobs
 
@@ -68,7 +68,7 @@ def parse_chunk(data: str) -> Chunk:
     """One SSE ``data`` payload (not ``[DONE]``) -> ``Chunk``; raises ``MalformedChunk``."""
     try:
         obj = json.loads(data)
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         raise MalformedChunk(f"malformed chunk (not JSON: {exc.msg} at character {exc.pos}): {_snippet(data)}") from None
     if not isinstance(obj, dict):
         raise MalformedChunk(f"malformed chunk (a JSON {type(obj).__name__}, not an object): {_snippet(data)}")
@@ -115,7 +115,7 @@ def _choice_text(choice: dict[str, Any], data: str) -> str:
     return "".join(p for p in parts if p)
 
 
-def _int_list(value: Any) -> bool:
+def _int_list(value: Any) -> TypeGuard[list[int]]:
     return isinstance(value, list) and bool(value) and all(isinstance(t, int) and not isinstance(t, bool) for t in value)
 
 

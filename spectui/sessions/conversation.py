@@ -23,7 +23,7 @@ from spectui import storage
 from spectui.config import ChatMessage, RunConfig
 from spectui.errors import SpectuiError
 from spectui.recording.output import output_text
-from spectui.recording.reader import iter_events, read_recording
+from spectui.recording.reader import read_header, read_recording
 from spectui.recording.schema import End, Event, Header
 from spectui.recording.writer import SUFFIX, free_path, mode_slug, new_folder_in, new_run_folder
 
@@ -154,11 +154,7 @@ def _turns(folder: str | Path, *, main: bool) -> list[tuple[Path, Header]]:
         raise SpectuiError(f"{folder}: not a folder")
     headers: list[tuple[Path, Header]] = []
     for path in sorted(base.glob("*" + SUFFIX)):
-        events = iter_events(path)
-        header = next(events, None)  # the header only: the rest of the file is not read
-        events.close()
-        if not isinstance(header, Header):
-            raise SpectuiError(f"{path}: an empty recording")
+        header = read_header(path)
         if not header.config.conversation:
             raise SpectuiError(f"{path}: not a turn of a conversation")
         headers.append((path, header))

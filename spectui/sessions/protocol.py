@@ -10,7 +10,7 @@ a node). ``spectui.sessions.open.open_engine`` picks one. (The protocol is not c
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from typing import Protocol, runtime_checkable
 
 from spectui.config import RunConfig
@@ -24,7 +24,7 @@ class EngineProtocol(Protocol):
     #: The configuration it was loaded for (its target, backend and draft model).
     config: RunConfig
 
-    def run(self, config: RunConfig | None = None, *, stop: threading.Event | None = None) -> Iterator[Event]:
+    def run(self, config: RunConfig | None = None, *, stop: threading.Event | None = None) -> Generator[Event, None, None]:
         """Yield ``Header``, ``Prefill``, ``Step``..., ``End`` (memory samples between them).
 
         Bad input (a prompt too long for the context, say) raises ``SpectuiError`` before the

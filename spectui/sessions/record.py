@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from pathlib import Path
 
 import msgspec
@@ -44,7 +44,7 @@ def record_session(
     stop: threading.Event | None = None,
     interleaved: bool = False,
     on_start: Callable[[Path | None], object] | None = None,
-) -> Iterator[Event]:
+) -> Generator[Event, None, None]:
     """Yield the session's events, each already written to its recording.
 
     ``on_start(path)`` is called once the engine accepted the configuration and the file
@@ -62,6 +62,7 @@ def record_session(
     writer: RecordingWriter | None = None
     try:
         header = next(events)  # validation happens here: raising now leaves no file
+        assert type(header) is Header  # every engine's run starts with its header (EngineProtocol.run)
         # who else uses the CPU: a snapshot now, the busiest others named in the End record;
         # a node's run (``--host``) names its own machine's, measured there
         local = not getattr(header, "node", "")

@@ -25,12 +25,12 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from pathlib import Path
 
 from spectui.config import RunConfig
-from spectui.engine.noise import CALIBRATION_DETAIL
+from spectui.engine.host.noise import CALIBRATION_DETAIL
 from spectui.errors import SpectuiError
 from spectui.recording.schema import Event, Step
 from spectui.sessions.notes import Note, Outbox, SessionEvents, SessionFinished, SessionStatus
@@ -92,7 +92,7 @@ class _Stream:
 
     def __init__(self, request: SessionRequest, engine: EngineProtocol, *, interleaved: bool = False) -> None:
         self.request = request
-        self.events: Iterator[Event] = record_session(
+        self.events: Generator[Event, None, None] = record_session(
             engine, request.config, request.record_to, stop=request.stop, interleaved=interleaved, on_start=self._started
         )
         self.outbox = Outbox()
@@ -114,7 +114,7 @@ class _Stream:
                     return True
         except SpectuiError as exc:  # bad input or disk trouble
             self.error = str(exc)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a bug ends the session with its name, not the engine thread
             self.error = f"{type(exc).__name__}: {exc}"
         return False
 
@@ -141,7 +141,7 @@ class SessionRunner:
         #: the second engine of interleaved pairs: its own contexts (two sessions never share
         #: a KV cache), kept while pairs of the same setup follow
         self.peer_engines = EngineCache(engine_factory)
-        self._requests: queue.Queue[SessionRequest | None] = queue.Queue()
+        self._requests: queue.Queue[SessionRequest | PairRequest | JobRequest | None] = queue.Queue()
         self._lock = threading.Lock()
         self._outstanding = 0  # submitted sessions not finished yet
         self._started = False
@@ -252,7 +252,7 @@ class SessionRunner:
         except SpectuiError as exc:
             request.post(SessionFinished(request.run_id, error=str(exc)))
             return None
-        except Exception as exc:  # a loader bug must not kill the engine thread
+        except Exception as exc:  # noqa: BLE001 - a loader bug must not kill the engine thread
             request.post(SessionFinished(request.run_id, error=f"{type(exc).__name__}: {exc}"))
             return None
         if request.stop.is_set():  # stopped while the models loaded: no prefill for nothing
@@ -282,7 +282,7 @@ class SessionRunner:
         except SpectuiError as exc:
             request.done(None, str(exc))
             return
-        except Exception as exc:  # a job's bug must not kill the engine thread
+        except Exception as exc:  # noqa: BLE001 - a job's bug must not kill the engine thread
             request.done(None, f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
             return
         request.done(result, "")
@@ -290,16 +290,15 @@ class SessionRunner:
     def _pair_session(self, pair: PairRequest) -> None:
         """Two sessions, one block each in turn, on two engines (see ``PairRequest``)."""
         first, second = pair.requests
-        engines = (self._load(first, self._engine_for), None)
-        if engines[0] is not None:
-            engines = (engines[0], self._load(second, self._peer_engine_for))
-        if engines[1] is None:
-            if engines[0] is not None:
+        engine_a = self._load(first, self._engine_for)
+        engine_b = self._load(second, self._peer_engine_for) if engine_a is not None else None
+        if engine_a is None or engine_b is None:
+            if engine_a is not None:
                 first.post(SessionFinished(first.run_id))
             else:
                 second.post(SessionFinished(second.run_id))
             return
-        streams = [_Stream(r, e, interleaved=True) for r, e in zip(pair.requests, engines)]
+        streams = [_Stream(r, e, interleaved=True) for r, e in zip(pair.requests, (engine_a, engine_b))]
         live = list(streams)
         while live:
             live = [s for s in live if s.pump()]

@@ -21,6 +21,7 @@ from spectui.errors import SpectuiError
 from spectui.recording.schema import Event
 from spectui.telemetry.otel import emit_session, require_otel
 
+
 def otlp_urls(endpoint: str) -> tuple[str, str]:
     """A base URL (as in OTEL_EXPORTER_OTLP_ENDPOINT) -> the traces and metrics URLs."""
     base = endpoint.rstrip("/")
@@ -71,9 +72,9 @@ class OtelDestination:
     ) -> None:
         require_otel()
         from opentelemetry.sdk.metrics import MeterProvider
-        from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+        from opentelemetry.sdk.metrics.export import MetricReader, PeriodicExportingMetricReader
         from opentelemetry.sdk.resources import Resource
-        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
         from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 
         if span_exporter is None and metric_reader is None and jsonl is None and endpoint is None:
@@ -85,7 +86,8 @@ class OtelDestination:
         self._jsonl = None
         self._closed = False
         self._endpoint = endpoint
-        processors, readers = [], []
+        processors: list[SpanProcessor] = []
+        readers: list[MetricReader] = []
         if span_exporter is not None:
             processors.append(SimpleSpanProcessor(span_exporter))
         if metric_reader is not None:

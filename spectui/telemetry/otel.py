@@ -78,8 +78,8 @@ _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 def require_otel() -> None:
     """Raise the one-line install hint when the extra is missing."""
     try:
-        import opentelemetry.sdk.metrics  # noqa: F401
-        import opentelemetry.sdk.trace  # noqa: F401
+        import opentelemetry.sdk.metrics
+        import opentelemetry.sdk.trace  # noqa: F401 - imported only to see that the extra is installed
     except ImportError:
         raise SpectuiError(MISSING_EXTRA) from None
 
@@ -206,15 +206,14 @@ def session_end_us(events: Sequence[Event]) -> int:
     a torn recording the latest thing it holds."""
     t = 0
     for ev in events:
-        kind = type(ev)
-        if kind is End:
+        if type(ev) is End:
             return ev.t_us
-        if kind is Step:
+        if type(ev) is Step:
             if ev.t_us:
                 t = max(t, ev.t_us[-1])
-        elif kind is Prefill:
+        elif type(ev) is Prefill:
             t = max(t, ev.t_end_us)
-        elif kind is MemorySample or kind is PolicyChange:
+        elif isinstance(ev, (MemorySample, PolicyChange)):
             t = max(t, ev.t_us)
     return t
 
@@ -253,7 +252,7 @@ def emit_session(events: Sequence[Event], *, tracer_provider: Any, meter_provide
     session = tracer.start_span(span_name(header), kind=kind, start_time=t0, attributes=session_attributes(header, s))
     parent = trace.set_span_in_context(session)
     if prefill is not None:
-        attrs = {"spectui.prefill.tokens": prefill.n_tokens}
+        attrs: dict[str, float] = {"spectui.prefill.tokens": prefill.n_tokens}
         if not math.isnan(s.prefill_tok_s):
             attrs["spectui.prefill.tok_s"] = s.prefill_tok_s
         span = tracer.start_span(PREFILL_SPAN, context=parent, start_time=at(prefill.t_start_us), attributes=attrs)
@@ -283,7 +282,7 @@ def emit_session(events: Sequence[Event], *, tracer_provider: Any, meter_provide
             )
     # "RuntimeError: ..." -> "RuntimeError": the convention's low-cardinality error class
     error_type = (end.error.partition(":")[0] or "error") if end is not None and end.reason == "error" else None
-    if error_type is not None:
+    if end is not None and error_type is not None:
         session.set_attribute("error.type", error_type)
         session.set_status(Status(StatusCode.ERROR, end.error))
     session.end(end_time=at(t_end))

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import msgspec
 
 from spectui.config import DraftConfig
-from spectui.engine.draft_length import DraftLength
+from spectui.engine.loop.draft_length import DraftLength
 
 
 def agreement(blocks: Sequence[tuple[Sequence[float], int, int]]) -> list[bool | None]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from spectui.config import MODEL_FREE, DraftConfig
@@ -25,8 +25,6 @@ K_CHOICES = tuple(range(1, 17))
 P_CHOICES = (0.0, 0.2, 0.4, 0.6, 0.8, 0.9)
 #: a setting must beat AR by this much to be called a gain (measurement noise on a CPU)
 GAIN = 1.03
-#: the model-free drafters tune replays, as its labels name them
-LOOKUP_NAMES = {"ngram": "n-gram", "suffix": "suffix"}
 
 
 @dataclass(frozen=True)
@@ -46,7 +44,7 @@ class Setting:
         if self.drafter == "ar":
             return "AR"
         if self.model_free:
-            name = LOOKUP_NAMES[self.drafter]
+            name = MODEL_FREE[self.drafter]
             return f"{name}, cost-aware K" if self.k is None else f"{name} K={self.k}"
         return f"draft model K={self.k}" + (f" p-min {self.p_min:g}" if self.p_min else "")
 
@@ -55,13 +53,13 @@ class Setting:
         return Setting(self.drafter, 0).label().removesuffix("0")
 
     def draft_config(self, base: DraftConfig, seed: Sequence[float]) -> DraftConfig:
-        """The ``DraftConfig`` that runs this setting (the cost-aware K seeded with ``seed``).
-        The suffix drafter runs without its memory, as it is replayed (``lookup_drafter``)."""
+        """The ``DraftConfig`` that runs this setting, derived from the run's own ``base`` (its
+        chain, draft price and n-gram sizes kept; the cost-aware K seeded with ``seed``). The
+        suffix drafter runs without its memory, as it is replayed (``lookup_drafter``)."""
+        source = self.drafter if self.model_free else base.source
         if self.k is None:
-            return DraftConfig(source=self.drafter, adaptive=True, k_min=base.k_min, k_max=base.k_max,
-                               ngram_min=base.ngram_min, ngram_max=base.ngram_max, cost_seed=tuple(seed), memory=False)
-        return DraftConfig(source=base.source, k=self.k, ngram_min=base.ngram_min, ngram_max=base.ngram_max,
-                           temperature=base.temperature, p_min=self.p_min, memory=False)
+            return base.drafting_with(source, cost_aware=True).seeded(tuple(seed)).replayable()
+        return base.drafting_with(source, fixed_k=self.k, cost_aware=False, p_min=self.p_min).replayable()
 
 
 @dataclass
@@ -105,7 +103,9 @@ def lookup_name(base: DraftConfig) -> str:
     return base.kind if base.kind in MODEL_FREE else "ngram"
 
 
-def lookup_predictions(data: PromptData, cost: Callable[[int], float], base: DraftConfig, seed: Sequence[float]) -> dict[Setting, tuple[float, float]]:
+def lookup_predictions(
+    data: PromptData, cost: Callable[[int], float], base: DraftConfig, seed: Sequence[float],
+) -> dict[Setting, tuple[float, float]]:
     """(speedup, acceptance) of every setting of the model-free drafter over one prompt's output."""
     out = {}
     name = lookup_name(base)
@@ -151,7 +151,7 @@ def per_position(data: Sequence[PromptData], cost: Callable[[int], float], base:
         reached[j] += n
         kept[j] += k
 
-    longest = DraftConfig(source=lookup_name(base), k=max(K_CHOICES), ngram_min=base.ngram_min, ngram_max=base.ngram_max)
+    longest = base.drafting_with(lookup_name(base), fixed_k=max(K_CHOICES), cost_aware=False).replayable()
     for d in data:
         if d.blocks:
             for _, drafted, accepted in d.blocks:
@@ -227,6 +227,6 @@ def verdict(plan: TierPlan, best_fixed: Setting, fixed_speedup: float, fixed_acc
     return f"{plan.tier}: speculation pays: {plan.best.label()} predicts {plan.best_speedup:.2f}x AR; {why}."
 
 
-def _nanmedian(values) -> float:
+def _nanmedian(values: Iterable[float]) -> float:
     vals = [v for v in values if not math.isnan(v)]
     return statistics.median(vals) if vals else math.nan

@@ -15,11 +15,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from spectui.config import DraftConfig
-from spectui.engine.draft_length import DraftLength
-from spectui.engine.drafters import NgramDrafter
+from spectui.config import DraftConfig, RunConfig
+from spectui.engine.drafters import DraftSources, drafter_kind
+from spectui.engine.loop.draft_length import DraftLength
 from spectui.engine.protocol import Drafter
-from spectui.engine.suffix import SuffixDrafter
 
 
 @dataclass
@@ -60,9 +59,7 @@ def lookup_drafter(draft: DraftConfig) -> Drafter:
     """The model-free drafter ``draft`` names. The suffix drafter is replayed without its
     memory: the memory may hold the very outputs being replayed (from earlier runs of these
     prompts), which would predict a first request from its repeats."""
-    if draft.is_suffix:
-        return SuffixDrafter(None)
-    return NgramDrafter(draft.ngram_min, draft.ngram_max)
+    return drafter_kind(draft.source).make(DraftSources(RunConfig(draft=draft.replayable())))
 
 
 def replay(
@@ -92,7 +89,7 @@ def replay(
             proposal = drafter.propose(history, min(length.k_max, room)) if room > 0 else None
             k = min(length.k_for(proposal.match), room) if proposal is not None and proposal.tokens else 0
             match = proposal.match if proposal is not None else 0
-            tokens = proposal.tokens[:k] if k > 0 else []
+            tokens = proposal.tokens[:k] if proposal is not None and k > 0 else []
         else:
             k = min(length.k, room)
             p = drafter.propose(history, k) if k > 0 else None

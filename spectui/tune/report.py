@@ -7,12 +7,15 @@ screen reads a stored result back into a ``TuneResult`` and renders it here: one
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import msgspec
 
 from spectui.charts import Axis, Panel, Series, render
+from spectui.config import MODEL_FREE
+from spectui.engine.host.verify_cost import Curve
 from spectui.format import num, section_title, text_table
-from spectui.tune.plan import K_CHOICES, LOOKUP_NAMES, Setting, TierPlan
+from spectui.tune.plan import K_CHOICES, Setting, TierPlan
 from spectui.tune.result import TuneResult, agreement, finite
 
 #: a prediction and its check agree when within this share of each other
@@ -21,7 +24,7 @@ AGREEMENT = 0.15
 SHOWN_SIZES = (2, 3, 4, 5, 8, 9, 12, 16)
 
 
-def _curve_row(label: str, curve) -> list[str]:
+def _curve_row(label: str, curve: Curve) -> list[str]:
     return [label, str(curve.depth), f"{curve.unit_us / 1000:.1f} ms", *(f"{curve.cost(n):.2f}" for n in SHOWN_SIZES)]
 
 
@@ -170,7 +173,7 @@ def _fixed_k_for_peers(plan: TierPlan) -> int:
     """Peers have no cost-aware K: the best fixed K is the nearest thing."""
     prefix = plan.best.fixed_prefix()
     fixed = {int(label.split("=")[1]): v for label, v in plan.predicted.items() if label.startswith(prefix)}
-    return max(fixed, key=fixed.get) if fixed else 4
+    return max(fixed, key=lambda k: fixed[k]) if fixed else 4
 
 
 def spectui_flags(s: Setting, result: TuneResult) -> str:
@@ -179,7 +182,7 @@ def spectui_flags(s: Setting, result: TuneResult) -> str:
     if s.model_free:  # n-gram is the default drafter: no --draft for it
         draft = "" if s.drafter == "ngram" else f" --draft {s.drafter}"
         k = "" if s.k is None else f" --k {s.k}"
-        return f"spectui run --mode spec{draft}{k}   ({LOOKUP_NAMES[s.drafter]}; no --k = cost-aware K)"
+        return f"spectui run --mode spec{draft}{k}   ({MODEL_FREE[s.drafter]}; no --k = cost-aware K)"
     return f"spectui run --mode spec --draft {result.drafter} --k {s.k}" + (f" --p-min {s.p_min:g}" if s.p_min else "")
 
 
@@ -203,7 +206,7 @@ def format_charts(result: TuneResult, width: int = 60, height: int = 14, *, colo
 
 
 def to_json(result: TuneResult) -> dict:
-    def curve(c):
+    def curve(c: Curve | None) -> dict[str, Any] | None:
         return None if c is None else {"depth": c.depth, "unit_us": c.unit_us, "relative": list(c.relative)}
 
     return finite({

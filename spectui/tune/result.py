@@ -16,7 +16,7 @@ from typing import Any
 
 import msgspec
 
-from spectui.engine.verify_cost import Curve
+from spectui.engine.host.verify_cost import Curve
 from spectui.recording.schema import BatchNoise
 from spectui.tune.plan import Setting, TierPlan
 
@@ -35,7 +35,7 @@ class TuneResult:
     source: str = "runs"  # where acceptance came from: "runs" or the --from folder
     key: str = ""  # the target's cost-curve key (``models.cost_curves``): whose result this is
     measured_at: str = ""
-    #: the backend's batch-shape noise at these settings (``spectui.engine.noise``)
+    #: the backend's batch-shape noise at these settings (``spectui.engine.host.noise``)
     noise: BatchNoise | None = None
     #: the same under ``--deterministic``, and its one-token cost in these settings' units
     #: (1.6: 60% slower per token); None / 0 where no deterministic setting is known

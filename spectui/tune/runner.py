@@ -11,27 +11,27 @@ from __future__ import annotations
 import datetime as dt
 import math
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import msgspec
 
 from spectui.config import DraftConfig, RunConfig
-from spectui.engine.decode import decode
-from spectui.engine.draft_length import DraftLength
-from spectui.engine.drafters import ModelDrafter, draft_sampling
-from spectui.engine.noise import batch_noise
-from spectui.engine.protocol import Draft
-from spectui.engine.sampling import Sampler
+from spectui.engine.drafters.model import ModelDrafter, draft_sampling
 from spectui.engine.embedded import Engine
-from spectui.engine.verify_cost import LONG_DEPTH, Curve, measure_curve, measure_draft_cost
+from spectui.engine.host.noise import batch_noise
+from spectui.engine.host.verify_cost import LONG_DEPTH, Curve, measure_curve, measure_draft_cost
+from spectui.engine.loop.decode import decode
+from spectui.engine.loop.draft_length import DraftLength
+from spectui.engine.loop.sampling import Sampler
+from spectui.engine.protocol import Draft
 from spectui.errors import SpectuiError
 from spectui.format import model_name
 from spectui.metrics.stats import summarize
 from spectui.models.cost_curves import CostCurve, save_curve
 from spectui.prompts import PromptSpec
 from spectui.recording.reader import Recording
-from spectui.recording.schema import BatchNoise, Step
+from spectui.recording.schema import BatchNoise, Event, Step
 from spectui.tune.plan import PromptData, TierPlan, lookup_name, plan_tier
 from spectui.tune.result import TuneResult
 
@@ -68,7 +68,7 @@ def remember_curve(engine: Engine, curve: Curve, measured_at: str) -> None:
                                             source="tune", measured_at=measured_at))
 
 
-def _tokens(events) -> list[int]:
+def _tokens(events: Iterable[Event]) -> list[int]:
     return [t for e in events if type(e) is Step for t in e.tokens]
 
 
@@ -128,11 +128,13 @@ class _Recorder:
 def collect_model_blocks(engine: Engine, configs: Sequence[RunConfig], k: int, progress: Progress) -> list[PromptData]:
     """Short greedy runs with the draft model at a fixed K, p-min off, recording for every
     block the draft's confidence per token and how many tokens the target kept."""
+    draft_model = engine.draft_model
+    assert draft_model is not None, "collect_model_blocks needs an engine with a draft model"
     out = []
     for config in configs:
         progress(f"draft model blocks on {config.prompt_name}")
         _, prompt = engine.prepare_prompt(config)
-        inner = ModelDrafter(engine.draft_model, draft_sampling(config.sampling, config.draft))
+        inner = ModelDrafter(draft_model, draft_sampling(config.sampling, config.draft))
         inner.collect_confidence = True
         recorder = _Recorder(inner)
         steps = [e for e in decode(engine.target, prompt, sampler=Sampler(config.sampling), max_tokens=config.max_tokens,
@@ -223,7 +225,7 @@ def tune_engine(engine: Engine, config: RunConfig, plan: TunePlan, progress: Pro
     ``fits(tune_config(config))``: the dashboard hands over the engine its sessions run on);
     the measured curve is stored for later runs of this target. Refuses bad input before
     measuring."""
-    configs: dict[str, RunConfig | None] = {s.name: prompt_config(config, s, plan.max_tokens) for s in plan.specs}
+    configs = {s.name: prompt_config(config, s, plan.max_tokens) for s in plan.specs}
     model = config.draft.has_model
     for c in configs.values():
         engine.check(c)
@@ -235,20 +237,20 @@ def tune_engine(engine: Engine, config: RunConfig, plan: TunePlan, progress: Pro
     draft_cost = 0.0
     if model:
         progress("draft model cost per token")
+        assert engine.draft_model is not None  # tune_config(config) loads the draft model it names
         draft_cost = measure_draft_cost(engine.draft_model, context, curve.unit_us)
         data = collect_model_blocks(engine, list(configs.values()), plan.model_k, progress)
     elif plan.recordings is not None:
         data = outputs_from_recordings(plan.recordings, engine.target.artifacts().sha256)
         if not data:
             raise SpectuiError(f"no greedy recording of this target in {plan.source}")
-        configs = {d.name: configs.get(d.name) for d in data}  # only prompts/ prompts are re-run
+        configs = {d.name: configs[d.name] for d in data if d.name in configs}  # only prompts/ prompts are re-run
     else:
         data = collect_outputs(engine, list(configs.values()), progress)
     reach = len(contexts[-1]) + plan.max_tokens
     noise, det_noise, det_cost = measure_exactness(engine, context, reach, curve.unit_us, progress)
     plans = plan_tiers(data, curve, config.draft, draft_cost)
-    runnable = {n: c for n, c in configs.items() if c is not None}
-    check(engine, [p for p in plans if all(n in runnable for n in p.prompts)], runnable, curve, plan.reps, progress)
+    check(engine, [p for p in plans if all(n in configs for n in p.prompts)], configs, curve, plan.reps, progress)
     info = engine.target.artifacts()
     return TuneResult(
         model=model_name(info.path), quant=info.quant, threads=int(runtime.get("n_threads", "0") or 0),

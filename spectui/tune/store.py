@@ -14,10 +14,9 @@ import json
 from pathlib import Path
 
 from spectui import storage
-from spectui.models.artifacts import cache_dir
+from spectui.paths import cache_dir
 from spectui.tune.report import to_json
 from spectui.tune.result import TuneResult
-
 
 KIND = storage.json_kind(
     "a spectui tune result", lambda doc: isinstance(doc, dict) and "key" in doc and "measured_at" in doc, private=True

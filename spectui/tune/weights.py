@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from spectui.engine.verify_cost import Curve
-from spectui.engine.weights import BATCHED_ROWS_PER_COST, WeightRow
+from spectui.engine.host.verify_cost import Curve
+from spectui.engine.host.weights import BATCHED_ROWS_PER_COST, WeightRow
 
 
 def weights_summary(rows: Sequence[WeightRow], yours: str, your_curve: Curve) -> list[str]:

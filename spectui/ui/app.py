@@ -355,7 +355,8 @@ class SpectuiApp(App[int]):
 
     def action_pick_models(self) -> None:
         """The model picker (``spectui models``' catalogue): the next run's target and draft."""
-        from spectui.ui.screens.model_picker import NGRAM, ModelPicker
+        from spectui.config import MODEL_FREE
+        from spectui.ui.screens.model_picker import ModelPicker
 
         busy = "a session is running: stop it (s) before choosing models"
         if self.controller.running:
@@ -371,10 +372,11 @@ class SpectuiApp(App[int]):
                 self.notify(busy, severity="warning", timeout=4)
                 return
             target, source = picked
-            # the same rule as the flags: n-gram cost-aware, a draft model's K as it was chosen
+            # the same rule as the flags: a model-free drafter cost-aware, a draft model's K as it was chosen
             d = self.controller.config.draft
-            self.controller.set_config(target=target, draft=d.drafting_with(source, fixed_k=None if source == NGRAM else d.k))
-            with_ = "n-gram drafting" if source == NGRAM else Path(source).name
+            free = source in MODEL_FREE
+            self.controller.set_config(target=target, draft=d.drafting_with(source, fixed_k=None if free else d.k))
+            with_ = f"{MODEL_FREE[source]} drafting" if free else Path(source).name
             self.notify(f"next run: {Path(target).name} with {with_}", timeout=4)
 
         self.push_screen(ModelPicker(), chosen)

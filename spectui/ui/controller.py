@@ -23,7 +23,8 @@ from typing import Any
 
 import msgspec
 
-from spectui.config import MAX_DRAFT_LENGTH, RunConfig
+from spectui.config import RunConfig
+from spectui.engine.backends import next_backend
 from spectui.errors import SpectuiError
 from spectui.metrics.envelope import Breach, EnvelopeMonitor, header_envelope
 from spectui.metrics.live import LiveRun
@@ -220,17 +221,17 @@ class DashboardController:
         return self.set_config(mode="ar" if self.config.mode == "spec" else "spec")
 
     def toggle_backend(self) -> bool | None:
-        """llama.cpp <-> MLX; None for a server, whose backend is the server's own."""
+        """The next embedded backend in the registry (llama.cpp, MLX, ...); None for a server,
+        whose backend is the server's own."""
         b = self.config.backend
         if b.name == "server":
             return None
-        return self.set_config(backend=msgspec.structs.replace(b, name="mlx" if b.name == "llamacpp" else "llamacpp"))
+        return self.set_config(backend=msgspec.structs.replace(b, name=next_backend(b.name)))
 
     def step_k(self, delta: int) -> bool:
         d = self.config.draft
-        lo, hi = (d.k_min, d.k_max) if d.adaptive else (1, MAX_DRAFT_LENGTH)
-        k = min(hi, max(lo, d.k + delta))
-        return k != d.k and self.set_config(draft=msgspec.structs.replace(d, k=k))
+        stepped = d.stepped(delta)
+        return stepped.k != d.k and self.set_config(draft=stepped)
 
     def step_temperature(self, delta: float) -> bool:
         s = self.config.sampling

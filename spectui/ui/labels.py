@@ -11,12 +11,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from spectui.config import DraftConfig, EnvelopeConfig, RunConfig, SamplingConfig
+from spectui.config import EnvelopeConfig, RunConfig, SamplingConfig
+from spectui.engine.backends import backend_kind, backend_names
 from spectui.format import model_name
+from spectui.history.labels import run_label
 from spectui.metrics.envelope import Breach
-from spectui.recording.schema import ModelArtifacts
+from spectui.recording.schema import Header, ModelArtifacts
 
-BACKEND_LABELS = {"llamacpp": "llama.cpp", "mlx": "MLX"}
 #: How much of the prompt the header shows (its words, whitespace folded).
 PROMPT_CHARS = 40
 
@@ -28,7 +29,7 @@ class HeaderInfo:
     backend: str = "llama.cpp"
     target: str = ""
     quant: str = ""
-    draft: str = ""  # "AR" or "spec n-gram K=4" / "spec draft <name> K=4"
+    draft: str = ""  # the run's one label (``run_label``): "AR", "spec n-gram K=1..16 adaptive", ...
     sampling: str = "greedy"
     prompt: str = ""
     state: str = "idle"  # a RunState value
@@ -44,7 +45,8 @@ class HeaderInfo:
 
 
 def backend_label(name: str) -> str:
-    return BACKEND_LABELS.get(name, name)
+    """The registry's label of an embedded backend (``llama.cpp``); a server's name as it is."""
+    return next((k.label for k in map(backend_kind, backend_names()) if k.name == name), name)
 
 
 def model_label(spec: str) -> str:
@@ -62,22 +64,14 @@ def artifact_label(artifacts: ModelArtifacts, spec: str) -> tuple[str, str]:
     return name, quant
 
 
-def draft_label(cfg: RunConfig) -> str:
-    """The header's mode: ``AR``, ``spec n-gram K=4``, ``spec draft <model> K=1..16 adaptive``."""
-    if cfg.mode == "ar":
-        return "AR"
-    d: DraftConfig = cfg.draft
-    return f"spec {d.label(model=f'draft {model_label(d.source)}')}"
-
-
-def run_label(cfg: RunConfig | None) -> str:
-    """A compare column's run: ``AR``, ``spec n-gram K=4``, ``spec draft model K=4`` (the K it
-    started with, also when adaptive: the column is narrow); ``waiting`` before its header."""
-    if cfg is None:
+def recorded_label(header: Header | None) -> str:
+    """A run on screen by what it recorded: the one label of its header's configuration and
+    draft file (``run_label``, as the header and the history name it); ``waiting`` before
+    its header arrives."""
+    if header is None:
         return "waiting"
-    if cfg.mode == "ar":
-        return "AR"
-    return f"spec {cfg.draft.drafter_label} K={cfg.draft.k}"
+    draft = header.artifacts.draft
+    return run_label(header.config, draft.path if draft is not None else "")
 
 
 def sampling_label(s: SamplingConfig) -> str:

@@ -81,11 +81,12 @@ def plan_lines(plan: SweepPlan, folder: str, max_tokens: int | None) -> tuple[st
         f"{plan.total_runs} runs → {folder}"
     )
     base: RunConfig = plan.base
-    drafter = model_label(base.draft.source) if base.draft.has_model else base.draft.drafter_label
+    # the base drafting as config labels it: a cost-aware K reads "K=1..16 adaptive", not its start
+    drafting = base.draft.label(model=model_label(base.draft.source))
     sampling = "greedy" if base.sampling.temperature == 0 else f"T={base.sampling.temperature:g}"
     budget = f"max {max_tokens} tokens" if max_tokens else "each prompt's token ceiling"
     backend = backend_label(base.backend.name)
-    second = f"{model_label(base.target)} · {backend} · {drafter} K={base.draft.k} · {sampling} · {budget}"
+    second = f"{model_label(base.target)} · {backend} · {drafting} · {sampling} · {budget}"
     return first, second
 
 

@@ -13,19 +13,19 @@ from typing import TYPE_CHECKING
 from spectui.config import RunConfig
 from spectui.metrics.envelope import header_envelope
 from spectui.metrics.live import LiveRun
+from spectui.ui.chat import ShownTurn
 from spectui.ui.labels import (
     HeaderInfo,
     artifact_label,
     backend_label,
     breach_label,
-    draft_label,
     envelope_items,
     model_label,
     prompt_label,
+    recorded_label,
     run_label,
     sampling_label,
 )
-from spectui.ui.chat import ShownTurn
 from spectui.ui.replay import replay_detail
 from spectui.ui.state import Baseline, RunState
 
@@ -77,6 +77,8 @@ class DashboardView:
             target, quant = artifact_label(h.artifacts.target, cfg.target)
         else:
             target, quant = ctl.models.get(cfg.target, (model_label(cfg.target), ""))
+        loaded_draft = h.artifacts.draft if h is not None and h.config.draft.source == cfg.draft.source else None
+        draft_path = loaded_draft.path if loaded_draft is not None else ""
         detail = ctl.detail
         if state in (RunState.RUNNING, RunState.STOPPING):
             detail = f"{live.n_tokens}/{cfg.max_tokens} tokens"
@@ -97,7 +99,9 @@ class DashboardView:
             backend=backend_label(cfg.backend.name) + (f" @ {h.node}" if h is not None and h.node else ""),
             target=target,
             quant=quant,
-            draft=draft_label(cfg),
+            # the one label of a run (the compare column and the history say the same), naming
+            # the draft file the run on screen loaded when it is this configuration's
+            draft=run_label(cfg, draft_path),
             sampling=sampling_label(cfg.sampling),
             prompt=prompt_label(cfg),
             state=state.value,
@@ -125,6 +129,6 @@ class DashboardView:
             state = str(ctl.state)
         else:
             how = "live, one after the other"
-            which = "AR" if ctl.live is base else run_label(cand.header.config if cand.header else None)
+            which = "AR" if ctl.live is base else recorded_label(cand.header)
             state = f"{ctl.state}: {which}" if ctl.running else str(ctl.state)
         return f"compare · {how} · {state}"

@@ -73,8 +73,8 @@ def compare_backends(
     model (MLX's CPU backend computes on one core; the machine has two). It loads while
     llama.cpp runs, and computes what this process would.
     """
-    from spectui.engine.llamacpp import LlamaCppBackend
-    from spectui.engine.mlx import MLXBackend
+    from spectui.engine.backends.llamacpp import LlamaCppBackend
+    from spectui.engine.backends.mlx import MLXBackend
     from spectui.models.chat import apply_chat_template
 
     own_llama = llama is None
@@ -142,7 +142,7 @@ _WORKER_MLX: Any = None
 
 def _worker_open(gguf: str, n_ctx: int) -> None:
     global _WORKER_MLX
-    from spectui.engine.mlx import MLXBackend
+    from spectui.engine.backends.mlx import MLXBackend
 
     _WORKER_MLX = MLXBackend.open(gguf, BackendConfig(name="mlx", n_ctx=n_ctx))
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from spectui.config import DraftConfig, RunConfig, SamplingConfig
-from spectui.engine.draft_length import DraftLength
+from spectui.engine.loop.draft_length import DraftLength
 from spectui.recording.schema import Step
 from tests.prompts import ALL
 

@@ -51,7 +51,8 @@ def ar_chat(engine):
     return converse(engine, base(engine, mode="ar"))
 
 
-@pytest.mark.parametrize("draft", [DraftConfig(source="ngram", adaptive=True), DraftConfig(source="ngram", k=4)], ids=["ngram-cost-aware", "ngram-k4"])
+@pytest.mark.parametrize("draft", [DraftConfig(source="ngram", adaptive=True), DraftConfig(source="ngram", k=4)],
+                         ids=["ngram-cost-aware", "ngram-k4"])
 def test_every_turn_equals_ar_and_the_follow_up_copies_more(engine, ar_chat, draft):
     ar_conv, ar_runs = ar_chat
     conv, runs = converse(engine, base(engine, mode="spec", draft=draft))

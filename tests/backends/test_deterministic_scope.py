@@ -21,7 +21,7 @@ def test_mlx_refuses_deterministic_before_loading_anything(tmp_path):
 
 @pytest.mark.slow
 def test_a_cpu_run_records_what_deterministic_guarantees(model_path):
-    from spectui.engine.llamacpp import deterministic_guarantee
+    from spectui.engine.backends.llamacpp import deterministic_guarantee
     from spectui.engine.embedded import Engine
 
     backend = BackendConfig(n_ctx=256, n_threads=1, flash_attn="on", deterministic=True)

@@ -8,8 +8,8 @@ import json
 
 import msgspec
 
-from spectui.compare.divergence import CHANGED, NEAR_TIE
 from spectui.compare.diff import diff_recordings, format_diff_markdown, format_diff_text
+from spectui.compare.divergence import CHANGED, NEAR_TIE
 from spectui.compare.gate import GateThresholds, gate
 from spectui.config import DraftConfig, RunConfig, SamplingConfig
 from spectui.prompts import find_prompt
@@ -52,7 +52,8 @@ def test_greedy_runs_record_margins_and_noise_sampled_runs_none(engine, tmp_path
     # backend, so a verified block reports the very margins AR computed token by token
     assert output_top_two(ar.events) == output_top_two(spec.events)
 
-    sampled = _record(engine, _config(engine, "copy-quote-paragraph", "spec", 24, sampling=SamplingConfig(temperature=0.8, seed=3)), tmp_path / "t.spectui")
+    sampled_config = _config(engine, "copy-quote-paragraph", "spec", 24, sampling=SamplingConfig(temperature=0.8, seed=3))
+    sampled = _record(engine, sampled_config, tmp_path / "t.spectui")
     assert sampled.header.batch_noise is None
     assert all(ev.margins_milli is None for ev in sampled.events if type(ev) is Step)
 
@@ -102,7 +103,7 @@ def test_header_noise_survives_the_recording(engine, tmp_path):
 
 
 def test_a_slow_calibration_stops_at_its_budget_and_says_so(engine):
-    from spectui.engine.noise import DEPTH_STEP, _text_tokens, measure_batch_noise
+    from spectui.engine.host.noise import DEPTH_STEP, _text_tokens, measure_batch_noise
 
     noise = measure_batch_noise(engine.target, _text_tokens(engine.target, 256), budget_s=0.0)
     assert noise.depth == DEPTH_STEP and "budget ran out" in noise.note

@@ -13,7 +13,7 @@ import pytest
 
 from spectui.config import BackendConfig, DraftConfig, RunConfig
 from spectui.engine.embedded import Engine
-from spectui.engine.weights import CACHE_NAME, ENV, choose_weights, resolve_target, stored_choice
+from spectui.engine.host.weights import CACHE_NAME, ENV, choose_weights, resolve_target, stored_choice
 from spectui.models.gguf import read_gguf
 from spectui.models.registry import embedded_model_path
 from spectui.recording.schema import Step

@@ -13,11 +13,12 @@ import re
 import pytest
 
 from spectui.config import DraftConfig, PolicyConfig, RunConfig
-from spectui.engine.decode import decode
-from spectui.engine.draft_length import DraftLength
-from spectui.engine.drafters import ModelDrafter, NgramDrafter, draft_sampling
-from spectui.engine.policy import FallbackPolicy, ladder
-from spectui.engine.sampling import Sampler
+from spectui.engine.drafters.model import ModelDrafter, draft_sampling
+from spectui.engine.drafters.ngram import NgramDrafter
+from spectui.engine.loop.decode import decode
+from spectui.engine.loop.draft_length import DraftLength
+from spectui.engine.loop.policy import FallbackPolicy, ladder
+from spectui.engine.loop.sampling import Sampler
 from spectui.recording.reader import read_recording
 from spectui.recording.schema import End, PolicyChange, Step
 from spectui.recording.writer import RecordingWriter

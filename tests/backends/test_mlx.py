@@ -32,8 +32,8 @@ import numpy as np
 import pytest
 
 from spectui.config import BackendConfig, DraftConfig, RunConfig, SamplingConfig
-from spectui.models.chat import apply_chat_template
 from spectui.errors import SpectuiError
+from spectui.models.chat import apply_chat_template
 from spectui.recording.schema import Step
 from tests.prompts import ALL
 
@@ -50,7 +50,7 @@ ATOL = 1e-4
 
 @pytest.fixture(scope="module")
 def llama(model_path):
-    from spectui.engine.llamacpp import LlamaCppBackend
+    from spectui.engine.backends.llamacpp import LlamaCppBackend
 
     # one thread: llama.cpp's worker threads spin at barriers, and on a shared 2-core machine
     # a descheduled worker turned 1 s of decoding into 60 s (measured); speed is not tested here
@@ -310,8 +310,8 @@ def test_greedy_output_agrees_with_llamacpp(mlx_engine, llama, model_path):
     minutes; the tails (~40 tokens each with the template) exercise the same import, kernels
     and comparison on the same 22 distinct texts.
     """
-    from tests.backends.agreement import compare_backends
     from spectui.prompts import list_prompts
+    from tests.backends.agreement import compare_backends
 
     prompts = list_prompts()
     assert all(p.text.strip() for p in prompts)
@@ -377,8 +377,8 @@ def test_export_round_trip_through_mlx_lm(mlx_engine, model_path, tmp_path):
     import mlx.core as mx
     from mlx_lm import load as mlx_lm_load
 
-    from spectui.engine.mlx import MLXBackend, resolve_mlx_model
-    from spectui.engine.mlx_gguf import export_mlx_model
+    from spectui.engine.backends.mlx import MLXBackend, resolve_mlx_model
+    from spectui.engine.backends.mlx_gguf import export_mlx_model
 
     # export into the layout of a Hugging Face cache, so the hub-id path is exercised offline
     repo = tmp_path / "hub" / "models--spectui--smollm2-mlx"
@@ -450,7 +450,7 @@ def test_synthetic_gguf_matches_mlx_lm_model(arch, tmp_path):
     import mlx.core as mx
     from mlx.utils import tree_flatten
 
-    from spectui.engine.mlx import MLXBackend
+    from spectui.engine.backends.mlx import MLXBackend
 
     n_head, n_kv, dim = 4, 2, 64
     cfg = dict(model_type=arch, hidden_size=dim, num_hidden_layers=2, intermediate_size=96, num_attention_heads=n_head,
@@ -504,7 +504,7 @@ def test_synthetic_gguf_matches_mlx_lm_model(arch, tmp_path):
 
 
 def test_refusals_are_one_line(tmp_path):
-    from spectui.engine.mlx import MLXBackend, resolve_mlx_model
+    from spectui.engine.backends.mlx import MLXBackend, resolve_mlx_model
 
     with pytest.raises(SpectuiError, match="local Hugging Face cache"):
         resolve_mlx_model("nobody-here/not-a-cached-model")

@@ -52,7 +52,7 @@ def tiny_backend(model_type: str, seed: int):
     import mlx.core as mx
     from mlx.utils import tree_map
 
-    from spectui.engine.mlx import MLXBackend, MLXModel
+    from spectui.engine.backends.mlx import MLXBackend, MLXModel
 
     module = importlib.import_module(f"mlx_lm.models.{model_type}")
     mx.random.seed(seed)
@@ -65,9 +65,9 @@ def tiny_backend(model_type: str, seed: int):
 
 
 def _decode(target, prompt, *, drafter=None, k=3, max_tokens=28):
-    from spectui.engine.decode import decode
-    from spectui.engine.draft_length import DraftLength
-    from spectui.engine.sampling import Sampler
+    from spectui.engine.loop.decode import decode
+    from spectui.engine.loop.draft_length import DraftLength
+    from spectui.engine.loop.sampling import Sampler
 
     length = DraftLength(DraftConfig(source="model", k=k)) if drafter is not None else None
     steps = [e for e in decode(target, prompt, sampler=Sampler(SamplingConfig()), max_tokens=max_tokens,
@@ -77,7 +77,7 @@ def _decode(target, prompt, *, drafter=None, k=3, max_tokens=28):
 
 @pytest.mark.parametrize("model_type", ["gemma3_text", "lfm2"])
 def test_speculative_equals_ar_on_caches_mlx_lm_cannot_trim(model_type):
-    from spectui.engine.drafters import ModelDrafter
+    from spectui.engine.drafters.model import ModelDrafter
 
     target, draft = tiny_backend(model_type, 1), tiny_backend(model_type, 2)
     try:

@@ -17,7 +17,6 @@ import pytest
 from spectui.config import BackendConfig, DraftConfig, RunConfig
 from spectui.engine.protocol import CacheRebuilt
 from spectui.recording.schema import End, Step
-
 from tests.backends.tiny_gguf import write_tiny_lfm2, write_tiny_mamba
 
 pytestmark = pytest.mark.slow
@@ -63,7 +62,7 @@ def test_speculative_equals_ar_on_a_recurrent_target_and_draft(models):
 
 
 def test_rollback_past_the_checkpoint_rebuilds_the_state_exactly(models):
-    from spectui.engine.llamacpp import LlamaCppBackend
+    from spectui.engine.backends.llamacpp import LlamaCppBackend
 
     settings = BackendConfig(n_ctx=256)
     t = LlamaCppBackend.open(str(models[0]), settings)

@@ -56,7 +56,7 @@ def test_block_rows_match_one_token_at_a_time(engine):
 def test_model_drafter_recovers_after_partial_rejection(engine):
     """The drafter's own cache is rolled back to the committed history before it drafts."""
     from spectui.config import SamplingConfig
-    from spectui.engine.drafters import ModelDrafter
+    from spectui.engine.drafters.model import ModelDrafter
 
     d = ModelDrafter(engine.draft_model, SamplingConfig())
     _, prompt = engine.prepare_prompt(RunConfig(prompt="List the planets of the solar system."))

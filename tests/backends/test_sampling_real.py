@@ -16,8 +16,8 @@ import pytest
 from scipy import stats
 
 from spectui.config import DraftConfig, RunConfig, SamplingConfig
-from spectui.engine.drafters import ModelDrafter
-from spectui.engine.sampling import draw, verify_sampled, warp
+from spectui.engine.drafters.model import ModelDrafter
+from spectui.engine.loop.sampling import draw, verify_sampled, warp
 from spectui.recording.schema import Step
 from tests.backends.prefix_memo import PrefixMemo
 
@@ -63,7 +63,7 @@ def test_next_token_distribution_with_model_draft(any_engine, p_min, memos):
             continue
         cut += len(draft.tokens) < 2
         logits = t.eval([pending, *draft.tokens], all_logits=True)
-        acc, nxt = verify_sampled(draft.tokens, lambda j: warp(logits[j], 1.0, top_k=top_k), draft.probs, rng)
+        acc, nxt = verify_sampled(draft.tokens, lambda j: warp(logits[j], 1.0, top_k=top_k), draft.probs, rng)  # noqa: B023 - called here
         t.truncate(base)
         firsts[i] = draft.tokens[0] if acc > 0 else nxt
         accepted_any |= acc > 0

@@ -11,7 +11,7 @@ import warnings
 import pytest
 
 from spectui.config import DraftConfig, RunConfig
-from spectui.engine.suffix_memory import DraftMemoryWarning
+from spectui.engine.drafters.suffix_memory import DraftMemoryWarning
 from spectui.metrics.stats import summarize
 from spectui.recording.schema import Step
 

@@ -11,14 +11,14 @@ import os
 import pytest
 
 from spectui.config import DraftConfig, RunConfig
+from spectui.engine.host.verify_cost import measure_curve
+from spectui.engine.host.weights import probe_weights
 from spectui.models.gguf import read_gguf
 from spectui.prompts import find_prompt
 from spectui.recording.schema import Step
 from spectui.tune import runner
-from spectui.engine.verify_cost import measure_curve
 from spectui.tune.plan import plan_tier
 from spectui.tune.replay import replay
-from spectui.engine.weights import probe_weights
 
 #: under 256 tokens of context: block and one-token logits are bit-identical (test_exactness)
 MAX_TOKENS = 96
@@ -89,7 +89,7 @@ def test_weight_probe_measures_a_requantized_copy():
 def test_weight_probe_of_the_users_own_target_says_which_model_it_measured(tmp_path, monkeypatch):
     """``--probe-target``: the copies are made from the given model, not the embedded one,
     and each row names the model it was made from."""
-    from spectui.engine.quantize import cached_copy
+    from spectui.engine.host.quantize import cached_copy
     from spectui.models.artifacts import file_sha256
     from spectui.models.registry import embedded_model_path
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-
 from spectui.config import BackendConfig, RunConfig
 from spectui.prompts import find_prompt
 from spectui.tune.report import to_json

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from spectui.config import RunConfig
-from spectui.engine.noise import BUDGET_S, CALIBRATION_NOTICE
+from spectui.engine.host.noise import BUDGET_S, CALIBRATION_NOTICE
 from spectui.sessions.notes import SessionStatus
 from spectui.sessions.runner import CALIBRATING, SessionRunner
 from spectui.ui.controller import DashboardController

@@ -16,8 +16,8 @@ def test_stdin_lines_are_turns_recorded_in_one_folder(tmp_path):
     folder = tmp_path / "chat"
     proc = run_cli("chat", *FAST, "--record-dir", str(folder), stdin="Name a colour.\n\nName another one.\n")
     assert proc.returncode == 0, proc.stderr
-    lines = [l for l in proc.stderr.splitlines() if l.startswith("spectui: turn ")]
-    assert [l.split(":")[1] for l in lines] == [" turn 1", " turn 2"]  # the blank line is no turn
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("spectui: turn ")]
+    assert [line.split(":")[1] for line in lines] == [" turn 1", " turn 2"]  # the blank line is no turn
     assert "prefill" in lines[1] and "kept" in lines[1]
     conv = Conversation.open(folder)
     assert [t.config.prompt for t in conv.turns] == ["Name a colour.", "Name another one."]
@@ -39,7 +39,7 @@ def test_a_messages_file_keeps_given_replies_and_answers_the_rest_as_json(tmp_pa
     folder = tmp_path / "chat"
     proc = run_cli("chat", *FAST, "--json", "--messages", str(messages), "--record-dir", str(folder))
     assert proc.returncode == 0, proc.stderr
-    (doc,) = [json.loads(l) for l in proc.stdout.splitlines()]
+    (doc,) = [json.loads(line) for line in proc.stdout.splitlines()]
     assert doc["turn"] == 2 and doc["user"] == "Name a vegetable." and doc["reply"]
     header = read_recording(doc["recording"]).header
     assert header.config.system == "You answer in one word."
@@ -51,7 +51,7 @@ def test_a_messages_file_keeps_given_replies_and_answers_the_rest_as_json(tmp_pa
     # the AR baseline of the conversation: every generated turn again, with the same messages
     rerun = run_cli("chat", "--rerun", str(folder), "--threads", "1", "--json")
     assert rerun.returncode == 0, rerun.stderr
-    (again,) = [json.loads(l) for l in rerun.stdout.splitlines()]
+    (again,) = [json.loads(line) for line in rerun.stdout.splitlines()]
     assert again["turn"] == 2 and read_recording(again["recording"]).header.config.mode == "ar"
     assert [str(p) for p in rerun_paths(folder)] == [again["recording"]]  # the given turn is not re-run
     assert turn_paths(folder) == [opened.turns[1].path]

@@ -38,7 +38,7 @@ def variants(model_path, tmp_path_factory):
     """Q8_0 and Q4_0 requantisations of the embedded Q4_1 model, and an MLX export of Q4_0."""
     import llama_cpp
 
-    from spectui.engine.mlx_gguf import export_mlx_model
+    from spectui.engine.backends.mlx_gguf import export_mlx_model
 
     out = tmp_path_factory.mktemp("variants")
     q8 = quantize(model_path, str(out / "q8_0.gguf"), llama_cpp.LLAMA_FTYPE_MOSTLY_Q8_0)

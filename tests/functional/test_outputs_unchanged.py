@@ -44,7 +44,8 @@ def same(a: object, b: object, where: str = "") -> list[str]:
         return [f"{where}: {a!r} != {b!r}"]
     if isinstance(a, dict):
         keys = a.keys() | b.keys()
-        return [d for k in sorted(keys) for d in (same(a.get(k), b.get(k), f"{where}.{k}") if k in a and k in b else [f"{where}.{k}: only on one side"])]
+        return [d for k in sorted(keys)
+                for d in (same(a.get(k), b.get(k), f"{where}.{k}") if k in a and k in b else [f"{where}.{k}: only on one side"])]
     if isinstance(a, list):
         if len(a) != len(b):
             return [f"{where}: length {len(a)} != {len(b)}"]

@@ -71,7 +71,7 @@ def _wait_for_steps(path, n: int, proc, timeout: float = 120) -> None:
             try:
                 if sum(isinstance(e, Step) for e in read_recording(path).events) >= n:
                     return
-            except Exception:
+            except Exception:  # noqa: BLE001 - a file still being written: read it again
                 pass
         time.sleep(0.2)
     proc.kill()

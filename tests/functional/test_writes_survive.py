@@ -347,7 +347,7 @@ def test_write_quant_killed_on_a_full_disk_or_at_a_taken_name_leaves_no_half_mod
 
 @pytest.mark.slow
 def test_draft_memory_save_killed_keeps_the_saved_memory_and_the_next_run_adds_to_it(tmp_path, calibrations):
-    from spectui.engine.suffix_memory import SuffixMemory
+    from spectui.engine.drafters.suffix_memory import SuffixMemory
     from spectui.models.artifacts import model_artifacts
     from spectui.models.gguf import read_gguf
     from spectui.models.registry import embedded_model_path

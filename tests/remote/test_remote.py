@@ -162,7 +162,7 @@ def test_a_dropped_connection_keeps_what_arrived_and_leaves_nothing_on_the_node(
     steps = [e for e in rec.events if type(e) is Step]
     assert 20 <= end.n_tokens == sum(len(s.tokens) for s in steps) < 400
     assert any(type(e) is Prefill for e in rec.events)
-    lines = [l for l in err.splitlines() if l.startswith("spectui: error:")]
+    lines = [line for line in err.splitlines() if line.startswith("spectui: error:")]
     assert len(lines) == 1 and "cut short" in lines[0] and "lost" in lines[0]
     deadline = time.monotonic() + 20
     while node_spectui_processes(node) and time.monotonic() < deadline:

@@ -108,7 +108,7 @@ def server_logs(tmp_path_factory) -> str:
 @pytest.fixture(scope="session")
 def mlx_model_dir(model_path, tmp_path_factory) -> str:
     """The embedded GGUF as an mlx-lm model directory, made once per test session."""
-    from spectui.engine.mlx_gguf import export_mlx_model
+    from spectui.engine.backends.mlx_gguf import export_mlx_model
 
     return export_mlx_model(model_path, tmp_path_factory.mktemp("mlx") / "smollm2")
 

@@ -20,12 +20,12 @@ from http.server import ThreadingHTTPServer
 import pytest
 
 from spectui.config import BackendConfig, RunConfig
-from spectui.sessions.open import open_engine
 from spectui.errors import SpectuiError
 from spectui.recording.reader import read_recording
 from spectui.recording.schema import End, Header, Step
 from spectui.recording.writer import RecordingWriter
 from spectui.server.engine import ServerEngine
+from spectui.sessions.open import open_engine
 from tests.conftest import run_cli
 from tests.server.conftest import JsonHandler, free_port, llama_cpp_server_args, start_server
 
@@ -218,7 +218,8 @@ def test_unreachable_server_and_bad_urls_are_one_line_and_exit_2():
     port = free_port()  # nothing listens there
     proc = run_cli("run", "--headless", "--server", f"http://127.0.0.1:{port}", "--prompt", "x")
     assert proc.returncode == 2 and proc.stdout == ""
-    assert one_line(proc.stderr) == f"spectui: error: cannot connect to http://127.0.0.1:{port}: connection refused (is the server running, and on that port?)"
+    assert one_line(proc.stderr) == (f"spectui: error: cannot connect to http://127.0.0.1:{port}: connection refused"
+                                     " (is the server running, and on that port?)")
     for url, fragment in [
         ("ftp://127.0.0.1:1", "expected http://HOST:PORT"),
         ("http://user:pw@127.0.0.1:1", "put no credentials in the server URL"),

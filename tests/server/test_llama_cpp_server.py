@@ -22,8 +22,8 @@ from spectui.errors import SpectuiError
 from spectui.recording.reader import read_recording
 from spectui.recording.schema import End, ModelArtifacts, Prefill, Step
 from tests.conftest import run_cli
-from tests.unit.test_diff import edit_header, write_events
 from tests.server.conftest import llama_cpp_server_args, start_server
+from tests.unit.test_diff import edit_header, write_events
 
 # the answer copies the prompt's words back: something for prompt lookup to draft from
 PROMPT = "Fix the typos and return the text: The quick brwon fox jumsp over the lazy dgo near the rivr bank."

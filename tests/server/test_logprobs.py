@@ -25,8 +25,8 @@ from spectui.recording.output import output_tokens, output_top_two
 from spectui.recording.reader import Recording, read_recording
 from spectui.recording.schema import End, Step
 from spectui.recording.writer import RecordingWriter
-from spectui.server.logprobs import LLAMA_CPP_PYTHON_COST, TokenLogprobs, parse_logprobs, top_two
 from spectui.server.engine import ServerEngine
+from spectui.server.logprobs import LLAMA_CPP_PYTHON_COST, TokenLogprobs, parse_logprobs, top_two
 from spectui.server.vocabulary import LocalVocabulary
 from tests.conftest import run_cli
 from tests.server.conftest import JsonHandler, start_server

@@ -40,7 +40,8 @@ def mlx_draft_server(mlx_model_dir, server_logs):
 
 @pytest.fixture(scope="module")
 def embedded_mlx():
-    proc = run_cli("run", "--headless", "--json", "--backend", "mlx", "--mode", "ar", "--max-tokens", str(MAX_TOKENS), "--prompt", PROMPT, "--no-record")
+    proc = run_cli("run", "--headless", "--json", "--backend", "mlx", "--mode", "ar", "--max-tokens", str(MAX_TOKENS), "--prompt", PROMPT,
+                   "--no-record")
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 

@@ -93,7 +93,7 @@ class GatedEngine:
     def calibrate(self, config, *, before=None):  # noqa: ANN001, ANN201
         return self.engine.calibrate(config, before=before)
 
-    def __enter__(self) -> "GatedEngine":
+    def __enter__(self) -> GatedEngine:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -83,3 +83,82 @@ async def test_bad_index_path_is_one_line(folder, tmp_path):
     app = Host()
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda: "is a folder" in str(app.screen.query_one("#history-title").render()), "the error", 60)
+
+
+def copy_with_config(src, dst, **draft: object) -> None:  # noqa: ANN001
+    """``src`` with its recorded configuration's drafting changed (``backend`` names a backend)."""
+    rec = read_recording(src)
+    h = rec.header
+    backend = draft.pop("backend", None)
+    config = msgspec.structs.replace(h.config, draft=msgspec.structs.replace(h.config.draft, **draft))
+    if backend is not None:
+        config = msgspec.structs.replace(config, backend=msgspec.structs.replace(config.backend, name=backend))
+    with RecordingWriter(dst) as w:
+        for ev in rec.events:
+            w.write(msgspec.structs.replace(h, config=config) if type(ev) is Header else ev)
+
+
+@pytest.mark.asyncio
+async def test_a_run_has_one_label_in_the_header_the_compare_column_and_the_history(tmp_path, monkeypatch):
+    """The embedded default drafts n-gram with a cost-aware K: its header says ``K=1..16
+    adaptive``, and so must the compare screen's candidate column (it said ``K=4``, the K the
+    run started with) and the history's group of it."""
+    from spectui.history.labels import run_label
+    from spectui.ui.screens.compare import CompareScreen
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    folder = tmp_path / "recordings"
+    folder.mkdir()
+    adaptive = folder / "adaptive.spectui"
+    copy_with_config(FIXED_SPEC, adaptive, adaptive=True, k_min=1, k_max=16)
+    label = "spec n-gram K=1..16 adaptive"
+    assert run_label(read_recording(adaptive).header.config) == label
+
+    app = make_app(RunConfig(prompt="(labels)"), record=False, recordings_dir=str(folder), engine_factory=no_engine)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert app.open_recording(adaptive)
+        assert label in await visible(pilot, "#header")
+
+        assert app.open_compare(FIXED_AR, adaptive)
+        await pilot.pause()
+        assert isinstance(app.screen, CompareScreen)
+        app.refresh_now()
+        assert f"candidate: {label}" in await visible(pilot, "#col-candidate")
+        await pilot.press("escape")
+
+        await pilot.press("h")
+        await wait_until(pilot, lambda: isinstance(app.screen, HistoryScreen) and app.screen.groups, "the history to load", 60)
+        (group,) = app.screen.groups
+        assert f" · {label} · " in group.title
+        assert str(app.screen.query_one("#history-groups", OptionList).get_option_at_index(0).prompt).startswith(label)
+
+
+@pytest.mark.asyncio
+async def test_history_groups_runs_by_their_label(tmp_path, monkeypatch):
+    """A chain (n-gram, then the draft model) is not the draft model alone, though drafter and
+    K match: two groups, each under its header's label; runs of a server, which drafts as it is
+    configured, are one group whatever the local draft settings said."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    folder = tmp_path / "recordings"
+    folder.mkdir()
+    draft = "/models/SmolLM2-135M-Instruct.Q4_1.gguf"
+    copy_with_config(FIXED_SPEC, folder / "model.spectui", source=draft)
+    copy_with_config(FIXED_SPEC, folder / "chain.spectui", source=draft, chain="ngram")
+    copy_with_config(FIXED_SPEC, folder / "server-k4.spectui", backend="server")
+    copy_with_config(FIXED_SPEC, folder / "server-k6.spectui", backend="server", k=6)
+
+    app = make_app(RunConfig(prompt="(history)"), record=False, recordings_dir=str(folder), engine_factory=no_engine)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("h")
+        await wait_until(pilot, lambda: isinstance(app.screen, HistoryScreen) and app.screen.groups, "the history to load", 60)
+        runs = {"spec (drafting on the server)": 2, "spec draft SmolLM2-135M-Instruct.Q4_1 K=4": 1,
+                "spec n-gram, then draft SmolLM2-135M-Instruct.Q4_1 K=4": 1}  # fmt: skip
+        groups = app.screen.groups
+        assert len(groups) == 3
+        assert {label: len(g.runs) for g in groups for label in runs if f" · {label} · " in g.title} == runs
+        labels = list(runs)
+        # the list as a person reads it: wrapped lines joined, the list's frame left out
+        shown = (line.strip("▊▎▔▁ ") for line in (await visible(pilot, "#history-groups")).splitlines())
+        text = " ".join(" ".join(shown).split())
+        assert all(label in text for label in labels), text

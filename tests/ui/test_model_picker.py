@@ -11,7 +11,7 @@ import pytest
 from spectui.config import DraftConfig
 from spectui.ui.app import SpectuiApp
 from spectui.ui.screens.live import LiveScreen
-from spectui.ui.screens.model_picker import NGRAM_LABEL, ModelPicker
+from spectui.ui.screens.model_picker import ModelPicker
 from tests.ui.conftest import real_config, visible, wait_until
 
 _MODEL_ENV = ("HF_HOME", "HF_HUB_CACHE", "LLAMA_CACHE", "OLLAMA_MODELS", "SPECTUI_MODELS")
@@ -20,7 +20,7 @@ _MODEL_ENV = ("HF_HOME", "HF_HUB_CACHE", "LLAMA_CACHE", "OLLAMA_MODELS", "SPECTU
 @pytest.fixture(scope="session")
 def q8_variant(model_path) -> str:
     """The embedded model requantized to Q8_0 (kept in the user cache, made once)."""
-    from spectui.engine.quantize import cached_copy
+    from spectui.engine.host.quantize import cached_copy
 
     return str(cached_copy(model_path, "Q8_0"))
 
@@ -72,7 +72,7 @@ async def test_pick_target_then_draft_sets_the_next_run(home, model_path):
         assert picker.target is not None and picker.target.path == q8
         assert [d.path for d in picker.drafts] == [model_path]
         text = await visible(pilot)
-        assert "Choose a draft for" in text and NGRAM_LABEL in text
+        assert "Choose a draft for" in text and "n-gram (no draft model)" in text and "suffix (no draft model)" in text
         await pilot.press("enter")  # the first: the embedded model
         await wait_until(pilot, lambda: isinstance(app.screen, LiveScreen), "the picker to close")
         cfg = app.controller.config

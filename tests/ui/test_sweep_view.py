@@ -16,17 +16,17 @@ import threading
 import pytest
 from textual.widgets import ProgressBar
 
+from spectui.format import DASH
 from spectui.lab.sweep import SweepPlan, SweepProgress, SweepResult, SweepRun, aggregate, make_points
 from spectui.lab.sweep_report import COLUMNS, format_table
 from spectui.metrics.stats import summarize
 from spectui.prompts import list_prompts
 from spectui.recording.reader import read_recording
 from spectui.recording.schema import Step
-from spectui.format import DASH
 from spectui.ui.launch import make_sweep_app
 from spectui.ui.sweep import SweepScreen
 
-from .conftest import WAIT_S, FIXED_AR, FIXED_SPEC, REPO, GatedEngine, real_config, visible, wait_thread, wait_until
+from .conftest import FIXED_AR, FIXED_SPEC, REPO, WAIT_S, GatedEngine, real_config, visible, wait_thread, wait_until
 
 SIZE = (120, 30)
 PROMPT_NAME = "short-greeting"  # a short prompt: a short prefill on a busy machine

@@ -4,6 +4,12 @@ A 100x30 pane with TERM=xterm-256color and no COLORTERM (no truecolor), on a pri
 socket. The test reads the screen as a person would (``capture-pane``): the dashboard comes
 up idle, ``r`` streams tokens, ``s`` stops, ``q`` quits with exit status 0 and the terminal
 back on its normal screen. Every wait is bounded; the tmux server is killed in ``finally``.
+
+Every wait is for what the screen means, not for where text happens to fall: the run state the
+header shows on purpose (``header_state``), a screen's title, a verdict read with wrapped lines
+joined (``words``). Measured figures are as wide as the host makes them, and a line that wraps
+after them (``outputs`` at a row's end, ``identical`` on the next) never matches a wait for
+text across the wrap.
 """
 
 from __future__ import annotations
@@ -25,6 +31,36 @@ from spectui.recording.schema import Step
 from .conftest import REPO, WAIT_S
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+
+#: the header's state line: a mark and the run state (``widgets.header``), then its detail
+_STATE_LINE = re.compile(r"^ *[○◌▶◼✔✖▷] (idle|starting|loading|running|stopping|done|interrupted|error|replay)\b(.*)$", re.M)
+
+
+def header_state(screen: str) -> str:
+    """The run state the dashboard's header shows (``idle``, ``running``, ``done`` ...), "" on
+    a screen without the header."""
+    m = _STATE_LINE.search(screen)
+    return m.group(1) if m else ""
+
+
+def header_detail(screen: str) -> str:
+    """What the header says after the state: ``12/256 tokens``, ``40 tokens (length)``, an error."""
+    m = _STATE_LINE.search(screen)
+    return m.group(2).strip() if m else ""
+
+
+def words(screen: str) -> str:
+    """The screen's words in reading order, wrapped lines joined: for a verdict or a message
+    whose line breaks fall where the figures before it push them."""
+    return " ".join(screen.split())
+
+
+def finished(path: Path) -> bool:
+    """The recording at ``path`` exists and has its end record: its run is over."""
+    try:
+        return read_recording(path).complete
+    except Exception:  # noqa: BLE001 - not there yet, or its header half written
+        return False
 
 
 class Tmux:
@@ -85,19 +121,19 @@ def test_dashboard_in_tmux(tmp_path, calibrations):  # the session cache, calibr
         tmux.start(f"{sys.executable} -m spectui.ui", cwd=REPO, status_file=status_file, env=f"SPECTUI_RECORDINGS={recordings}")
 
         # up and idle, on the embedded model, with the keys in the footer
-        screen = tmux.wait_for(lambda s: "idle" in s and "Quit" in s, "the dashboard")
+        screen = tmux.wait_for(lambda s: header_state(s) == "idle" and "Quit" in s, "the dashboard")
         assert "spectui" in screen and "llama.cpp" in screen and "SmolLM2" in screen
         assert "REC" in screen and "tokens" in screen and "stats" in screen
         assert tmux.pane("#{alternate_on}") == "1"  # a full-screen app, on the alternate screen
 
         tmux("send-keys", "-t", "e2e", "r")
         screen = tmux.wait_for(
-            lambda s: re.search(r"running \d+/\d+ tokens", s) and not re.search(r"running 0/", s)
-            or "done" in s,
+            lambda s: header_state(s) == "running" and re.match(r"[1-9]\d*/\d+ tokens", header_detail(s))
+            or header_state(s) == "done",
             "tokens to arrive",
         )
         tmux("send-keys", "-t", "e2e", "s")
-        screen = tmux.wait_for(lambda s: "interrupted" in s or "✔ done" in s, "the run to stop")
+        screen = tmux.wait_for(lambda s: header_state(s) in ("interrupted", "done"), "the run to stop")
         # the header names the recording; the stream shows the text the model wrote
         files = sorted(recordings.glob("*.spectui"))
         assert len(files) == 1, files
@@ -129,7 +165,7 @@ def _launch(tmux: Tmux, tmp_path, recordings, *args: str) -> Path:  # noqa: ANN0
     )
     tmux("new-session", "-d", "-s", "e2e", "-x", "110", "-y", "34", "-c", str(REPO), command)
     tmux("set-option", "-t", "e2e", "remain-on-exit", "on")
-    tmux.wait_for(lambda s: "idle" in s and "Quit" in s, "the dashboard")
+    tmux.wait_for(lambda s: header_state(s) == "idle" and "Quit" in s, "the dashboard")
     return status_file
 
 
@@ -153,11 +189,11 @@ def _compose(tmux: Tmux, tmp_path, *, paste: str | None = None, typed: str | Non
         # 40 keys of a burst typed right after the composer drew never reached it, and the
         # turn went out as its last 18 characters; such a burst is typed again, once
         try:
-            tmux.wait_for(lambda s: typed in s, "the typed text in the composer", timeout=10)
+            tmux.wait_for(lambda s: typed in words(s), "the typed text in the composer", timeout=10)
         except AssertionError:
             tmux("send-keys", "-t", "e2e", "F7")
             tmux("send-keys", "-t", "e2e", "-l", typed)
-            tmux.wait_for(lambda s: typed in s, "the typed text in the composer, typed again", timeout=30)
+            tmux.wait_for(lambda s: typed in words(s), "the typed text in the composer, typed again", timeout=30)
     time.sleep(0.5)  # let the pane deliver the keys before the send
     tmux("send-keys", "-t", "e2e", "C-s")
     tmux.wait_for(lambda s: "ctrl+s send" not in s, "the composer to close")
@@ -165,6 +201,14 @@ def _compose(tmux: Tmux, tmp_path, *, paste: str | None = None, typed: str | Non
 
 def _turn_files(recordings) -> list[Path]:  # noqa: ANN001
     return sorted(recordings.glob("chat-*/turn-*.spectui"))
+
+
+def _replied(screen: str, recordings, n: int) -> bool:  # noqa: ANN001
+    """Turn ``n`` is over: its recording has its end record and the header says ``done``. (The
+    header alone still says the last turn's ``done`` for a moment after a send; the word
+    ``done`` alone may be the model's or the prompt's.)"""
+    turns = _turn_files(recordings)
+    return len(turns) == n and finished(turns[-1]) and header_state(screen) == "done"
 
 
 def test_a_chat_in_tmux_pastes_a_file_and_follows_up(tmp_path, calibrations):
@@ -179,15 +223,15 @@ def test_a_chat_in_tmux_pastes_a_file_and_follows_up(tmp_path, calibrations):
     try:
         status = _launch(tmux, tmp_path, recordings, "--threads", "1", "--max-tokens", "56")
         _compose(tmux, tmp_path, paste="Write a Python function that returns the squares of a list of numbers.")
-        tmux.wait_for(lambda s: len(_turn_files(recordings)) == 1 and "done" in s, "the first reply")
+        tmux.wait_for(lambda s: _replied(s, recordings, 1), "the first reply")
         _compose(tmux, tmp_path, typed="Repeat the function you just wrote exactly, word for word.")
-        tmux.wait_for(lambda s: len(_turn_files(recordings)) == 2 and "done" in s and "› Repeat the function" in s, "the second reply")
+        tmux.wait_for(lambda s: _replied(s, recordings, 2) and "› Repeat the function" in s, "the second reply")
         (chat,) = {p.parent for p in _turn_files(recordings)}
 
         # a new conversation, opened with a pasted file of about 3,000 tokens
         tmux("send-keys", "-t", "e2e", "n")
         _compose(tmux, tmp_path, paste="Summarise this file:\n\n" + source[:12000])
-        tmux.wait_for(lambda s: len(_turn_files(recordings)) == 3 and "done" in s, "the reply to the pasted file")
+        tmux.wait_for(lambda s: _replied(s, recordings, 3), "the reply to the pasted file")
         (pasted,) = [p for p in _turn_files(recordings) if p.parent != chat]
         rec = read_recording(pasted)
         last_def = [line for line in source[:12000].splitlines() if line.lstrip().startswith("def ")][-1]
@@ -197,9 +241,10 @@ def test_a_chat_in_tmux_pastes_a_file_and_follows_up(tmp_path, calibrations):
         # a file longer than the context: one line with the numbers, no run, no recording
         tmux("send-keys", "-t", "e2e", "n")
         _compose(tmux, tmp_path, paste="Summarise this file:\n\n" + source)
-        screen = tmux.wait_for(lambda s: "context holds 4096" in s and "error" in s, "the refusal")
-        # the notification wraps its one line; the header holds it too, cut to its width
-        assert re.search(r"the prompt is \d{4} tokens but", screen), screen
+        # the header's state and its detail, the error's one line (the notification holds it
+        # too, wrapped where its width falls)
+        screen = tmux.wait_for(lambda s: header_state(s) == "error" and "context holds 4096" in header_detail(s), "the refusal")
+        assert re.search(r"the prompt is \d{4} tokens but", header_detail(screen)), screen
         assert len(_turn_files(recordings)) == 3
 
         tmux.quit()

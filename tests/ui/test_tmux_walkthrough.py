@@ -3,6 +3,9 @@
 the model picker, ``o`` open a recording, ``e`` the composer and ``v`` compare each open,
 show what they are for, and go back with Escape. No screen may show a traceback or a chart
 tick in scientific notation (``e-0``).
+
+Each wait is for what a screen means (a title, the run state, a verdict with wrapped lines
+joined), never for text that figures measured on this host may push across a line's end.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import pytest
 from tests.conftest import seed_calibrations
 
 from .conftest import REPO
-from .test_tmux_e2e import Tmux
+from .test_tmux_e2e import Tmux, header_state, words
 
 pytestmark = [
     pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed"),
@@ -37,6 +40,15 @@ SCREENS = [
     ("v", "compare ·"),
 ]
 SCIENTIFIC = re.compile(r"\de-0|\de\+0")
+#: the compare screen's verdict on the outputs, as the delta bar words it
+OUTPUTS_VERDICT = re.compile(r"\boutputs (identical|diverge|not compared)\b")
+
+
+def compare_state(screen: str) -> str:
+    """The state at the end of the compare screen's title (``compare · live, one after the
+    other · done``), "" on another screen."""
+    title = (screen.splitlines() or [""])[0].strip()
+    return title.rpartition(" · ")[2] if title.startswith("compare · ") else ""
 
 
 def clean(screen: str, key: str) -> None:
@@ -55,26 +67,30 @@ def test_every_screen_after_a_real_run(tmp_path, calibrations):
     try:
         tmux.start(f"{sys.executable} -m spectui run --threads 1 --max-tokens 40", cwd=REPO, status_file=status_file,
                    env=env, size=(120, 36))
-        tmux.wait_for(lambda s: "idle" in s and "Quit" in s, "the dashboard")
+        tmux.wait_for(lambda s: header_state(s) == "idle" and "Quit" in s, "the dashboard")
         tmux("send-keys", "-t", "e2e", "r")
-        main = tmux.wait_for(lambda s: "✔ done" in s, "the run to finish")
+        main = tmux.wait_for(lambda s: header_state(s) == "done", "the run to finish")
         clean(main, "r")
         assert len(list(recordings.glob("*.spectui"))) == 1
 
         for key, marker in SCREENS:
             tmux("send-keys", "-t", "e2e", key)
-            if key == "M":  # the catalogue loads in a thread: wait for it, not for "loading…"
-                screen = tmux.wait_for(lambda s: marker in s and "loading…" not in s, "the model picker")
-                assert "Only the embedded model is here" in screen or "models found" in screen, screen
-            elif key == "h":  # the index refresh runs in a thread too
-                screen = tmux.wait_for(lambda s: "history:" in s and "1 run in 1 group" in s, "the history")
-            elif key == "v":  # the pair runs live, AR then speculative; the delta bar judges the outputs once both ended
-                screen = tmux.wait_for(lambda s: "· done" in (s.splitlines() or [""])[0] and "outputs " in s, "the compare pair")
+            if key == "M":  # the catalogue loads in a thread: wait for its status line, not for "loading…"
+                screen = tmux.wait_for(
+                    lambda s, m=marker: m in s and re.search(r"\d+ models? found|no models found", s) is not None, "the model picker"
+                )
+                assert "Only the embedded model is here" in words(screen) or "models found" in screen, screen
+            elif key == "h":  # the index refresh runs in a thread too: its title then counts the runs
+                screen = tmux.wait_for(lambda s: "history:" in s and "1 run in 1 group" in words(s), "the history")
+            elif key == "g":  # the title, and the plots drawn at the pane's size
+                screen = tmux.wait_for(lambda s, m=marker: m in s and "seconds since the start of the run" in s, "the plots")
+                assert "acceptance per block (%" in screen
+            elif key == "v":  # the pair runs live, AR then speculative; the title says done once both ended,
+                # and the delta bar then judges the outputs (its rows break where the figures before put them)
+                screen = tmux.wait_for(lambda s: compare_state(s) == "done" and OUTPUTS_VERDICT.search(words(s)), "the compare pair")
             else:
                 screen = tmux.wait_for(lambda s, m=marker: m in s, f"the screen of {key}")
             clean(screen, key)
-            if key == "g":
-                assert "acceptance per block (%" in screen and "seconds since the start of the run" in screen
             tmux("send-keys", "-t", "e2e", "Escape")
             back = tmux.wait_for(lambda s, m=marker: m not in s and "Quit" in s, f"the dashboard after {key}")
             clean(back, key)

@@ -29,7 +29,7 @@ def group(acceptances: list[float], minutes_apart: float = 3.0) -> Group:
         for i, a in enumerate(acceptances)
     ]
     key = {"host": "cpu x2", "target_sha256": "ab" * 32, "backend": "llamacpp", "mode": "spec", "drafter": "n-gram",
-           "k": "K=4", "sampling": "greedy", "prompt": "load-typo-fix"}
+           "k": "K=4", "label": "spec n-gram K=4", "sampling": "greedy", "prompt": "load-typo-fix"}
     return Group(key, "SmolLM2-135M-Instruct.Q4_1", "Q4_1", "copy", "ngram", 4, runs)
 
 
@@ -69,6 +69,67 @@ def test_ticks_are_round_and_never_scientific(lo, hi):
     assert len(ticks) == len(labels) >= 2
     assert all(not SCIENTIFIC.search(s) for s in labels), labels
     assert all(abs(float(s) - t) <= abs(t) * 1e-6 + 1e-12 for s, t in zip(labels, ticks))
+
+
+GIB, MIB = 2**30, 2**20
+
+
+def memory_sample(t_s: float, headroom: int, rss: int):  # noqa: ANN201
+    from spectui.recording.schema import MemorySample
+
+    return MemorySample(
+        t_us=int(t_s * 1e6), rss=rss, available=headroom, headroom=headroom, pressure=0.0, swap_in_total=0,
+        red_pressure_ms=0, throttle_events=0, on_ac_power=True, low_power_mode=False, other_cpu_pct=2,
+    )
+
+
+def tick_labels(text: str, title: str, *, decimals: int = 2) -> tuple[list[float], list[float]]:
+    """The left and right y tick labels of the panel titled ``title`` in a rendered chart, each
+    written with at most ``decimals`` decimals (more: ticks zoomed into noise)."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if title in line)
+    left, right = [], []
+    for line in lines[start + 1 :]:
+        if re.match(r"\s*└", line):  # the panel's bottom edge (a legend's box has one too, inside)
+            break
+        if m := re.match(r"\s*(-?[\d.]+)┤", line):
+            left.append(m.group(1))
+        if m := re.search(r"├(-?[\d.]+)\s*$", line):
+            right.append(m.group(1))
+    for labels in (left, right):
+        assert all(len(s.partition(".")[2]) <= decimals for s in labels), f"ticks zoomed into noise: {labels}\n{text}"
+    return [float(s) for s in left], [float(s) for s in right]
+
+
+def test_a_flat_memory_plot_reads_flat_instead_of_zooming_into_noise():
+    """Headroom that moves by a few KiB around 23.0252 GiB once filled the memory panel from
+    23.02518 to 23.02520: the axes now span at least the panel's minimum, in round ticks."""
+    from spectui.metrics.live import LiveRun
+    from spectui.recording.schema import Header
+    from spectui.ui.widgets.plots import HEADROOM_SPAN_GIB, RSS_SPAN_MIB, plot_panels
+
+    base = int(23.02518 * GIB)
+    events = [Header()] + [memory_sample(i * 0.5, base + (i % 3) * 10_000, 300 * MIB + (i % 2) * 4096) for i in range(20)]
+    live = LiveRun.from_events(events)
+    text = render(plot_panels(live), width=100, height=36)
+    headroom, rss = tick_labels(text, "memory: headroom")
+    assert len(headroom) >= 2 and len(rss) >= 2, text
+    assert max(headroom) - min(headroom) >= HEADROOM_SPAN_GIB and min(headroom) <= 23.0252 <= max(headroom)
+    assert max(rss) - min(rss) >= RSS_SPAN_MIB and min(rss) <= 300 <= max(rss)
+    assert not SCIENTIFIC.search(text), text
+
+
+@pytest.mark.parametrize("values", [[23.02518, 23.0252, 23.02519], [280.0, 280.0001], [0.5, 0.50001]])
+def test_a_series_that_barely_moves_gets_an_axis_of_its_magnitude(values):
+    """Any chart drawn from its data: a span under MIN_RELATIVE_SPAN of the values is widened to it."""
+    from spectui.charts import MIN_RELATIVE_SPAN
+
+    xs = list(range(len(values)))
+    text = render([Panel("flat", [Series(xs, values)]), Panel("other", [Series([0, 1], [0, 1])])], width=80, height=30)
+    ticks, _ = tick_labels(text, "flat", decimals=3)
+    assert max(ticks) - min(ticks) >= MIN_RELATIVE_SPAN * max(values) and min(ticks) <= min(values) <= max(values) <= max(ticks)
+    (lo, hi), _, _ = nice_ticks(0.0, 1e-6, min_span=64.0)  # memory from zero: widened upwards, never below it
+    assert lo == 0.0 and hi >= 64.0
 
 
 def test_time_axis_spans_days_by_date():

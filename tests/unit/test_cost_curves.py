@@ -38,7 +38,7 @@ def test_runs_leave_a_curve_that_later_runs_refine(tmp_path):
 def test_a_corrupt_cache_is_no_curve(tmp_path):
     (tmp_path / "verify-cost.json").write_text("{not json")
     assert load_curve(KEY, cache=tmp_path) is None
-    (tmp_path / "verify-cost.json").write_text('{"%s": {"relative": [2.0, 1.0]}}' % KEY)
+    (tmp_path / "verify-cost.json").write_text(f'{{"{KEY}": {{"relative": [2.0, 1.0]}}}}')
     assert load_curve(KEY, cache=tmp_path) is None  # must start at one token = 1.0
     save_curve(KEY, CostCurve(relative=(1.0, 2.0)), cache=tmp_path)  # and is rewritten whole
     assert load_curve(KEY, cache=tmp_path).relative == (1.0, 2.0)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from spectui.config import DraftConfig
-from spectui.engine.draft_length import DraftLength
+from spectui.engine.loop.draft_length import DraftLength
 from spectui.metrics.predict import best_k, expected_tokens, seeded_cost, verify_cost
 
 #: the embedded model requantized to Q4_0 (``spectui tune --weights``): n = 4 and 8 are cheap

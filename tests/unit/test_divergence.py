@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from spectui.compare.divergence import CHANGED, NEAR_TIE, UNCLASSIFIED, classify
-from spectui.engine.decode import top_two
-from spectui.engine.noise import calibration_depth
+from spectui.engine.host.noise import calibration_depth
+from spectui.engine.loop.decode import top_two
 from spectui.recording.schema import BatchNoise
 
 #: invariant to depth 256, then up to 0.84 (the shape measured on the embedded model, 2 threads)

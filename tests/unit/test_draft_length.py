@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from spectui.config import DraftConfig
-from spectui.engine.draft_length import COST_MIN_SAMPLES, PROBE_AFTER, DraftLength, VerifyCost
+from spectui.engine.loop.draft_length import COST_MIN_SAMPLES, PROBE_AFTER, DraftLength, VerifyCost
 from spectui.metrics.predict import expected_tokens, verify_cost
 
 

@@ -14,7 +14,6 @@ from spectui.recording.reader import read_recording
 from spectui.recording.schema import Header, Step
 from tests.unit.test_diff import cut_in_half, edit_header, replace_token, sample, scale_time, with_target_sha, write_events
 
-
 #: the acceptance brief's machine checks, after spectui's own (spectui.compare.brief_checks)
 BRIEF_CHECKS = ["headroom", "red pressure", "swap-ins", "thermal", "power", "other load", "acceptance drift"]
 

@@ -3,10 +3,10 @@ errors, and the vocabulary digest both backends share."""
 
 from __future__ import annotations
 
+import gguf
 import numpy as np
 import pytest
 
-import gguf
 from spectui.errors import SpectuiError
 from spectui.models.gguf import file_type_name, first_token_difference, first_vocab_difference, read_gguf, vocab_digest
 

@@ -7,7 +7,7 @@ import importlib.util
 
 import pytest
 
-from spectui.engine.embedded import require_mlx
+from spectui.engine.backends import backend_kind
 from spectui.errors import SpectuiError
 
 
@@ -16,10 +16,10 @@ def test_backend_mlx_without_mlx_installed_is_one_line(monkeypatch):
     # this machine has MLX: make the two packages read as absent, as on a machine without them
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name in ("mlx", "mlx_lm") else real(name, *a))
     with pytest.raises(SpectuiError, match="MLX is not installed here") as caught:
-        require_mlx()  # what Engine.load asks first for --backend mlx
+        backend_kind("mlx").require()  # what Engine.load asks first for --backend mlx
     assert "\n" not in str(caught.value) and "--backend llamacpp" in str(caught.value)
 
 
 def test_with_mlx_installed_nothing_is_refused():
     pytest.importorskip("mlx_lm", reason="MLX is not installed on this machine")
-    require_mlx()
+    backend_kind("mlx").require()

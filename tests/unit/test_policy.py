@@ -4,8 +4,8 @@ behaviour, with real acceptance, is in tests/backends/test_fallback.py)."""
 from __future__ import annotations
 
 from spectui.config import DraftConfig, PolicyConfig, RunConfig
-from spectui.engine.drafters import NgramDrafter
-from spectui.engine.policy import FallbackPolicy, ladder, shrink_k
+from spectui.engine.drafters.ngram import NgramDrafter
+from spectui.engine.loop.policy import FallbackPolicy, ladder, shrink_k
 from spectui.recording.schema import MemorySample
 
 MB = 1024 * 1024

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from spectui.engine.sampling import draw, verify_greedy, verify_sampled, warp
+from spectui.engine.loop.sampling import draw, verify_greedy, verify_sampled, warp
 
 P = np.array([0.35, 0.25, 0.15, 0.12, 0.08, 0.05])
 Q = np.array([0.05, 0.10, 0.40, 0.05, 0.30, 0.10])  # disagrees with P on purpose

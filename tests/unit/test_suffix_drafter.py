@@ -11,8 +11,8 @@ from collections.abc import Sequence
 import msgspec
 import pytest
 
-from spectui.engine.suffix import SuffixDrafter, SuffixIndex, match_bucket
-from spectui.engine.suffix_memory import (
+from spectui.engine.drafters.suffix import SuffixDrafter, SuffixIndex, match_bucket
+from spectui.engine.drafters.suffix_memory import (
     FORMAT,
     FORMAT_VERSION,
     DraftMemoryWarning,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from spectui.engine.verify_cost import Curve
-from spectui.engine.weights import CHOICE_BLOCK, WeightRow, choose_weights
+from spectui.engine.host.verify_cost import Curve
+from spectui.engine.host.weights import CHOICE_BLOCK, WeightRow, choose_weights
 
 
 def row(quant: str, token_ms: float, block_cost: float) -> WeightRow:
@@ -60,7 +60,7 @@ def test_on_a_gpu_f16_wins_both_ways():
 def test_a_stored_choice_the_rule_no_longer_allows_is_probed_again(tmp_path, monkeypatch):
     """An older spectui's stored choice of a type outside the candidates reads as none."""
     from spectui.config import BackendConfig
-    from spectui.engine.weights import store_choice, stored_choice
+    from spectui.engine.host.weights import store_choice, stored_choice
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     backend = BackendConfig()

@@ -163,9 +163,10 @@ class _ProcessInfo:
         ctypes.CDLL(_FOUNDATION)  # registers NSProcessInfo with the runtime
         self.objc = objc
         cls = objc.lib.objc_getClass(b"NSProcessInfo")
-        self.info = objc.send(ctypes.c_void_p, cls, "processInfo") if cls else None
-        if not self.info or not objc.responds(self.info, "thermalState"):
+        info = objc.send(ctypes.c_void_p, cls, "processInfo") if cls else None
+        if not info or not objc.responds(info, "thermalState"):
             raise OSError("NSProcessInfo.thermalState is not available")
+        self.info: int = info
         self.has_low_power = objc.responds(self.info, "isLowPowerModeEnabled")
 
     def thermal_level(self) -> int | None:

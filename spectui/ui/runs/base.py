@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from spectui.config import RunConfig
-from spectui.engine.noise import CALIBRATION_NOTICE
+from spectui.engine.host.noise import CALIBRATION_NOTICE
 from spectui.metrics.live import LiveRun
 from spectui.recording.schema import End, Event
 from spectui.sessions.notes import Note, Outbox, SessionEvents, SessionFinished, SessionStatus

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+from rich.console import Console, ConsoleOptions, RenderResult
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -26,7 +27,7 @@ from spectui.format import DASH, num, pct, signed_size
 from spectui.metrics.live import LiveRun
 from spectui.metrics.stats import Summary
 from spectui.recording.redact import outputs_not_comparable
-from spectui.ui.labels import run_label
+from spectui.ui.labels import recorded_label
 from spectui.ui.messages import CompareRequested, DiffRequested, InterleaveToggled
 from spectui.ui.widgets.signals import SignalGroup
 from spectui.ui.widgets.token_stream import TokenStream
@@ -37,16 +38,18 @@ if TYPE_CHECKING:
 SIDES = ("baseline", "candidate")
 
 
-def delta_text(base: LiveRun, cand: LiveRun, sb: Summary, sc: Summary, styles: dict[str, object]) -> Text:
-    """One or two lines: what the candidate changes against the baseline."""
+#: what stands between two items of the delta bar
+DELTA_SEPARATOR = "  │  "
+
+
+def delta_items(base: LiveRun, cand: LiveRun, sb: Summary, sc: Summary, styles: dict[str, object]) -> list[Text]:
+    """What the candidate changes against the baseline, one ``label value`` item each: the
+    speedup, ITL tails, TTFT, peak RSS, acceptance, and the verdict on the outputs."""
     muted, value, good, bad = (styles[k] for k in ("muted", "value", "good", "bad"))
-    out = Text(no_wrap=False, end="")
+    out: list[Text] = []
 
     def item(label: str, text: str, style: object = value) -> None:
-        if out:
-            out.append("  │  ", muted)
-        out.append(f"{label} ", muted)
-        out.append(text, style)
+        out.append(Text.assemble((f"{label} ", muted), (text, style), end=""))
 
     ratio = sc.decode_tok_s / sb.decode_tok_s if sb.decode_tok_s > 0 else math.nan
     item("speedup", "—" if math.isnan(ratio) else f"{ratio:.2f}×", good if ratio >= 1 else bad)
@@ -80,6 +83,39 @@ def delta_text(base: LiveRun, cand: LiveRun, sb: Summary, sc: Summary, styles: d
     return out
 
 
+def delta_text(base: LiveRun, cand: LiveRun, sb: Summary, sc: Summary, styles: dict[str, object]) -> Text:
+    """The delta bar's items on one line (``delta_items``; the screen lays them out by width)."""
+    return delta_separator(styles).join(delta_items(base, cand, sb, sc, styles))
+
+
+def delta_separator(styles: dict[str, object]) -> Text:
+    return Text.assemble((DELTA_SEPARATOR, styles["muted"]), end="")
+
+
+class ItemRows:
+    """Items in rows at the width they are drawn at: a row breaks between two items, never
+    inside one that fits a row, so the verdict after figures whose widths differ from host
+    to host (``outputs identical (40 tokens)``) is never cut in two. An item wider than a
+    row wraps on its own rows."""
+
+    def __init__(self, items: list[Text], separator: Text) -> None:
+        self.items = items
+        self.separator = separator
+
+    def rows(self, width: int) -> Text:
+        rows: list[Text] = []
+        for item in self.items:
+            if rows and rows[-1].cell_len + self.separator.cell_len + item.cell_len <= width:
+                rows[-1].append_text(self.separator)
+                rows[-1].append_text(item)
+            else:
+                rows.append(item.copy())
+        return Text("\n").join(rows)  # ends in a newline: Textual counts them for the height
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield self.rows(options.max_width)
+
+
 def _margins(cause: DivergenceCause) -> str:
     return f"{cause.baseline_margin:.3f}+{cause.candidate_margin:.3f} vs noise bound {cause.bound:.3f}"
 
@@ -104,11 +140,13 @@ class CompareScreen(Screen[None]):
     CompareScreen > #compare-title { height: 1; padding: 0 1; background: $panel; color: $text-primary; }
     CompareScreen > #columns { height: 1fr; }
     CompareScreen .compare-column { width: 1fr; }
-    CompareScreen .compare-column > .column-title { height: 1; padding: 0 1; color: $text-primary; text-style: bold; }
+    CompareScreen .compare-column > .column-title {
+        height: 2; padding: 0 1; color: $text-primary; text-style: bold; text-wrap: nowrap; text-overflow: ellipsis;
+    }
     CompareScreen .compare-column > TokenStream { height: 1fr; }
     CompareScreen SignalPanel { layout: vertical; height: 2; }
     CompareScreen SignalPanel > .signal-caption { width: 1fr; }
-    CompareScreen > #delta { height: auto; max-height: 3; padding: 0 1; background: $surface; }
+    CompareScreen > #delta { height: auto; max-height: 4; padding: 0 1; background: $surface; }
     CompareScreen > .compare--muted { color: $text-muted; }
     CompareScreen > .compare--value { color: $foreground; text-style: bold; }
     CompareScreen > .compare--good { color: $text-success; text-style: bold; }
@@ -158,21 +196,24 @@ class CompareScreen(Screen[None]):
                     continue
                 s = live.summary()
                 summaries.append(s)
-                label = run_label(live.header.config if live.header is not None else None)
+                label = recorded_label(live.header)  # the label its header and the history give it
                 if live.header is not None and live.header.node:  # node A vs node B (compare --hosts)
                     label += f" @ {live.header.node}"
-                title = f"{side}: {label}  {num(s.decode_tok_s, '.1f', ' tok/s')}"
+                # the run on its own line, the numbers on the next: a cost-aware run's label
+                # (``spec n-gram K=1..16 adaptive``) and its figures do not fit half a terminal
+                title = Text(f"{side}: {label}\n", end="")
+                title.append(num(s.decode_tok_s, ".1f", " tok/s"))
                 if live.end is not None:
-                    title += f"  ({live.n_tokens} tokens, {live.end.reason})"
+                    title.append(f"  ({live.n_tokens} tokens, {live.end.reason})")
                 elif live.header is not None:
-                    title += f"  ({live.n_tokens} tokens…)"
+                    title.append(f"  ({live.n_tokens} tokens…)")
                 self.query_one(f"#col-{side} > .column-title", Static).update(title)
                 mode = live.header.config.mode if live.header is not None else "ar"
                 self.query_one(f"#signals-{side}", SignalGroup).show_run(live, s, mode, view.breach_marker(live))
             if full:
                 get = self.get_component_rich_style
                 styles = {k: get(f"compare--{k}") for k in ("muted", "value", "good", "bad")}
-                self.query_one("#delta", Static).update(delta_text(*pair, *summaries, styles))
+                self.query_one("#delta", Static).update(ItemRows(delta_items(*pair, *summaries, styles), delta_separator(styles)))
         except NoMatches:
             return False
         return True

@@ -105,9 +105,9 @@ class HistoryScreen(Screen[None]):
         options = self.query_one("#history-groups", OptionList)
         options.clear_options()
         for i, g in enumerate(groups):
-            k = g.key
-            label = f"{'STALE ' if g.stale else ''}{g.target_label} · {k['drafter']} {k['k']}".rstrip()
-            label += f"\n  {k['prompt']} · {counted(len(g.runs), 'run')}{' · ' + counted(len(g.changes), 'change') if g.changes else ''}"
+            # the group's run label is the one the run's header and compare column showed
+            label = f"{'STALE ' if g.stale else ''}{g.label}\n  {g.target_label}"
+            label += f"\n  {g.key['prompt']} · {counted(len(g.runs), 'run')}{' · ' + counted(len(g.changes), 'change') if g.changes else ''}"
             options.add_option(Option(label, id=str(i)))
         detail = self.query_one("#history-detail", Static)
         if not groups:

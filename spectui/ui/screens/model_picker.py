@@ -1,9 +1,10 @@
 """The model picker: a target from the local catalogue, then one of its compatible drafts.
 
 Two steps in one modal: the catalogue's models (name, quant, size, params); Enter on one lists
-its compatible drafts (``Catalogue.drafts_for``: same vocabulary, smaller) and n-gram drafting;
-Enter on a draft dismisses with ``(target_path, draft_source)``, ``draft_source`` being a
-draft model's path or ``"ngram"``. Escape goes back a step, then cancels (``None``).
+its compatible drafts (``Catalogue.drafts_for``: same vocabulary, smaller) and every model-free
+drafter of the drafter registry (n-gram, suffix, ...); Enter on a draft dismisses with
+``(target_path, draft_source)``, ``draft_source`` being a draft model's path or a model-free
+drafter's name. Escape goes back a step, then cancels (``None``).
 
 Finding the models reads metadata only, but may touch many files (and hash a vocabulary the
 first time): ``spectui.models.catalogue.discover`` runs in a thread worker, the list says
@@ -21,14 +22,19 @@ from textual.screen import ModalScreen
 from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
 
+from spectui.engine.drafters import drafter_kinds
 from spectui.errors import SpectuiError
 from spectui.format import counted, size
 from spectui.models.catalogue import Catalogue, ModelEntry, discover, locations
 from spectui.ui.screens.pickers import _MODAL_CSS
 
-#: the draft choice that is no model: the n-gram drafter
-NGRAM = "ngram"
-NGRAM_LABEL = "n-gram (no draft model)"
+#: the option ids of the model-free drafters: the registry's names behind this prefix
+FREE_PREFIX = "free:"
+
+
+def free_drafter_options() -> list[Option]:
+    """One option per model-free drafter in the registry: ``n-gram (no draft model)``."""
+    return [Option(f"{k.label} (no draft model)", id=FREE_PREFIX + k.name) for k in drafter_kinds()]
 
 
 def params_label(n: int) -> str:
@@ -56,7 +62,7 @@ def where_to_put_models(folders: tuple[str, ...] = (), *, embedded: bool = True)
 
 
 class ModelPicker(ModalScreen[tuple[str, str] | None]):
-    """Pick the next run's target, then its draft (a model or n-gram)."""
+    """Pick the next run's target, then its draft (a model or a model-free drafter)."""
 
     DEFAULT_CSS = _MODAL_CSS.format(screen="ModelPicker") + """
 ModelPicker #model-notes { color: $text-warning; width: 100%; }
@@ -142,12 +148,12 @@ ModelPicker #model-notes { color: $text-warning; width: 100%; }
         n = len(self.drafts)
         self.query_one("#model-status", Label).update(
             f"{n} compatible draft model{'s' if n != 1 else ''} (same vocabulary, smaller)" if n
-            else "no compatible draft model here: n-gram drafting needs none"
+            else "no compatible draft model here: the model-free drafters need none"
         )
         ol = self.query_one(OptionList)
         ol.clear_options()
         ol.add_options([Option(model_row(d), id=f"d{i}") for i, d in enumerate(self.drafts)])
-        ol.add_option(Option(NGRAM_LABEL, id="ngram"))
+        ol.add_options(free_drafter_options())
         ol.highlighted = 0
         ol.focus()
 
@@ -158,7 +164,9 @@ ModelPicker #model-notes { color: $text-warning; width: 100%; }
         if self.target is None:
             self.show_drafts(self.catalogue.models[event.option_index])
             return
-        draft = NGRAM if event.option.id == "ngram" else self.drafts[event.option_index].path
+        option_id = event.option.id or ""
+        free = option_id.startswith(FREE_PREFIX)
+        draft = option_id.removeprefix(FREE_PREFIX) if free else self.drafts[event.option_index].path
         self.dismiss((self.target.path, draft))
 
     def action_back(self) -> None:

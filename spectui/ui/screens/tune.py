@@ -52,8 +52,8 @@ def target_key(config: RunConfig) -> str:
     path = resolve_model(config.target)
     if b.name == "llamacpp":
         # imports llama_cpp: only here, in a worker
-        from spectui.engine.llamacpp import default_threads
-        from spectui.engine.weights import resolve_target
+        from spectui.engine.backends.llamacpp import default_threads
+        from spectui.engine.host.weights import resolve_target
 
         threads, gpu_layers = b.n_threads or default_threads(), b.n_gpu_layers
         path = resolve_target(config.target, b, probe=False).path  # the embedded default's chosen copy

@@ -24,6 +24,10 @@ if TYPE_CHECKING:
 #: plotext draws braille: two points per cell across. More points than that per cell only
 #: cost build time, so long runs are thinned to this many points per column.
 _POINTS_PER_COLUMN = 2
+#: The least scale of the memory panel's axes: changes smaller than these are noise to a
+#: person watching memory (page cache, allocator slack), not a trend worth a whole panel.
+HEADROOM_SPAN_GIB = 0.25
+RSS_SPAN_MIB = 64.0
 
 
 def _rgb(value: str) -> tuple[int, int, int]:
@@ -85,7 +89,12 @@ def plot_panels(live: LiveRun, points: int = 160) -> list[Panel]:
         Panel("inter-token latency (ms)", itl, x=x, theme="spectui-itl"),
         # acceptance is a share: a fixed 0-100% scale reads the same across runs
         Panel("acceptance per block (% of drafted tokens accepted)", acc, x=x, y=Axis(lim=(0, 100)), theme="spectui-acc"),
-        Panel("memory: headroom (GiB, left) · RSS (MiB, right)", mem, x=x, theme="spectui-mem"),
+        # memory moves by MiB while a run is steady: at least HEADROOM_SPAN_GIB / RSS_SPAN_MIB
+        # of scale, so a flat line reads as flat, not as a zoom into its noise
+        Panel(
+            "memory: headroom (GiB, left) · RSS (MiB, right)", mem, x=x, theme="spectui-mem",
+            y=Axis(min_span=HEADROOM_SPAN_GIB), y_right=Axis(min_span=RSS_SPAN_MIB),
+        ),
     ]
 
 

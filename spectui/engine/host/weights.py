@@ -1,0 +1,299 @@
+"""Weight types measured on this machine, and the one the embedded default runs in.
+
+On a CPU the weight format decides whether verifying a block of tokens is cheap (ggml batches
+some types' rows, and which ones depends on the instruction set: ARCHITECTURE.md, "Weight
+types"), so a speculative default is only as good as the format it verifies in. The probe
+requantizes a model with llama.cpp's quantize API to each type (``engine.quantize``, cached)
+and measures each copy's verify-cost curve here.
+
+``spectui tune --weights`` runs the full probe and reports it. The embedded default
+(SmolLM2-135M, shipped as Q4_1) runs in the type the probe chose for this machine: the choice
+is stored per host and settings (``embedded-weights.json`` in the user cache), made by
+``tune --weights`` or, on the first run that needs it, by a shorter probe of the same kind.
+``SPECTUI_EMBEDDED_WEIGHTS`` overrides it: ``shipped`` (the file as shipped), a type such as
+``Q8_0``, or ``auto`` (the default). ``--target PATH`` always runs exactly that file.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import msgspec
+
+from spectui import storage
+from spectui.config import BackendConfig
+from spectui.engine.backends.llamacpp import LlamaCppBackend, default_threads
+from spectui.engine.host.quantize import PROBE_TYPES, cached_copy, copy_path, ftype
+from spectui.engine.host.verify_cost import CURVE_SIZES, Curve, measure_curve
+from spectui.errors import SpectuiError
+from spectui.format import EMBEDDED_MODEL_ALIASES, model_name
+from spectui.models.artifacts import file_sha256
+from spectui.models.cost_curves import curve_key, merge_run_curve
+from spectui.models.gguf import read_gguf
+from spectui.models.json_cache import cache_path, read_entry, write_entry
+from spectui.models.registry import embedded_model_path, resolve_model
+from spectui.prompts import find_prompt
+
+#: rows verified per one-token cost at n = 16 from which a type counts as batched here
+BATCHED_ROWS_PER_COST = 3.0
+#: the block the choice is made on: K = 8 drafted tokens and the pending one, at full acceptance
+CHOICE_BLOCK = 9
+#: a type replaces the shipped one only when it verifies that block this much faster...
+FASTER_BY = 1.10
+#: ...and its single token (what AR and a rejected block pay) is at most this much slower
+TOKEN_SLOWER_AT_MOST = 1.10
+#: types within this much of the fastest block count as a tie, which the most faithful one wins
+TIE = 1.05
+#: the types the embedded default may run in, most faithful to the shipped weights first: F16
+#: and Q8_0 hold a 4-bit model's values nearly exactly. Never a second 4-bit rounding: Q4_0
+#: made from the shipped Q4_1 verifies fastest on x86 but passed 4 of the 10 quality checks
+#: against the shipped file's 7 (F16 and Q8_0: 7), and its greedy outputs part from the shipped
+#: file's within 0-7 tokens (``spectui quality``, 2026-11-26); ``SPECTUI_EMBEDDED_WEIGHTS=Q4_0``
+#: still runs it for whoever wants that trade
+EMBEDDED_CANDIDATES = ("F16", "Q8_0")
+ENV = "SPECTUI_EMBEDDED_WEIGHTS"
+CACHE_NAME = "embedded-weights.json"
+#: the prompt the probes measure at (its depth is a typical short run's)
+PROBE_PROMPT = "medium-reasoning"
+
+
+@dataclass
+class WeightRow:
+    quant: str
+    path: str
+    size_bytes: int
+    curve: Curve
+    source: str = ""  # the model file the probe was made from
+
+    @property
+    def rows_per_cost(self) -> float:
+        return 16 / self.curve.cost(16)
+
+    @property
+    def batched(self) -> bool:
+        return self.rows_per_cost >= BATCHED_ROWS_PER_COST
+
+    def ideal_speedup(self, k: int = 8) -> float:
+        """Speedup at full acceptance with K drafted tokens: K + 1 tokens for one block."""
+        return (k + 1) / self.curve.cost(k + 1)
+
+    @property
+    def block_us(self) -> float:
+        """What a block of ``CHOICE_BLOCK`` tokens takes here, in microseconds."""
+        return self.curve.unit_us * self.curve.cost(CHOICE_BLOCK)
+
+
+def probe_file(quant: str, source: str | None = None) -> str:
+    """``source`` (the embedded model when None) in ``quant``: the file itself when it is of
+    that type already, or a cached requantized copy."""
+    src = source or embedded_model_path()
+    return src if read_gguf(src).quant.upper() == quant.upper() else str(cached_copy(src, quant))
+
+
+def probe_weights(
+    backend: BackendConfig,
+    text: str,
+    *,
+    types: Sequence[str] = PROBE_TYPES,
+    progress: Callable[[str], None] = lambda _m: None,
+    source: str | None = None,
+    sizes: Sequence[int] = CURVE_SIZES,
+    rounds: int = 5,
+) -> list[WeightRow]:
+    """The probe's curve in every weight type, at the depth ``text`` reaches; the probe is
+    ``source`` (a model file) or, when None, the embedded model."""
+    config = BackendConfig(n_ctx=max(512, min(backend.n_ctx, 2048)), n_batch=backend.n_batch, n_threads=backend.n_threads,
+                           n_gpu_layers=backend.n_gpu_layers)
+    rows = []
+    for quant in types:
+        progress(f"probe weights: {quant}")
+        path = probe_file(quant, source)
+        llama = LlamaCppBackend.open(path, config)
+        try:
+            tokens = llama.tokenize(text, add_bos=True)
+            curve = measure_curve(llama, tokens, depth=len(tokens), sizes=sizes, rounds=rounds)
+        finally:
+            llama.close()
+        rows.append(WeightRow(quant=quant, path=path, size_bytes=Path(path).stat().st_size, curve=curve,
+                              source=source or embedded_model_path()))
+    return rows
+
+
+# -- the embedded default's weight type ---------------------------------------------------------
+
+
+class WeightChoice(msgspec.Struct, frozen=True, kw_only=True):
+    """The weight type the embedded default runs in on this host, and the numbers behind it."""
+
+    quant: str
+    shipped: str
+    #: per type probed: one token, and a block of ``CHOICE_BLOCK``, in microseconds
+    token_us: dict[str, float]
+    block_us: dict[str, float]
+    #: "spectui tune --weights" or "first run" (the shorter probe)
+    by: str = ""
+    measured_at: str = ""
+
+    def reason(self) -> str:
+        q, s = self.quant, self.shipped
+        if q == s:
+            return (f"no type verifies a block of {CHOICE_BLOCK} over {FASTER_BY:.2f}x faster than the shipped {s} here "
+                    f"without a slower single token ({self.by})")
+        return (f"a block of {CHOICE_BLOCK} tokens {self.block_us[q] / 1000:.1f} ms against the shipped {s}'s "
+                f"{self.block_us[s] / 1000:.1f}, one token {self.token_us[q] / 1000:.1f} against {self.token_us[s] / 1000:.1f} ms "
+                f"({self.by})")
+
+
+def choose_weights(rows: Sequence[WeightRow], shipped: str, *, by: str) -> WeightChoice:
+    """The type a speculative default should verify in, from rows that include ``shipped``:
+    the fastest block of ``CHOICE_BLOCK`` among types whose single token is not slower than
+    ``TOKEN_SLOWER_AT_MOST`` x the shipped one's, if it beats the shipped block by
+    ``FASTER_BY``; types that tie with it go to the most faithful (``EMBEDDED_CANDIDATES``)."""
+    by_type = {r.quant.upper(): r for r in rows}
+    base = by_type[shipped.upper()]
+    eligible = [r for r in rows if (r is base or r.quant.upper() in EMBEDDED_CANDIDATES)
+                and r.curve.unit_us <= base.curve.unit_us * TOKEN_SLOWER_AT_MOST]
+    fastest = min(r.block_us for r in eligible)
+    fidelity = {q: i for i, q in enumerate(EMBEDDED_CANDIDATES)}  # the shipped file itself first (-1)
+    tied = sorted((r for r in eligible if r.block_us <= fastest * TIE), key=lambda r: fidelity.get(r.quant.upper(), -1))
+    best = tied[0]
+    if best is not base and best.block_us * FASTER_BY > base.block_us:
+        best = base
+    return WeightChoice(
+        quant=best.quant.upper(), shipped=base.quant.upper(),
+        token_us={r.quant.upper(): round(r.curve.unit_us, 1) for r in rows},
+        block_us={r.quant.upper(): round(r.block_us, 1) for r in rows},
+        by=by, measured_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+    )
+
+
+def shipped_type() -> str:
+    """The embedded default's weight type as shipped (``Q4_1``)."""
+    return read_gguf(embedded_model_path()).quant.upper()
+
+
+def _threads(backend: BackendConfig) -> int:
+    return backend.n_threads or default_threads()
+
+
+def choice_key(backend: BackendConfig) -> str:
+    """The shipped file, and the settings that change which kernels run."""
+    return f"{file_sha256(embedded_model_path())[:16]}|llamacpp|t{_threads(backend)}|g{backend.n_gpu_layers}"
+
+
+def stored_choice(backend: BackendConfig) -> WeightChoice | None:
+    choice = read_entry(CACHE_NAME, choice_key(backend), WeightChoice)
+    # a type the rule no longer allows (an older spectui's choice) is probed again
+    return choice if choice is not None and choice.quant in (choice.shipped, *EMBEDDED_CANDIDATES) else None
+
+
+def store_choice(backend: BackendConfig, choice: WeightChoice) -> None:
+    write_entry(CACHE_NAME, choice_key(backend), msgspec.to_builtins(choice))
+
+
+def probe_embedded(backend: BackendConfig, *, say: Callable[[str], None]) -> WeightChoice:
+    """The shorter probe a first run pays once: the shipped type and the candidates, blocks
+    up to ``CHOICE_BLOCK``, three rounds (tune --weights measures every size, five rounds)."""
+    shipped = shipped_type()
+    types = (shipped, *(t for t in EMBEDDED_CANDIDATES if t != shipped))
+    say(f"choosing the embedded model's weight type for this machine, once (measuring {', '.join(types)}; "
+        f"spectui tune --weights shows the whole probe)")
+    rows = probe_weights(backend, find_prompt(PROBE_PROMPT).text, types=types, sizes=range(1, CHOICE_BLOCK + 1), rounds=3)
+    choice = choose_weights(rows, shipped, by="first run")
+    store_choice(backend, choice)
+    chosen = next(r for r in rows if r.quant.upper() == choice.quant)
+    # what the probe measured seeds the chosen copy's cost-aware K (as a run's own blocks would)
+    key = curve_key(file_sha256(chosen.path), "llamacpp", _threads(backend), backend.n_gpu_layers)
+    merge_run_curve(key, dict(enumerate(chosen.curve.relative, start=1)))
+    for r in rows:  # the copies not chosen: a few hundred MB of cache nothing reads (tune --weights remakes them)
+        if r.quant.upper() != choice.quant and r.path != r.source:
+            Path(r.path).unlink(missing_ok=True)
+    return choice
+
+
+def _probe_once(backend: BackendConfig, say: Callable[[str], None]) -> WeightChoice:
+    """The first run's probe, one process at a time: a second spectui starting meanwhile
+    waits, then reads the choice (and never loses a copy it is about to load to the clean-up)."""
+    lock = cache_path("embedded-weights.probe")
+    try:
+        storage.prepare_dir(lock.parent)
+    except OSError:
+        pass  # no cache to write: storage.locked yields without a lock, the probe still runs
+    with storage.locked(lock):
+        choice = stored_choice(backend)
+        if choice is None:
+            choice = probe_embedded(backend, say=say)
+            say(f"the embedded model runs as {choice.quant} here: {choice.reason()}; {ENV}=shipped runs the file as shipped")
+        return choice
+
+
+@dataclass(frozen=True)
+class Target:
+    """The file a configuration's target loads; when spectui made it, from which file, in
+    which type, and why."""
+
+    path: str
+    made_from: str = ""
+    quant: str = ""
+    why: str = ""
+
+    @property
+    def origin(self) -> str:
+        """``ModelArtifacts.origin``: "" for a file as given."""
+        return f"the embedded {self.made_from} requantized to {self.quant}: {self.why}" if self.made_from else ""
+
+
+class WeightsNotice(UserWarning):
+    """A first run measures weight types (seconds, once): a note, which the CLI prints as one
+    stderr line, not a fault."""
+
+
+def _notice(line: str) -> None:
+    warnings.warn(f"spectui: {line}", WeightsNotice, stacklevel=3)
+
+
+def resolve_target(spec: str, backend: BackendConfig, *, probe: bool = True,
+                   say: Callable[[str], None] = _notice) -> Target:
+    """The file ``spec`` (a configuration's target) loads on llama.cpp. A path is itself; the
+    embedded default is its copy in the type chosen for this machine (probed and made now when
+    ``probe``; without it, nothing is measured or written: the shipped file until a run made
+    the copy)."""
+    if spec not in EMBEDDED_MODEL_ALIASES:
+        return Target(resolve_model(spec))
+    shipped_path = embedded_model_path()
+    want = os.environ.get(ENV, "").strip() or "auto"
+    if want.lower() == "shipped":
+        return Target(shipped_path)
+    shipped = shipped_type()
+    if want.lower() != "auto":
+        try:
+            ftype(want)
+        except SpectuiError as exc:
+            raise SpectuiError(f"{ENV}={want}: {exc}; or 'auto' / 'shipped'") from None
+        quant, why = want.upper(), f"{ENV}={want}"
+    else:
+        choice = stored_choice(backend)
+        if choice is None and probe:
+            choice = _probe_once(backend, say)
+        if choice is None:
+            return Target(shipped_path)
+        quant, why = choice.quant, choice.reason()
+    if quant == shipped or not (probe or copy_path(shipped_path, quant).is_file()):
+        return Target(shipped_path)  # without a probe nothing is made: the copy runs once a run made it
+    return Target(str(cached_copy(shipped_path, quant)), made_from=os.path.basename(shipped_path), quant=quant, why=why)
+
+
+def embedded_note(backend: BackendConfig | None = None) -> str:
+    """A line for ``spectui models``: what the embedded default runs as here ("" = as shipped,
+    or no run has chosen yet)."""
+    backend = backend or BackendConfig()
+    target = resolve_target("", backend, probe=False)
+    if not target.made_from:
+        return ""
+    return (f"smollm2 (the embedded default) runs here as {model_name(target.path)}, {target.why}; "
+            f"{ENV}=shipped or --target {embedded_model_path()} runs the file as shipped")

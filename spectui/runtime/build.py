@@ -1,0 +1,386 @@
+"""llama-server: found where the user has one, else built once from the llama.cpp that the
+installed llama-cpp-python vendors.
+
+Where the binary comes from, first match wins (``find_server``):
+
+1. an explicit path (``--llama-server PATH``, or ``$SPECTUI_LLAMA_SERVER``);
+2. ``llama-server`` on ``$PATH`` (Homebrew's on a Mac, a distribution's package);
+3. spectui's own build in the user cache: ``<cache>/llama.cpp/<llama-cpp-python version>/build/bin``,
+   made from the very llama.cpp revision the embedded engine runs, so embedded and runtime runs
+   compare on the same kernels.
+
+The build (``build_server``) needs the network once: PyPI carries llama-cpp-python as a source
+package only, with llama.cpp under ``vendor/llama.cpp`` and its git metadata (a shallow clone)
+under ``.git/modules/vendor/llama.cpp``; both are unpacked with their layout kept so llama.cpp's
+CMake finds the commit and ``llama-server --version`` names it. ``$SPECTUI_LLAMA_CPP_SDIST`` (or
+``spectui runtime build --sdist FILE``) names a source package already on disk instead. CMake
+runs offline (no prebuilt web UI, no OpenSSL, no tests or examples), builds the one target
+under ``nice`` with two jobs (``$CMAKE_BUILD_PARALLEL_LEVEL`` overrides), and takes
+``$CMAKE_ARGS`` as llama-cpp-python's own build does (``-DGGML_CUDA=on`` on a CUDA machine).
+A record beside the build (``spectui-build.json``) keeps the version, commit, flags and time;
+a second process that asks meanwhile waits on a lock and then uses the finished build.
+
+``source_tree`` and ``cmake_build`` are shared with ``benchmarks/native_tools.py``, which builds
+llama.cpp's other programs from the same unpacked source.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from spectui import storage
+from spectui.errors import SpectuiError
+from spectui.paths import cache_dir
+
+SERVER = "llama-server"
+#: The user's own binary, when no ``--llama-server`` is given.
+SERVER_ENV = "SPECTUI_LLAMA_SERVER"
+#: A llama-cpp-python source package already on disk (an offline machine).
+SDIST_ENV = "SPECTUI_LLAMA_CPP_SDIST"
+#: What makes a configure run offline and short (DESIGN.md, llama.cpp section): the web UI is
+#: otherwise downloaded during the build.
+OFFLINE_FLAGS = (
+    "-DCMAKE_BUILD_TYPE=Release",
+    "-DLLAMA_BUILD_TESTS=OFF",
+    "-DLLAMA_BUILD_EXAMPLES=OFF",
+    "-DLLAMA_USE_PREBUILT_UI=OFF",
+    "-DLLAMA_OPENSSL=OFF",
+    "-DLLAMA_CURL=OFF",
+    "-DBUILD_SHARED_LIBS=OFF",  # static: the binary needs no libllama from elsewhere
+)
+RECORD_NAME = "spectui-build.json"
+_VENDOR = "vendor/llama.cpp"
+_GITDIR = ".git/modules/vendor/llama.cpp"
+
+#: ``progress(fraction 0..1, what is being done)``: a phase ("configuring (cmake)"), or a
+#: compile step that starts with ``STEP`` ("compiling: server-context.cpp")
+ProgressFn = Callable[[float, str], None]
+STEP = "compiling: "
+#: the share of the progress where compiling starts (download, unpack and configure before it)
+COMPILE_START = 0.1
+
+_RECORD_KIND = storage.json_kind("spectui's llama-server build record", lambda doc: isinstance(doc, dict) and "llama_cpp_python" in doc)
+
+
+class BuildError(SpectuiError):
+    """A binary not found, or a build that failed: one line naming its log."""
+
+
+@dataclass(frozen=True)
+class ServerBinary:
+    """A llama-server program spectui can start, and what it is."""
+
+    path: str
+    origin: str  # "--llama-server", "$SPECTUI_LLAMA_SERVER", "$PATH" or "built"
+    version: str = ""  # llama.cpp's build number ("" unknown)
+    commit: str = ""  # llama.cpp's short commit ("" unknown)
+    #: the llama-cpp-python version whose source a "built" binary comes from
+    llama_cpp_python: str = ""
+    build_seconds: float = 0.0
+    cmake_args: tuple[str, ...] = field(default=())
+
+    @property
+    def label(self) -> str:
+        """``llama-server b4 (0c1e570)``: what a header or a line names."""
+        ver = f"b{self.version}" if self.version else "unknown version"
+        return f"{SERVER} {ver}" + (f" ({self.commit})" if self.commit else "")
+
+
+def installed_llama_cpp_python() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("llama-cpp-python")
+    except PackageNotFoundError:
+        raise BuildError("llama-cpp-python is not installed: nothing to build llama-server from (pass --llama-server PATH)") from None
+
+
+def build_root(version: str | None = None, cache: Path | None = None) -> Path:
+    """``<cache>/llama.cpp/<version>``: the unpacked source and the builds of one version
+    (``cache``: another cache folder than the user's, e.g. the tests' view of it)."""
+    return (cache or cache_dir()) / "llama.cpp" / (version or installed_llama_cpp_python())
+
+
+def server_build_dir(version: str | None = None, cache: Path | None = None) -> Path:
+    return build_root(version, cache) / "build"
+
+
+# -- finding -----------------------------------------------------------------------------------
+
+
+def find_server(
+    explicit: str | None = None, *, build: bool = True, progress: ProgressFn | None = None, cache: Path | None = None
+) -> ServerBinary:
+    """The llama-server to run: ``explicit``, ``$SPECTUI_LLAMA_SERVER``, ``$PATH``, the cached
+    build, else (``build``) a new build. ``BuildError`` says which step failed."""
+    for given, origin in ((explicit, "--llama-server"), (os.environ.get(SERVER_ENV), f"${SERVER_ENV}")):
+        if given:
+            path = Path(given).expanduser()
+            if path.is_dir():
+                path = path / SERVER
+            if not path.is_file() or not os.access(path, os.X_OK):
+                raise BuildError(f"{origin} {given}: no executable llama-server there")
+            return describe(str(path.resolve()), origin)
+    on_path = shutil.which(SERVER)
+    if on_path:
+        return describe(on_path, "$PATH")
+    built = built_server(cache=cache)
+    if built is not None:
+        return built
+    if not build:
+        raise BuildError("no llama-server found (none given, none on $PATH, none built): run `spectui runtime build`")
+    return build_server(progress=progress, cache=cache)
+
+
+def describe(path: str, origin: str) -> ServerBinary:
+    version, commit = probe_version(path)
+    return ServerBinary(path=path, origin=origin, version=version, commit=commit)
+
+
+def built_server(version: str | None = None, *, cache: Path | None = None) -> ServerBinary | None:
+    """spectui's cached build for ``version`` (the installed llama-cpp-python), if it is done."""
+    build = server_build_dir(version, cache)
+    binary = build / "bin" / SERVER
+    record = read_record(build)
+    if record is None or not binary.is_file():
+        return None
+    return ServerBinary(
+        path=str(binary), origin="built", version=str(record.get("version", "")), commit=str(record.get("commit", "")),
+        llama_cpp_python=str(record.get("llama_cpp_python", "")), build_seconds=float(record.get("build_seconds", 0.0)),
+        cmake_args=tuple(record.get("cmake_args", ())),
+    )
+
+
+def read_record(build: Path) -> dict | None:
+    try:
+        doc = json.loads((build / RECORD_NAME).read_text())
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+_VERSION = re.compile(r"version:\s*(\d+)\s*\(([0-9a-fA-F]+|unknown)\)")
+
+
+def probe_version(path: str) -> tuple[str, str]:
+    """(build number, short commit) from ``llama-server --version``; ("", "") when it says none."""
+    text = _run_quietly([path, "--version"])
+    m = _VERSION.search(text)
+    if not m:
+        return "", ""
+    return m.group(1), ("" if m.group(2) == "unknown" else m.group(2))
+
+
+def spec_types(path: str) -> tuple[str, ...]:
+    """The ``--spec-type`` values this binary accepts, read from its ``--help`` (empty for a
+    llama-server older than ``--spec-type``)."""
+    text = _run_quietly([path, "--help"])
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("--spec-type"):
+            values = stripped[len("--spec-type"):].split(None, 1)[0] if stripped[len("--spec-type"):].strip() else ""
+            names = [v for v in re.split(r"[\[\]|,]", values) if re.fullmatch(r"[a-z0-9][a-z0-9-]*", v)]
+            return tuple(names)
+    return ()
+
+
+def _run_quietly(cmd: list[str]) -> str:
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=30, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise BuildError(f"{cmd[0]} {cmd[1]}: {exc}") from None
+    return proc.stdout + proc.stderr
+
+
+# -- building ----------------------------------------------------------------------------------
+
+
+def build_server(
+    *, progress: ProgressFn | None = None, sdist: str | None = None, force: bool = False, cache: Path | None = None
+) -> ServerBinary:
+    """Build llama-server from the installed llama-cpp-python's vendored llama.cpp into the
+    user cache (once per version; ``force`` builds again). Returns the built binary."""
+    version = installed_llama_cpp_python()
+    build = server_build_dir(version, cache)
+    say = progress or (lambda _f, _t: None)
+    storage.prepare_dir(build.parent)
+    with storage.locked(build.parent / "build-lock"):
+        if not force:
+            done = built_server(version, cache=cache)
+            if done is not None:  # another process built it while this one waited
+                return done
+        started = time.monotonic()
+        source, commit = source_tree(version, progress=say, sdist=sdist, cache=cache)
+        extra = tuple(shlex.split(os.environ.get("CMAKE_ARGS", "")))
+        cmake_build(source, build, [SERVER], [*OFFLINE_FLAGS, *extra], progress=say)
+        binary = build / "bin" / SERVER
+        if not binary.is_file():
+            raise BuildError(f"the build ended without {binary}; see {build / 'build.log'}")
+        number, built_commit = probe_version(str(binary))
+        seconds = time.monotonic() - started
+        record = {
+            "llama_cpp_python": version, "version": number, "commit": built_commit or commit[:7],
+            "commit_full": commit, "cmake_args": list(extra), "flags": list(OFFLINE_FLAGS),
+            "build_seconds": round(seconds, 1), "built_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        }
+        storage.write_atomic(build / RECORD_NAME, json.dumps(record, indent=1) + "\n", _RECORD_KIND, own_dir=False)
+        say(1.0, f"built in {seconds / 60:.1f} min")
+    return built_server(version, cache=cache)  # type: ignore[return-value]
+
+
+def source_tree(
+    version: str, *, progress: ProgressFn | None = None, sdist: str | None = None, cache: Path | None = None
+) -> tuple[Path, str]:
+    """The unpacked ``vendor/llama.cpp`` of llama-cpp-python ``version`` (fetched once) and
+    the llama.cpp commit it vendors ("" when the package keeps no git metadata)."""
+    say = progress or (lambda _f, _t: None)
+    root = build_root(version, cache) / "sdist"
+    source = root / _VENDOR
+    if not (source / "CMakeLists.txt").exists():
+        sdist = sdist or os.environ.get(SDIST_ENV)
+        if sdist:
+            say(0.02, f"unpacking {os.path.basename(sdist)}")
+            _unpack(Path(sdist), root)
+        else:
+            say(0.0, f"downloading the llama-cpp-python {version} source package (once)")
+            with tempfile.TemporaryDirectory(prefix="spectui-sdist-") as tmp:
+                archive = _download(version, Path(tmp), root.parent / "pip-download.log")
+                say(0.03, f"unpacking {archive.name}")
+                _unpack(archive, root)
+    head = root / _GITDIR / "HEAD"
+    try:
+        commit = head.read_text().strip()
+    except OSError:
+        commit = ""
+    return source, commit if re.fullmatch(r"[0-9a-f]{40}", commit) else ""
+
+
+def _download(version: str, folder: Path, log: Path) -> Path:
+    # a local version label (0.3.36+cu124, an index's own build) is not on PyPI: its base is.
+    # --no-binary names the one package: with ":all:" pip would also build its build tools
+    # (CMake among them) from source to read the package's metadata
+    public = version.split("+", 1)[0]
+    _check([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", "llama-cpp-python", "-d", str(folder),
+            f"llama-cpp-python=={public}"], log, "pip download")
+    found = sorted(folder.glob("llama_cpp_python-*.tar.gz"))
+    if not found:
+        raise BuildError(f"pip download gave no llama-cpp-python source package; see {log}")
+    return found[0]
+
+
+def _unpack(archive: Path, dest: Path) -> None:
+    """``vendor/llama.cpp`` and its git metadata from the source package, their layout kept
+    (the submodule's ``.git`` file points at ``../../.git/modules/vendor/llama.cpp``)."""
+    if not archive.is_file():
+        raise BuildError(f"source package not found: {archive}")
+    staging = Path(tempfile.mkdtemp(prefix=".unpack-", dir=storage.prepare_dir(dest.parent)))
+    try:
+        with tarfile.open(archive) as tar:
+            top = tar.getmembers()[0].name.split("/", 1)[0]
+            wanted = (f"{top}/{_VENDOR}/", f"{top}/{_GITDIR}/")
+            members = [m for m in tar.getmembers() if m.name.startswith(wanted)]
+            if not any(m.name.startswith(wanted[0]) for m in members):
+                raise BuildError(f"{archive.name} holds no {_VENDOR}: not a llama-cpp-python source package")
+            tar.extractall(staging, members=members, filter="data")
+        if dest.exists():
+            shutil.rmtree(dest)
+        os.replace(staging / top, dest)
+    except (tarfile.TarError, OSError) as exc:
+        raise BuildError(f"unpacking {archive.name} failed: {exc}") from None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+#: ``[ 45%] Building ...`` (Makefiles) or ``[45/180] Building ...`` (Ninja)
+_PERCENT = re.compile(r"^\[\s*(\d+)%\]\s*(.*)")
+_FRACTION = re.compile(r"^\[(\d+)/(\d+)\]\s*(.*)")
+
+
+def cmake_build(source: Path, build: Path, targets: Sequence[str], flags: Sequence[str], *, progress: ProgressFn | None = None,
+                jobs: int | None = None) -> None:
+    """Configure ``source`` into ``build`` with ``flags`` and build ``targets``, niced, with
+    ``jobs`` parallel jobs (default ``$CMAKE_BUILD_PARALLEL_LEVEL``, else 2). The output goes
+    to ``configure.log`` / ``build.log`` in ``build``; a failure is one line naming the log."""
+    say = progress or (lambda _f, _t: None)
+    if shutil.which("cmake") is None:
+        raise BuildError("cmake is not installed: it builds llama-server (or pass --llama-server PATH)")
+    build.mkdir(parents=True, exist_ok=True)
+    jobs = jobs or int(os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL") or 2)
+    nice = ["nice", "-n", "10"] if shutil.which("nice") else []
+    say(0.05, "configuring (cmake)")
+    _check([*nice, "cmake", "-S", str(source), "-B", str(build), *flags], build / "configure.log", "cmake configure")
+    say(COMPILE_START, f"compiling {', '.join(targets)} ({jobs} jobs{', under nice' if nice else ''})")
+    cmd = [*nice, "cmake", "--build", str(build), "--target", *targets, "-j", str(jobs)]
+    log_path = build / "build.log"
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
+                                stdin=subprocess.DEVNULL)
+        assert proc.stdout is not None
+        try:
+            for line in proc.stdout:
+                log.write(line)
+                done = _build_fraction(line)
+                if done is not None:
+                    say(COMPILE_START + (1 - COMPILE_START) * done[0], f"{STEP}{done[1]}")
+            rc = proc.wait()
+        except BaseException:  # Ctrl-C: the compilers go too
+            proc.kill()
+            proc.wait()
+            raise
+    if rc:
+        raise BuildError(f"cmake --build failed (exit {rc}): {_last_line(log_path)}; see {log_path}")
+
+
+def _build_fraction(line: str) -> tuple[float, str] | None:
+    m = _PERCENT.match(line)
+    if m:
+        return int(m.group(1)) / 100, _short_step(m.group(2))
+    m = _FRACTION.match(line)
+    if m and int(m.group(2)):
+        return int(m.group(1)) / int(m.group(2)), _short_step(m.group(3))
+    return None
+
+
+def _short_step(text: str) -> str:
+    """``Building CXX object tools/server/CMakeFiles/.../server-context.cpp.o`` -> ``server-context.cpp``."""
+    words = text.strip().split()
+    name = os.path.basename(words[-1]) if words else ""
+    return name[:-2] if name.endswith(".o") else name
+
+
+def _check(cmd: list[str], log_path: Path, what: str) -> None:
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "w") as log:
+        try:
+            rc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL).returncode
+        except OSError as exc:
+            raise BuildError(f"{what}: {exc}") from None
+    if rc:
+        raise BuildError(f"{what} failed (exit {rc}): {_last_line(log_path)}; see {log_path}")
+
+
+def _last_line(path: Path) -> str:
+    try:
+        lines = [ln.strip() for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
+    except OSError:
+        return "no log"
+    errors = [ln for ln in lines if "error" in ln.lower()]
+    return (errors or lines or ["no output"])[-1][:300]
+
+
+def record_of(binary: ServerBinary) -> dict:
+    """The binary as plain data (``spectui runtime info --json``, the recording's header)."""
+    return asdict(binary)

@@ -1,0 +1,54 @@
+"""A session on a started runtime: the existing server engine (``spectui.server.engine``) over
+the ``RuntimeServer``'s client, with what the runtime is added to the header.
+
+``ServerEngine`` probes the server as it would any other (``/props`` flattened into the
+header's ``server.props``, ``/metrics`` for the acceptance counters; ``/slots`` answers 501, as
+the launcher turned it off) and streams the same events. What only the launcher knows goes
+into ``server.props`` under ``runtime.*``: the binary, where it came from, llama.cpp's version
+and commit, the method and its flags, and the whole command line (which holds no key).
+"""
+
+from __future__ import annotations
+
+from spectui.config import RunConfig
+from spectui.errors import SpectuiError
+from spectui.runtime.server import RuntimeServer
+from spectui.server.client import READ_TIMEOUT_S, ServerError
+from spectui.server.engine import ServerEngine
+from spectui.server.logprobs import Policy
+from spectui.server.probe import probe
+from spectui.server.vocabulary import LocalVocabulary
+
+
+def runtime_props(server: RuntimeServer) -> dict[str, str]:
+    """What the header records about a runtime spectui started (all strings, as ``props``)."""
+    b = server.binary
+    props = {
+        "runtime.name": "llama-server",
+        "runtime.binary": b.path,
+        "runtime.origin": b.origin,
+        "runtime.version": b.version or "unknown",
+        "runtime.commit": b.commit or "unknown",
+        "runtime.command_line": server.command_line,
+        "runtime.log": str(server.log_path),
+        "runtime.start_s": f"{server.started_s:.2f}",
+    }
+    if b.llama_cpp_python:
+        props["runtime.built_from"] = f"llama-cpp-python {b.llama_cpp_python}"
+    return props
+
+
+def runtime_engine(
+    server: RuntimeServer, config: RunConfig, *, method: str = "", read_timeout_s: float = READ_TIMEOUT_S, logprobs: Policy = "auto"
+) -> ServerEngine:
+    """A ``ServerEngine`` on ``server``; ``config.target`` (the model it serves) gives the local
+    vocabulary, so token ids are the model's. ``method``: the ``--spec-type`` line to record."""
+    client = server.client(read_timeout_s=read_timeout_s)
+    try:
+        info = probe(client)
+    except ServerError as exc:
+        raise SpectuiError(f"the llama-server spectui started does not answer: {exc}") from None
+    info.props.update(runtime_props(server))
+    if method:
+        info.props["runtime.method"] = method
+    return ServerEngine(config, client, info, LocalVocabulary.find(config.target, info.model_id), logprobs=logprobs)
