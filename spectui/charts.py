@@ -54,6 +54,10 @@ class Axis:
     #: drawn from the data, the axis spans at least this much, in its own units (memory in
     #: MiB: a change smaller than a few MiB is not worth a panel), besides ``MIN_RELATIVE_SPAN``
     min_span: float = 0.0
+    #: where values closer together than that sit in the widened span: 0.5 in its middle, lower
+    #: to leave room above them (RSS that may grow), higher for room below (headroom that may
+    #: fall); two flat series of one panel then do not draw over each other
+    anchor: float = 0.5
 
 
 @dataclass(frozen=True)
@@ -83,12 +87,12 @@ def plain_number(value: float, decimals: int) -> str:
 
 
 def nice_ticks(
-    lo: float, hi: float, n: int = TICKS, *, min_span: float = 0.0
+    lo: float, hi: float, n: int = TICKS, *, min_span: float = 0.0, anchor: float = 0.5
 ) -> tuple[tuple[float, float], list[float], list[str]]:
     """(limits, tick values, labels) covering ``lo``..``hi`` at a round step (1, 2, 2.5 or 5 x 10^k):
     ``nice_ticks(74.2, 75.8)`` ticks 74.0, 74.5 ... 76.0. One value gets a small span around it,
     and values closer together than ``min_span`` or ``MIN_RELATIVE_SPAN`` of their magnitude
-    get that span, centred on them (never below 0 for values that are not)."""
+    get that span, with them at ``anchor`` of its height (never below 0 for values that are not)."""
     if not (math.isfinite(lo) and math.isfinite(hi)):
         lo, hi = 0.0, 1.0
     if hi < lo:
@@ -98,8 +102,8 @@ def nice_ticks(
         lo, hi = lo - pad, hi + pad
     floor = max(min_span, MIN_RELATIVE_SPAN * max(abs(lo), abs(hi)))
     if hi - lo < floor:
-        centre = (lo + hi) / 2
-        widened = (centre - floor / 2, centre + floor / 2)
+        below = (floor - (hi - lo)) * min(1.0, max(0.0, anchor))
+        widened = (lo - below, lo - below + floor)
         if lo >= 0 > widened[0]:  # memory, a count: an axis of positive values starts at 0 at the lowest
             widened = (0.0, floor)
         lo, hi = widened
@@ -153,7 +157,7 @@ def _axis_ticks(axis: Axis, values: list[float], n: int = TICKS) -> tuple[tuple[
         return axis.lim, [t for t, _ in kept], [s for _, s in kept]
     if not values:
         return (0.0, 1.0), [], []
-    return nice_ticks(min(values), max(values), n, min_span=axis.min_span)
+    return nice_ticks(min(values), max(values), n, min_span=axis.min_span, anchor=axis.anchor)
 
 
 def nice_labels(ticks: Sequence[float]) -> list[str]:

@@ -26,6 +26,11 @@ Mode = Literal["ar", "spec"]
 #: model. The built-in ones are here too, so that recordings read without the engine loaded.
 MODEL_FREE: dict[str, str] = {"ngram": "n-gram", "suffix": "suffix"}
 Role = Literal["user", "assistant"]
+#: The ``--draft`` prefix that names a runtime's own method (``runtime:ngram-mod``): the
+#: runtime spectui starts drafts (``spectui.runtime``), spectui's loop does not.
+RUNTIME_PREFIX = "runtime:"
+#: The runtimes spectui starts itself (``--runtime``), as ``BackendConfig.name`` names them.
+RUNTIMES = ("llama-server",)
 
 
 class ChatMessage(msgspec.Struct, frozen=True):
@@ -99,6 +104,9 @@ class DraftConfig(msgspec.Struct, frozen=True, kw_only=True):
     #: only at steps where no lookup match pays and the model's own cost is repaid (the
     #: cost-aware K prices its tokens with what they cost to draft). ``""``: no chain.
     chain: str = ""
+    #: A runtime method's draft GGUF (``--draft-model``: llama-server's ``-md``), for the model
+    #: drafters a runtime runs itself (``runtime:draft-simple``, ``runtime:draft-eagle3``, ...).
+    draft_model: str = ""
 
     @property
     def is_ngram(self) -> bool:
@@ -109,24 +117,38 @@ class DraftConfig(msgspec.Struct, frozen=True, kw_only=True):
         return self.source == "suffix"
 
     @property
+    def is_runtime(self) -> bool:
+        """A runtime's own method drafts (``runtime:ngram-mod``), not spectui's loop."""
+        return self.source.startswith(RUNTIME_PREFIX)
+
+    @property
+    def runtime_method(self) -> str:
+        """The runtime's method: ``ngram-mod`` for ``runtime:ngram-mod`` ("" for spectui's drafters)."""
+        return self.source.removeprefix(RUNTIME_PREFIX) if self.is_runtime else ""
+
+    @property
     def has_model(self) -> bool:
-        """A draft model drafts (not one of the model-free drafters)."""
-        return self.source not in MODEL_FREE
+        """A draft model that spectui loads drafts (not a model-free drafter, not a runtime's method)."""
+        return self.source not in MODEL_FREE and not self.is_runtime
 
     @property
     def kind(self) -> str:
         """``"ngram"``, ``"suffix"`` or ``"model"``: the drafter's kind, as recordings and telemetry name it."""
-        return self.source if self.source in MODEL_FREE else "model"
+        return self.source if self.source in MODEL_FREE else "runtime" if self.is_runtime else "model"
 
     @property
     def drafter_label(self) -> str:
         """``n-gram``, ``suffix`` or ``draft model``."""
         if self.chain and self.has_model:
             return f"{MODEL_FREE.get(self.chain, self.chain)}, then draft model"
+        if self.is_runtime:
+            return self.runtime_method
         return MODEL_FREE.get(self.source, "draft model")
 
     def k_label(self) -> str:
-        """``K=4``, or ``K=1..16 adaptive``."""
+        """``K=4``, or ``K=1..16 adaptive``; a runtime method with no K given: its own default."""
+        if self.is_runtime and self.adaptive:
+            return "K=runtime default"
         return f"K={self.k_min}..{self.k_max} adaptive" if self.adaptive else f"K={self.k}"
 
     def label(self, *, model: str = "draft model") -> str:
@@ -152,8 +174,10 @@ class DraftConfig(msgspec.Struct, frozen=True, kw_only=True):
             cost_aware = self.adaptive and self.has_model
         if chain is None:
             chain = "" if source in MODEL_FREE else self.chain
-        # a chain asks its free lookup first: cost-aware like one, unless a K is fixed
-        adaptive = cost_aware or (fixed_k is None and (source in MODEL_FREE or bool(chain)))
+        # a chain asks its free lookup first: cost-aware like one, unless a K is fixed; a runtime
+        # method with no K keeps the runtime's own draft length (``adaptive`` says "not fixed")
+        free = source in MODEL_FREE or source.startswith(RUNTIME_PREFIX)
+        adaptive = cost_aware or (fixed_k is None and (free or bool(chain)))
         k = fixed_k if fixed_k is not None else min(max(DraftConfig().k, self.k_min), self.k_max)
         p_min = self.p_min if p_min is None else p_min
         return msgspec.structs.replace(self, source=source, k=k, adaptive=adaptive, chain=chain, p_min=p_min)
@@ -198,6 +222,9 @@ class DraftConfig(msgspec.Struct, frozen=True, kw_only=True):
                 f"a drafter chain is ngram or suffix in front of a draft model (--draft MODEL.gguf --chain ngram), "
                 f"got --chain {self.chain} with --draft {self.source}"
             )
+        if self.draft_model and not self.is_runtime:
+            raise SpectuiError("--draft-model is a runtime method's draft (with --draft runtime:draft-simple); "
+                               "spectui's own loop takes its draft model as --draft FILE.gguf")
         if not self.draft_cost >= 0.0:
             raise SpectuiError(f"a draft cost is >= 0 target tokens per drafted token, got {self.draft_cost}")
         if self.cost_seed and (self.cost_seed[0] != 1.0 or not all(c > 0 for c in self.cost_seed)):
@@ -205,7 +232,9 @@ class DraftConfig(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class BackendConfig(msgspec.Struct, frozen=True, kw_only=True):
-    name: Literal["llamacpp", "mlx", "server"] = "llamacpp"
+    #: an embedded backend (llama.cpp, MLX), a running ``server`` (``--server URL``) or a runtime
+    #: spectui starts itself (``--runtime llama-server``)
+    name: Literal["llamacpp", "mlx", "server", "llama-server"] = "llamacpp"
     n_ctx: int = 4096
     n_batch: int = 512
     n_threads: int = 0  # 0 = one per available core
@@ -220,6 +249,12 @@ class BackendConfig(msgspec.Struct, frozen=True, kw_only=True):
     #: variable holding its API key (the key itself is never recorded).
     server_url: str = ""
     api_key_env: str = ""
+    #: ``--runtime``: the runtime's binary (``--llama-server PATH``; "": $PATH, then spectui's build)
+    runtime_binary: str = ""
+
+    @property
+    def is_runtime(self) -> bool:
+        return self.name in RUNTIMES
 
     def validate(self) -> None:
         if self.n_ctx < 16:
@@ -228,7 +263,7 @@ class BackendConfig(msgspec.Struct, frozen=True, kw_only=True):
             raise SpectuiError(f"batch size must be >= 1, got {self.n_batch}")
         if self.n_threads < 0:
             raise SpectuiError(f"threads must be >= 0 (0 = all cores), got {self.n_threads}")
-        if self.deterministic and self.name == "server":
+        if self.deterministic and (self.name == "server" or self.is_runtime):
             raise SpectuiError("--deterministic sets the embedded engine's kernels; a server's are its own")
         if self.deterministic and self.name == "llamacpp" and (self.n_threads != 1 or self.flash_attn != "on"):
             raise SpectuiError(
@@ -348,6 +383,8 @@ class RunConfig(msgspec.Struct, frozen=True, kw_only=True):
             return "AR"
         if self.backend.name == "server":
             return "spec (drafting on the server)"
+        if self.backend.is_runtime:
+            return f"spec {self.backend.name} {self.draft.runtime_method} {self.draft.k_label()}"
         return f"spec {self.draft.label()}"
 
     def describe(self, *, draft_path: bool = True) -> str:
@@ -357,6 +394,9 @@ class RunConfig(msgspec.Struct, frozen=True, kw_only=True):
             return "AR"
         if self.backend.name == "server":  # K and the drafter are the server's own settings
             return "speculative (drafting configured on the server)"
+        if self.backend.is_runtime:
+            model = f", draft model {self.draft.draft_model}" if self.draft.draft_model and draft_path else ""
+            return f"speculative, {self.backend.name} {self.draft.runtime_method}{model}, {self.draft.k_label()}"
         d = self.draft
         drafter = d.drafter_label + (" " + d.source if draft_path and d.has_model else "")
         k = f"K={d.k}" + (f" adaptive {d.k_min}-{d.k_max}" if d.adaptive else "")
@@ -373,11 +413,20 @@ class RunConfig(msgspec.Struct, frozen=True, kw_only=True):
         for i, m in enumerate(self.history):
             expected = "user" if i % 2 == 0 else "assistant"
             if m.role != expected:
-                raise SpectuiError(f"conversation message {i + 1} is from {m.role!r}; user and assistant messages must alternate, starting with the user")
+                raise SpectuiError(
+                    f"conversation message {i + 1} is from {m.role!r}; user and assistant messages must alternate, starting with the user"
+                )
         if len(self.history) % 2:
             raise SpectuiError("the conversation so far ends with a user message: the prompt must follow an assistant reply")
         self.sampling.validate()
         self.draft.validate()
+        if self.mode == "spec" and self.draft.is_runtime and not self.backend.is_runtime:
+            raise SpectuiError(f"--draft {self.draft.source} is a runtime's own method: add --runtime llama-server")
+        if self.mode == "spec" and self.backend.is_runtime and not self.draft.is_runtime:
+            raise SpectuiError(
+                f"{self.backend.name} drafts with its own methods: --draft {RUNTIME_PREFIX}ngram-mod (or another"
+                " `spectui runtime info` lists), not --draft " + self.draft.source
+            )
         self.backend.validate()
         self.policy.validate()
         self.envelope.validate()

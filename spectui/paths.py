@@ -6,8 +6,13 @@
 * cache (file fingerprints, verify-cost curves, tune results, the model catalogue, the
   suffix drafter's memory, requantized models): ``platformdirs.user_cache_dir`` (Linux
   ``$XDG_CACHE_HOME/spectui`` or ``~/.cache/spectui``; macOS ``~/Library/Caches/spectui``);
-* config: ``platformdirs.user_config_dir`` (nothing is read from there yet; it is named here
-  so that whatever is added later lands beside the rest);
+* config: ``platformdirs.user_config_dir`` (Linux ``$XDG_CONFIG_HOME/spectui`` or
+  ``~/.config/spectui``; macOS ``~/Library/Application Support/spectui``): the user's
+  ``config.toml`` of defaults and named profiles (``spectui.profiles``), which spectui reads
+  and never writes;
+* state: ``platformdirs.user_state_dir`` (Linux ``$XDG_STATE_HOME/spectui`` or
+  ``~/.local/state/spectui``): what the dashboard remembers between sessions (its theme, K
+  and mode), kept apart from the config a person writes;
 * recordings: ``$SPECTUI_RECORDINGS`` when set, else ``recordings/`` under the data
   directory. A run from a checkout no longer writes into the repository's tracked
   ``recordings/`` samples: point ``SPECTUI_RECORDINGS`` (or ``--record``) there to do so;
@@ -42,6 +47,15 @@ def cache_dir() -> Path:
 
 def config_dir() -> Path:
     return Path(platformdirs.user_config_dir(APP, appauthor=False))
+
+
+def state_dir() -> Path:
+    return Path(platformdirs.user_state_dir(APP, appauthor=False))
+
+
+def dashboard_state_file() -> Path:
+    """What the dashboard remembers between sessions (``spectui.ui.remembered``)."""
+    return state_dir() / "dashboard.json"
 
 
 def recordings_dir() -> Path:

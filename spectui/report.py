@@ -160,7 +160,10 @@ def report_json(rec: Recording) -> dict[str, Any]:
 #: header fields added after scripts first read this JSON: shown only where they hold a value
 #: (spectui made the model's file; a cost-aware K priced a draft model), so the report of every
 #: other run keeps the keys scripts already read
-_SHOWN_WHEN_SET = (("artifacts", "target", "origin"), ("artifacts", "draft", "origin"), ("config", "draft", "draft_cost"))
+_SHOWN_WHEN_SET = (
+    ("artifacts", "target", "origin"), ("artifacts", "draft", "origin"), ("config", "draft", "draft_cost"), ("provenance",),
+    ("config", "draft", "draft_model"), ("config", "backend", "runtime_binary"),
+)
 
 
 def _header_json(rec: Recording) -> dict[str, Any]:

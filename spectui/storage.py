@@ -34,9 +34,9 @@ import stat
 import tempfile
 import warnings
 from collections.abc import Callable, Iterator
-from typing import BinaryIO
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from spectui.errors import SpectuiError
 

@@ -21,6 +21,11 @@ os.environ["SPECTUI_RECORDINGS"] = tempfile.mkdtemp(prefix="spectui-test-recordi
 os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="spectui-test-cache-")
 # Nor the user's data directory (the history index lives there; platformdirs honours XDG_* on Linux).
 os.environ["XDG_DATA_HOME"] = tempfile.mkdtemp(prefix="spectui-test-data-")
+# Nor the user's config files (defaults and profiles: spectui.profiles) nor the dashboard's
+# remembered theme, K and mode: a test runs with built-in settings unless it writes a file.
+os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="spectui-test-config-")
+os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="spectui-test-state-")
+os.environ.pop("SPECTUI_PROFILE", None)
 # The embedded default runs as shipped (Q4_1), the file every expected output and calibration
 # here was made on, not in the weight type this host's probe would choose: that choice has its
 # own tests (tests/backends/test_embedded_weights.py), which set this back to "auto".
@@ -187,7 +192,7 @@ SLOW_FOLDERS = {"backends", "server"}
 #: (a test among them that does is marked slow itself)
 FAST_MODULES = {
     "functional/test_diff_cli.py", "functional/test_outputs_unchanged.py", "functional/test_otel_cli.py",
-    "functional/test_writes_survive.py",
+    "functional/test_writes_survive.py", "functional/test_profiles.py",
     "ui/test_snapshots.py", "ui/test_live.py", "ui/test_history_screen.py", "ui/test_envelope_header.py",
 }
 #: fixtures that load a model (or start the engine thread on one)

@@ -23,15 +23,16 @@ import warnings
 from collections.abc import Sequence
 
 from spectui import __version__
-from spectui.cli import chat, history, lab, models, node, quality, recordings, run, runtime, tune, views, watch
+from spectui.cli import chat, config_cmd, history, lab, models, node, quality, recordings, run, runtime, tune, views, watch
 from spectui.cli.common import Parser
+from spectui.cli.profiles import add_profile_option, parse_args
 from spectui.errors import SpectuiError
 
 #: The command families, in the order ``spectui --help`` lists their subcommands.
-FAMILIES = (run, chat, recordings, views, lab, quality, tune, models, history, watch, runtime, node)
+FAMILIES = (run, chat, recordings, views, lab, quality, tune, models, history, watch, runtime, node, config_cmd)
 
 #: Commands that never load an engine (recordings, history, the catalogue's metadata).
-_ENGINE_FREE = frozenset({"report", "diff", "gate", "export", "replay", "history", "models", "watch", "runtime"})
+_ENGINE_FREE = frozenset({"report", "diff", "gate", "export", "replay", "history", "models", "watch", "runtime", "config"})
 
 #: Flags of ``spectui`` itself; any other leading flag starts ``spectui run``.
 _OWN_FLAGS = ("-h", "--help", "--version")
@@ -43,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", parser_class=Parser)
     for family in FAMILIES:
         family.register(sub)
+    add_profile_option(parser)  # every command runs with a profile of the config files
     return parser
 
 
@@ -78,7 +80,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args_in or (args_in[0].startswith("-") and args_in[0] not in _OWN_FLAGS):
         args_in.insert(0, "run")  # `spectui` alone, or `spectui --headless ...`, is a run
     try:
-        args = build_parser().parse_args(args_in)
+        # the config files' values are the defaults (spectui.cli.profiles); a flag beats them
+        args = parse_args(build_parser(), args_in)
         if args.command not in _ENGINE_FREE:
             _llama_before_numpy()
         return args.func(args)

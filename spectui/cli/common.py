@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from spectui.config import MODEL_FREE, RUNTIME_PREFIX, RUNTIMES, BackendConfig, DraftConfig, EnvelopeConfig, PolicyConfig, RunConfig, SamplingConfig
 from spectui.engine.backends import backend_kind, backend_names
 from spectui.engine.drafters import drafter_kinds
-from spectui.config import MODEL_FREE, BackendConfig, DraftConfig, EnvelopeConfig, PolicyConfig, RunConfig, SamplingConfig
 from spectui.errors import SpectuiError
 
 if TYPE_CHECKING:
@@ -94,8 +94,18 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     # any, is the server's own configuration: --mode spec only labels the run)
     p.add_argument("--mode", choices=["ar", "spec"], default=None, help=f"default: {d_run.mode}; ar with --server")
     lookups = drafter_kinds()
-    p.add_argument("--draft", default=d_draft.source,
-                   help="; ".join(f"'{k.name}' ({k.summary or k.label})" for k in lookups) + "; or a draft GGUF path")
+    p.add_argument("--runtime", choices=list(RUNTIMES), default=None,
+                   help="measure a runtime's own speculation: spectui starts it on a free loopback port, runs the "
+                        "session through it and stops it (its methods: --draft runtime:METHOD)")
+    p.add_argument("--llama-server", metavar="PATH", default="",
+                   help="--runtime llama-server: this binary (default: $SPECTUI_LLAMA_SERVER, $PATH, then "
+                        "`spectui runtime build`'s from the installed llama-cpp-python's llama.cpp)")
+    p.add_argument("--draft", default=None,
+                   help="; ".join(f"'{k.name}' ({k.summary or k.label})" for k in lookups)
+                        + f"; or a draft GGUF path; with --runtime, 'runtime:METHOD' (llama-server's --spec-type, "
+                          f"default {DEFAULT_RUNTIME_METHOD}) (default {d_draft.source})")
+    p.add_argument("--draft-model", metavar="FILE", default="",
+                   help="--runtime: the draft GGUF of a runtime's model drafter (runtime:draft-simple, draft-eagle3, ...)")
     p.add_argument("--chain", choices=[k.name for k in lookups], default=None,
                    help="with a draft model: ask this free drafter first and the model only where no match pays "
                         "and the model's own cost is repaid (cost-aware K unless --k fixes one)")
@@ -234,8 +244,8 @@ def config_from_args(args: argparse.Namespace, *, fallback_default: bool = False
         p_min=args.p_min,
         learn_cost=not args.deterministic,
         memory=not args.no_draft_memory,
-    ).drafting_with(args.draft if on_node else model_path(args.draft), fixed_k=args.k, cost_aware=args.adaptive_k,
-                    chain=args.chain or "")
+        draft_model=model_path(args.draft_model) if args.draft_model and not on_node else args.draft_model,
+    ).drafting_with(draft_source(args, on_node), fixed_k=args.k, cost_aware=args.adaptive_k, chain=args.chain or "")
     config = RunConfig(
         target=args.target if on_node else model_path(args.target),  # a catalogue name (spectui models) or a path
         mode=args.mode or ("ar" if args.server else RunConfig().mode),
@@ -249,7 +259,7 @@ def config_from_args(args: argparse.Namespace, *, fallback_default: bool = False
         sampling=SamplingConfig(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed),
         draft=draft,
         backend=BackendConfig(
-            name="server" if args.server else args.backend,
+            name="server" if args.server else args.runtime or args.backend,
             n_ctx=args.ctx,
             n_batch=args.batch,
             # deterministic: the settings measured batch-invariant (spectui.engine.host.noise); a
@@ -260,6 +270,7 @@ def config_from_args(args: argparse.Namespace, *, fallback_default: bool = False
             n_gpu_layers=args.gpu_layers,
             server_url=args.server or "",
             api_key_env=args.api_key_env,
+            runtime_binary=args.llama_server,
         ),
         policy=PolicyConfig(
             enabled=fallback_default if args.fallback is None else args.fallback == "on",
@@ -271,6 +282,20 @@ def config_from_args(args: argparse.Namespace, *, fallback_default: bool = False
     )
     config.validate()
     return config
+
+
+#: ``--runtime llama-server`` with no ``--draft``: llama-server's own default (``--spec-default``)
+DEFAULT_RUNTIME_METHOD = "ngram-mod"
+
+
+def draft_source(args: argparse.Namespace, on_node: bool) -> str:
+    """What ``--draft`` names: as given (a path made absolute here, not on a node), or the
+    default: n-gram lookup, or the runtime's default method under ``--runtime``."""
+    if args.draft is None:
+        return RUNTIME_PREFIX + DEFAULT_RUNTIME_METHOD if getattr(args, "runtime", None) else DraftConfig().source
+    if args.draft.startswith(RUNTIME_PREFIX) or on_node:
+        return args.draft
+    return model_path(args.draft)
 
 
 def host_engines(host: str | None):  # noqa: ANN201 - an EngineFactory, imported on use

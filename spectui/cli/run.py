@@ -82,7 +82,8 @@ def headless(args: argparse.Namespace) -> int:
     parts: list[str] = []
     out = sys.stdout
     with open_engine(config, host=args.host) as engine, StopOnSignal() as stop:
-        for ev in record_session(engine, config, record_to, stop=stop, on_start=recorded.append):
+        for ev in record_session(engine, config, record_to, stop=stop, on_start=recorded.append,
+                                 provenance=getattr(args, "provenance", None)):  # the profile, each setting's origin
             events.append(ev)
             if type(ev) is Step:
                 tokens.extend(ev.tokens)
@@ -138,9 +139,12 @@ def dashboard(args: argparse.Namespace) -> int:
     if args.output is not None:
         raise SpectuiError("-o/--output FILE is for headless runs; the dashboard names each session's recording itself")
     config = config_from_args(args, fallback_default=True)
+    from spectui.cli.profiles import options_set
     from spectui.ui.launch import run_dashboard as launch  # Textual loads only when a dashboard opens
 
-    return launch(config, record=not args.no_record, theme=args.theme, engine_factory=host_engines(args.host))
+    # what a flag or a config file set beats what the dashboard remembers (its theme, K, mode)
+    return launch(config, record=not args.no_record, theme=args.theme, engine_factory=host_engines(args.host),
+                  set_elsewhere=options_set(args))
 
 
 def format_summary(config: RunConfig, s: Summary) -> str:

@@ -17,7 +17,9 @@ import sys
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("runtime", help="the llama-server spectui starts: build it once from the vendored llama.cpp, or show which one runs")
     actions = p.add_subparsers(dest="runtime_command", required=True, metavar="{build,info}")
-    build = actions.add_parser("build", help="build llama-server from the installed llama-cpp-python's llama.cpp into the user cache (once per version)")
+    build = actions.add_parser(
+        "build", help="build llama-server from the installed llama-cpp-python's llama.cpp into the user cache (once per version)"
+    )
     build.add_argument("--force", action="store_true", help="build again even when this version is built")
     build.add_argument("--sdist", metavar="FILE", default=None,
                        help="a llama-cpp-python source package (.tar.gz) on disk, instead of downloading it (also: $SPECTUI_LLAMA_CPP_SDIST)")
@@ -47,8 +49,10 @@ class _BuildProgress:
     progress bar of its own, so its time left is the compile's, not the download's."""
 
     def __init__(self, what: str) -> None:
+        from spectui.cli.progress import Progress
+
         self.what = what
-        self.bar = None
+        self.bar: Progress | None = None
 
     def __enter__(self) -> _BuildProgress:
         return self
@@ -90,7 +94,7 @@ def cmd_info(args: argparse.Namespace) -> int:
     lines = [
         f"llama-server: {binary.path}",
         f"  from: {origin}",
-        f"  version: {('b' + binary.version) if binary.version else 'unknown'}, commit {binary.commit or 'unknown'}",
+        f"  version: {binary.version or 'unknown'}, commit {binary.commit or 'unknown'}",
         f"  --spec-type: {', '.join(types) if types else 'none listed (a llama-server older than --spec-type)'}",
     ]
     if binary.cmake_args:

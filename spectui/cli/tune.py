@@ -64,8 +64,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
     if args.probe_target and not args.weights:
         raise SpectuiError("--probe-target chooses the model --weights probes: add --weights")
     config = config_from_args(args)
-    if config.backend.name == "server":
-        raise SpectuiError("tune measures the embedded engine; for a server use: spectui sweep --server URL")
+    if config.backend.name == "server" or config.backend.is_runtime:
+        raise SpectuiError("tune measures the embedded engine; for a server or a runtime compare runs instead: "
+                           "spectui compare --runtime llama-server --draft runtime:METHOD")
     if not config.sampling.greedy:
         raise SpectuiError("tune measures greedy decoding (acceptance replays exactly); drop --temperature")
     from spectui.prompts import PromptSpec, list_prompts

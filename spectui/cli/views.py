@@ -103,7 +103,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(msgspec.json.encode(diff_recordings(*recordings)).decode())
         return 0
     config = config_from_args(args) if not args.files else None
-    if config is not None and config.backend.name == "server" and args.interleave:
+    if config is not None and (config.backend.name == "server" or config.backend.is_runtime) and args.interleave:
         # a server keeps generating while its turn waits: its clock cannot be taken out
         raise SpectuiError("--interleave needs embedded engines; a server run cannot be paused between blocks")
     if args.host and args.interleave:  # one channel carries one stream at a time

@@ -13,12 +13,12 @@ import datetime as dt
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Sequence
 
 import msgspec
 
 from spectui import __version__
-from spectui.config import BackendConfig, RunConfig
+from spectui.config import RunConfig
 from spectui.engine.backends import backend_kind
 from spectui.engine.drafters import DraftSources, make_drafter
 from spectui.engine.drafters.suffix_memory import SuffixMemory
@@ -257,7 +257,7 @@ class Engine:
         *,
         stop: threading.Event | None = None,
         memory_interval_s: float | None = 0.25,
-    ) -> Iterator[Event]:
+    ) -> Generator[Event, None, None]:
         """Validate, then yield the session's events. Bad input raises before the first event.
 
         A memory sampler thread reads the process and system every ``memory_interval_s``
@@ -298,7 +298,7 @@ class Engine:
                 if type(event) is Step:
                     output.extend(event.tokens)
                 yield event
-        except Exception as exc:  # an engine failure ends the session, it does not lose it
+        except Exception as exc:  # noqa: BLE001 - an engine failure ends the session, it does not lose it
             end = End(
                 t_us=(time.perf_counter_ns() - t0) // 1000,
                 reason="error",

@@ -189,6 +189,26 @@ class Redaction(msgspec.Struct, kw_only=True):
     quality_passed: bool | None = None
 
 
+class SettingOrigin(msgspec.Struct, kw_only=True):
+    """One setting of the command that recorded a session, and where its value came from."""
+
+    option: str = ""  # the long option's name, without the dashes ("target", "min-headroom-mb")
+    value: str = ""  # as given: "8192", "true", "ngram"
+    #: "PATH:LINE" of a config file (spectui/profiles.py), or "flag" (the command line)
+    origin: str = ""
+
+
+class Provenance(msgspec.Struct, kw_only=True):
+    """1.6: why a session ran as it did: the config profile of the command that recorded it
+    and every setting that command took from a config file or a flag (the rest were built-in)."""
+
+    command: str = ""  # "run", "compare", ...
+    profile: str = ""  # "" = no profile
+    #: where the profile's name came from: "flag" (--profile) or "env SPECTUI_PROFILE"
+    profile_origin: str = ""
+    settings: list[SettingOrigin] = msgspec.field(default_factory=list)
+
+
 class Header(msgspec.Struct, tag=1, kw_only=True):
     schema_version: str = SCHEMA_VERSION
     spectui_version: str = ""
@@ -215,6 +235,9 @@ class Header(msgspec.Struct, tag=1, kw_only=True):
     #: use), and those sizes; 0 and [] when the engine was warm already
     warmup_ms: float = 0.0
     warmup_sizes: list[int] = msgspec.field(default_factory=list)
+    #: 1.6: the profile and the origin of each setting of the command that recorded it
+    #: (``spectui.cli.profiles``); None: made by no command line (a test, an older spectui)
+    provenance: Provenance | None = None
 
 
 INTERLEAVED_CLOCK = "own-steps (interleaved; the other session's time removed)"

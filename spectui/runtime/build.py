@@ -85,7 +85,7 @@ class ServerBinary:
 
     path: str
     origin: str  # "--llama-server", "$SPECTUI_LLAMA_SERVER", "$PATH" or "built"
-    version: str = ""  # llama.cpp's build number ("" unknown)
+    version: str = ""  # as the binary says it ("0.5.0-dev build 1", "b4521"; "" unknown)
     commit: str = ""  # llama.cpp's short commit ("" unknown)
     #: the llama-cpp-python version whose source a "built" binary comes from
     llama_cpp_python: str = ""
@@ -94,9 +94,8 @@ class ServerBinary:
 
     @property
     def label(self) -> str:
-        """``llama-server b4 (0c1e570)``: what a header or a line names."""
-        ver = f"b{self.version}" if self.version else "unknown version"
-        return f"{SERVER} {ver}" + (f" ({self.commit})" if self.commit else "")
+        """``llama-server 0.5.0-dev build 1 (0c1e570)``: what a header or a line names."""
+        return f"{SERVER} {self.version or 'of unknown version'}" + (f" ({self.commit})" if self.commit else "")
 
 
 def installed_llama_cpp_python() -> str:
@@ -157,8 +156,11 @@ def built_server(version: str | None = None, *, cache: Path | None = None) -> Se
     record = read_record(build)
     if record is None or not binary.is_file():
         return None
+    version_said, commit = str(record.get("version", "")), str(record.get("commit", ""))
+    if not version_said:  # a record written before this version of spectui read the new format
+        version_said, commit = probe_version(str(binary))[0], commit or probe_version(str(binary))[1]
     return ServerBinary(
-        path=str(binary), origin="built", version=str(record.get("version", "")), commit=str(record.get("commit", "")),
+        path=str(binary), origin="built", version=version_said, commit=commit,
         llama_cpp_python=str(record.get("llama_cpp_python", "")), build_seconds=float(record.get("build_seconds", 0.0)),
         cmake_args=tuple(record.get("cmake_args", ())),
     )
@@ -172,16 +174,25 @@ def read_record(build: Path) -> dict | None:
     return doc if isinstance(doc, dict) else None
 
 
-_VERSION = re.compile(r"version:\s*(\d+)\s*\(([0-9a-fA-F]+|unknown)\)")
+#: ``version: 0.5.0-dev (build 1, commit 0c1e570)`` (llama.cpp since it named releases) or
+#: ``version: 4521 (5a2b1c3)`` (older builds, Homebrew's among them)
+_VERSION_NEW = re.compile(r"version:\s*(\S+)\s*\(build\s*(\d+),\s*commit\s*([0-9a-fA-F]+|unknown)\)")
+_VERSION_OLD = re.compile(r"version:\s*(\d+)\s*\(([0-9a-fA-F]+|unknown)\)")
 
 
 def probe_version(path: str) -> tuple[str, str]:
-    """(build number, short commit) from ``llama-server --version``; ("", "") when it says none."""
+    """(version, short commit) from ``llama-server --version``: ("0.5.0-dev build 1", "0c1e570")
+    or ("b4521", "5a2b1c3"); empty strings for what it does not say."""
     text = _run_quietly([path, "--version"])
-    m = _VERSION.search(text)
-    if not m:
-        return "", ""
-    return m.group(1), ("" if m.group(2) == "unknown" else m.group(2))
+    m = _VERSION_NEW.search(text)
+    if m:
+        version, commit = f"{m.group(1)} build {m.group(2)}", m.group(3)
+    else:
+        m = _VERSION_OLD.search(text)
+        if not m:
+            return "", ""
+        version, commit = f"b{m.group(1)}", m.group(2)
+    return version, ("" if commit == "unknown" else commit)
 
 
 def spec_types(path: str) -> tuple[str, ...]:

@@ -60,7 +60,9 @@ class MethodInfo:
         return bool(self.draft_arch)
 
 
-_DRAFT = {"k_flag": "--spec-draft-n-max", "n_min_flag": "--spec-draft-n-min", "p_min_flag": "--spec-draft-p-min", "runtime_k": 3}
+def _model_drafter(name: str, *, draft_arch: tuple[str, ...] = (), needs_nextn: bool = False) -> MethodInfo:
+    return MethodInfo(name, k_flag="--spec-draft-n-max", n_min_flag="--spec-draft-n-min", p_min_flag="--spec-draft-p-min",
+                      draft_arch=draft_arch, needs_nextn=needs_nextn, runtime_k=3)
 
 
 def _ngram_map(name: str) -> MethodInfo:
@@ -72,11 +74,11 @@ METHODS: dict[str, MethodInfo] = {
     m.name: m
     for m in (
         MethodInfo("none"),
-        MethodInfo("draft-simple", draft_arch=("*",), **_DRAFT),
-        MethodInfo("draft-eagle3", draft_arch=("eagle3",), **_DRAFT),
-        MethodInfo("draft-mtp", needs_nextn=True, **_DRAFT),
-        MethodInfo("draft-dflash", draft_arch=("dflash",), **_DRAFT),
-        MethodInfo("draft-dspark", draft_arch=("dflash",), **_DRAFT),
+        _model_drafter("draft-simple", draft_arch=("*",)),  # any architecture with the target's vocabulary
+        _model_drafter("draft-eagle3", draft_arch=("eagle3",)),
+        _model_drafter("draft-mtp", needs_nextn=True),  # the target's own nextn layers
+        _model_drafter("draft-dflash", draft_arch=("dflash",)),
+        _model_drafter("draft-dspark", draft_arch=("dflash",)),
         _ngram_map("ngram-simple"),
         _ngram_map("ngram-map-k"),
         _ngram_map("ngram-map-k4v"),
@@ -231,25 +233,26 @@ class RuntimeMethod:
         if not wants_draft:
             return
         names = ", ".join(i.name for i in wants_draft)
-        if not self.draft_model:
+        draft_path = self.draft_model
+        if not draft_path:
             raise SpectuiError(f"{names} needs a draft model (--draft-model FILE.gguf)")
-        draft = read_gguf(self.draft_model)
+        draft = read_gguf(draft_path)
         for info in wants_draft:
             if "*" not in info.draft_arch and draft.architecture not in info.draft_arch:
                 raise SpectuiError(
                     f"{info.name} needs a draft of architecture {' or '.join(info.draft_arch)} made for the target; "
-                    f"{os.path.basename(self.draft_model)} is {draft.architecture or 'of no architecture'}"
+                    f"{os.path.basename(draft_path)} is {draft.architecture or 'of no architecture'}"
                 )
         if any(i.name == "draft-dspark" for i in wants_draft) and (self.p_min or 0) > 0:
             if str(draft.metadata.get("dflash.has_confidence_head", "true")).lower() != "true":
                 raise SpectuiError("draft-dspark with p-min needs a draft with a confidence head; this one has none (use p-min 0)")
         if any(i.name == "draft-simple" for i in wants_draft):
-            why = draft_incompatibility(
+            mismatch = draft_incompatibility(
                 VocabFacts.from_gguf(read_gguf(target).metadata), VocabFacts.from_gguf(draft.metadata),
-                os.path.basename(target), os.path.basename(self.draft_model),
+                os.path.basename(target), os.path.basename(draft_path),
             )
-            if why:
-                raise SpectuiError(f"{os.path.basename(self.draft_model)} cannot draft for {os.path.basename(target)}: {why}")
+            if mismatch:
+                raise SpectuiError(f"{os.path.basename(draft_path)} cannot draft for {os.path.basename(target)}: {mismatch}")
 
 
 def nextn_layers(info: GGUFInfo) -> int:

@@ -428,7 +428,7 @@ class _Spawner:
             argv, env, stdout, done = self._jobs.get()
             try:
                 done.put((True, self._popen(argv, env, stdout)))
-            except BaseException as exc:  # handed to the caller's thread
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread, which raises it
                 done.put((False, exc))
 
     @staticmethod

@@ -23,10 +23,12 @@ Mapping, and why:
   engine records them; ``End.server.margins_source`` says where they came from or why there
   are none. A server that refuses the fields (HTTP 400/422) is asked once more without them.
 * Acceptance is what the server reports (llama-server ``timings.draft_n`` /
-  ``draft_n_accepted``, else its ``/metrics`` counters) in ``End.server``, never per step:
-  a server does not say which streamed token was a draft, so ``Step.drafted`` stays 0 and
-  ``summarize`` shows no per-block acceptance rather than an invented one. llama-cpp-python and
-  mlx-lm report none: the recording says "not reported".
+  ``draft_n_accepted``, else its ``/metrics`` counters) in ``End.server``. Per block where the
+  stream says it: llama-server's ``timings_per_token`` chunks carry the cumulative counters, so
+  the step after a verification carries that block's ``drafted`` / ``accepted`` (its tokens
+  stay ``AR`` in origin: the server does not say which streamed token was a draft).
+  llama-cpp-python and mlx-lm report none: the recording says "not reported", and no step
+  invents a block.
 * No memory samples: the sampler would measure this client, not the server.
 """
 
@@ -241,7 +243,9 @@ class ServerEngine:
                     if not state.prefill_sent:
                         state.prefill_sent = True
                         yield state.prefill(t_us)
-                    yield self._step(chunk, t_us, state)
+                    step = self._step(chunk, t_us, state)
+                    step.drafted, step.accepted = state.block()
+                    yield step
                 if stop is not None and stop.is_set():
                     state.interrupted = True
                     break
@@ -377,6 +381,19 @@ class _RequestState:
         self.margins = MarginTally({}, "")
         #: log-probabilities of tokens that came without text, for the next text chunk
         self.pending: list[TokenLogprobs] = []
+        #: llama-server's cumulative draft counters as of the last step (``block``)
+        self._drafted_seen = (0, 0)
+
+    def block(self) -> tuple[int, int]:
+        """What llama-server drafted and had accepted since the last step: with
+        ``timings_per_token`` every chunk carries the request's cumulative ``draft_n`` /
+        ``draft_n_accepted``, so their growth between two content chunks is the block verified
+        in between (0, 0 where nothing was, or the server does not say)."""
+        t = self.timings or {}
+        now = (int(t.get("draft_n", 0)), int(t.get("draft_n_accepted", 0)))
+        seen, self._drafted_seen = self._drafted_seen, now
+        drafted, accepted = now[0] - seen[0], now[1] - seen[1]
+        return (drafted, min(max(accepted, 0), drafted)) if drafted > 0 else (0, 0)
 
     def absorb(self, chunk: Chunk) -> None:
         r = self.report

@@ -11,8 +11,8 @@ EngineFactory = Callable[[RunConfig], EngineProtocol]
 
 
 def open_engine(config: RunConfig, *, host: str | None = None) -> EngineProtocol:
-    """The engine ``config`` asks for: a running server (``--server URL``) or models loaded
-    here (llama.cpp or MLX), or either of them on a node reached over SSH (``host``,
+    """The engine ``config`` asks for: a running server (``--server URL``), a runtime spectui
+    starts (``--runtime llama-server``) or models loaded here (llama.cpp or MLX), or either of them on a node reached over SSH (``host``,
     ``spectui.remote``). Every check that can fail on bad input runs here, before
     anything decodes. Each is imported on use: llama.cpp, MLX, HTTP or SSH load only when asked."""
     if host:
@@ -23,6 +23,10 @@ def open_engine(config: RunConfig, *, host: str | None = None) -> EngineProtocol
         from spectui.server.engine import ServerEngine
 
         return ServerEngine.load(config)
+    if config.backend.is_runtime:
+        from spectui.runtime.session import RuntimeEngine
+
+        return RuntimeEngine.load(config)
     from spectui.engine.embedded import Engine as EmbeddedEngine
 
     return EmbeddedEngine.load(config)

@@ -17,7 +17,7 @@ from pathlib import Path
 import msgspec
 
 from spectui.config import RunConfig
-from spectui.recording.schema import INTERLEAVED_CLOCK, End, Event, Header, Step
+from spectui.recording.schema import INTERLEAVED_CLOCK, End, Event, Header, Provenance, Step
 from spectui.recording.timeline import shift_event
 from spectui.recording.writer import RecordingWriter
 from spectui.sessions.protocol import EngineProtocol
@@ -44,6 +44,7 @@ def record_session(
     stop: threading.Event | None = None,
     interleaved: bool = False,
     on_start: Callable[[Path | None], object] | None = None,
+    provenance: Provenance | None = None,
 ) -> Generator[Event, None, None]:
     """Yield the session's events, each already written to its recording.
 
@@ -55,6 +56,9 @@ def record_session(
     turn (``spectui compare --interleave``). The time this generator sits suspended after a
     step, while the other session runs, is taken off every later timestamp, so the numbers
     are this session's own work as if it ran alone, and the header's ``clock`` says so.
+
+    ``provenance``: the profile and the origin of each setting of the command that started
+    the session (``spectui.cli.profiles``), kept in the header.
     """
     from spectui.metrics.host import cpu_snapshot, top_other_processes  # psutil: not for --help
 
@@ -69,6 +73,8 @@ def record_session(
         others_before, started = (cpu_snapshot() if local else None), time.perf_counter()
         if interleaved:
             header = msgspec.structs.replace(header, clock=INTERLEAVED_CLOCK)
+        if provenance is not None:
+            header = msgspec.structs.replace(header, provenance=provenance)
         path = record_to(_named_for(config, header)) if callable(record_to) else (Path(record_to) if record_to is not None else None)
         writer = RecordingWriter(path) if path is not None else None
         if on_start is not None:

@@ -45,6 +45,7 @@ from spectui.ui.messages import (
     RunRequested,
     StopRequested,
 )
+from spectui.ui.remembered import Memory
 from spectui.ui.replay import SEEK_S, ReplayPlayer
 from spectui.ui.runs.pairs import NodePair
 from spectui.ui.screens.compare import CompareScreen
@@ -133,8 +134,10 @@ class SpectuiApp(App[int]):
         autostart: bool = False,
         engine_factory: EngineFactory | None = None,
         versus: NodePair | None = None,
+        remember: bool = False,
     ) -> None:
         super().__init__()
+        self.memory = Memory(enabled=remember)  # the theme, K and mode picked here: a state file, never the config
         self.controller = DashboardController(
             config, self, record=record, recordings_dir=recordings_dir, engine_factory=engine_factory, versus=versus
         )
@@ -186,7 +189,7 @@ class SpectuiApp(App[int]):
         self.set_interval(1 / REPAINT_HZ, self._repaint)
         self._replay_timer = self.set_interval(1 / self.REPLAY_HZ, self._replay_tick, pause=True)
         # a theme picked anywhere (the command palette too) restyles the baked-in texts
-        self.theme_changed_signal.subscribe(self, lambda _theme: self._touch())
+        self.theme_changed_signal.subscribe(self, self._theme_changed)
         if self.autostart:
             self.controller.start_run()
         if self.on_mount_open is not None:
@@ -201,6 +204,10 @@ class SpectuiApp(App[int]):
 
     def _touch(self) -> None:
         self._dirty = True
+
+    def _theme_changed(self, theme) -> None:  # noqa: ANN001 - a Textual Theme
+        self._touch()
+        self.memory.keep(theme=theme.name)
 
     def _within_cpu_budget(self) -> bool:
         """Charge the UI thread's CPU since the last tick against ``UI_CPU_BUDGET``."""
@@ -275,6 +282,7 @@ class SpectuiApp(App[int]):
 
     def action_toggle_mode(self) -> None:
         self._restart_after(self.controller.toggle_mode())
+        self.memory.keep(mode=self.controller.config.mode)
 
     def action_toggle_backend(self) -> None:
         """llama.cpp <-> MLX for the next run (the engine thread loads the other backend)."""
@@ -287,9 +295,11 @@ class SpectuiApp(App[int]):
 
     def action_k_up(self) -> None:
         self._restart_after(self.controller.step_k(+1))
+        self.memory.keep(k=self.controller.config.draft.k)
 
     def action_k_down(self) -> None:
         self._restart_after(self.controller.step_k(-1))
+        self.memory.keep(k=self.controller.config.draft.k)
 
     def action_temperature_up(self) -> None:
         self._restart_after(self.controller.step_temperature(+TEMPERATURE_STEP))

@@ -224,7 +224,7 @@ class DashboardController:
         """The next embedded backend in the registry (llama.cpp, MLX, ...); None for a server,
         whose backend is the server's own."""
         b = self.config.backend
-        if b.name == "server":
+        if b.name == "server" or b.is_runtime:
             return None
         return self.set_config(backend=msgspec.structs.replace(b, name=next_backend(b.name)))
 

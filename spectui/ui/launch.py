@@ -7,7 +7,7 @@ benchmarks) and the ``run_*`` functions that own a terminal until the user quits
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING
 
 from textual.app import App
@@ -65,6 +65,7 @@ def make_app(
     engine_factory: EngineFactory | None = None,
     theme: str | None = None,
     versus: NodePair | None = None,
+    remember: bool = False,
 ) -> SpectuiApp:
     """The dashboard for ``config``.
 
@@ -72,11 +73,12 @@ def make_app(
     else the user data folder: ``spectui.paths``); ``autostart`` starts a run at once;
     ``engine_factory(config) -> Engine`` replaces ``open_engine`` (tests, benchmarks);
     ``theme`` names a theme (themes/*.toml or a Textual built-in; default spectui-dark);
-    ``versus``: node B beside the engine factory's node A, for ``v`` (``compare --hosts``).
+    ``versus``: node B beside the engine factory's node A, for ``v`` (``compare --hosts``);
+    ``remember``: keep the theme, K and mode picked in the dashboard (``spectui.ui.remembered``).
     """
     app = SpectuiApp(
         config, record=record, recordings_dir=recordings_dir, autostart=autostart, engine_factory=engine_factory,
-        versus=versus,
+        versus=versus, remember=remember,
     )
     _apply_theme(app, theme)
     return app
@@ -89,11 +91,35 @@ def run_dashboard(
     recordings_dir: str | None = None,
     theme: str | None = None,
     engine_factory: EngineFactory | None = None,
+    set_elsewhere: Collection[str] = (),
 ) -> int:
     """``spectui`` (``run`` without ``--headless``): the dashboard until the user quits; the exit
     code. ``engine_factory``: where engines come from (a node's, for ``--host``)."""
-    app = make_app(config, record=record, recordings_dir=recordings_dir, theme=theme, engine_factory=engine_factory)
+    app, theme = remembering_app(config, record=record, recordings_dir=recordings_dir, theme=theme, engine_factory=engine_factory,
+                                 set_elsewhere=set_elsewhere)
     return _run_in_terminal(app, theme)
+
+
+def remembering_app(
+    config: RunConfig,
+    *,
+    theme: str | None,
+    set_elsewhere: Collection[str],
+    record: bool = True,
+    recordings_dir: str | None = None,
+    engine_factory: EngineFactory | None = None,
+) -> tuple[SpectuiApp, str | None]:
+    """``spectui``'s dashboard (the other arguments are ``make_app``'s) and the theme it shows
+    (None: the default): the theme, K and mode last picked in a dashboard fill in what no flag
+    or config file set (``set_elsewhere``: the options they did), and what is picked in this
+    one is kept for the next (``spectui.ui.remembered``: a state file, never the config)."""
+    from spectui.ui.remembered import restore
+
+    config, remembered_theme = restore(config, theme, set_elsewhere=set_elsewhere)
+    app = make_app(config, theme=theme, remember=True, record=record, recordings_dir=recordings_dir, engine_factory=engine_factory)
+    if theme is None and remembered_theme in app.available_themes:  # one no longer installed is passed over
+        app.theme = theme = remembered_theme
+    return app, theme
 
 
 def run_replay(path: str, *, speed: float = 1.0, paused: bool = False, theme: str | None = None) -> int:

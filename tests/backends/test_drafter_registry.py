@@ -13,6 +13,7 @@ from spectui.cli import build_parser, main
 from spectui.config import DraftConfig
 from spectui.engine.drafters import DrafterKind, DraftSources, drafter_kind, register, unregister
 from spectui.engine.protocol import Draft
+from spectui.errors import SpectuiError
 from spectui.recording.reader import read_recording
 from spectui.recording.schema import Step
 from spectui.tune.replay import replay
@@ -96,5 +97,5 @@ def test_the_flags_and_the_model_picker_offer_a_registered_drafter(last_token):
     assert labels == ["n-gram (no draft model)", "suffix (no draft model)", "last token (no draft model)"]
     unregister("last-token")
     assert "last token (no draft model)" not in [str(o.prompt) for o in free_drafter_options()]
-    with pytest.raises(SystemExit):
+    with pytest.raises(SpectuiError, match="invalid choice: 'last-token'"):
         build_parser().parse_args(["run", "--chain", "last-token"])

@@ -113,6 +113,8 @@ def test_upgrade_marked_with_the_number_that_moved(timeline, tmp_path, capsys):
     assert len(hosts) == 2 and any("Apple M4" in h for h in hosts)  # host is a column of its own
     (a,) = [g for g in doc["groups"] if "Apple M4" not in g["key"]["host"]]
     assert len(a["runs"]) == 5 and a["key"]["drafter"] == "n-gram" and a["key"]["k"] == "K=4"
+    # grouped and titled by the label the dashboard's header gives these runs (--k 4: a fixed K)
+    assert a["key"]["label"] == "spec n-gram K=4" and " · spec n-gram K=4 · " in a["title"]
     (change,) = a["changes"]
     assert change["at"] == 2 and "new0.spectui" in change["path"]  # the first run that has it
     (what,) = change["what"]

@@ -128,7 +128,7 @@ def test_readme_install_works_where_the_system_python_is_externally_managed(tmp_
         env["PIP_FIND_LINKS"] = " ".join(filter(None, [str(wheel.parent), env.get("PIP_FIND_LINKS")]))
         env["PIP_CONSTRAINT"] = str(tmp_path / "constraints.txt")
 
-    copy = checkout_copy(tmp_path / "spectui")
+    copy = checkout_copy(tmp_path / "checkout")
     install = readme_install_command()
     proc = subprocess.run(["bash", "-c", install], cwd=copy, env=env, capture_output=True, text=True, timeout=2000)
     assert proc.returncode == 0, f"{install} exited {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"

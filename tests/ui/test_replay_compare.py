@@ -179,6 +179,23 @@ async def test_compare_two_recordings():
 
 
 @pytest.mark.asyncio
+@pytest.mark.parametrize("width", [80, 86, 100, 120, 170])
+async def test_compare_verdict_is_never_cut_by_a_wrap(width):
+    """The delta bar breaks its rows between items: the outputs verdict stays whole on one row
+    whatever the figures before it weigh (it wrapped after ``outputs`` at 86 and 170 columns)."""
+    app = make_app(RunConfig(prompt="unused"), record=False)
+    async with app.run_test(size=(width, 30)) as pilot:
+        await pilot.pause()
+        assert app.open_compare(os.path.relpath(FIXED_AR, REPO), os.path.relpath(FIXED_SPEC, REPO))
+        await pilot.pause()
+        app.refresh_now()
+        rows = (await visible(pilot, "#delta")).splitlines()
+        n = min(sum(len(s.tokens) for s in steps_of(path)) for path in (FIXED_AR, FIXED_SPEC))
+        assert any(f"outputs identical ({n} tokens)" in row for row in rows), rows
+        assert all(row.rstrip() == row.rstrip().rstrip("│").rstrip() for row in rows), rows  # no row ends in a separator
+
+
+@pytest.mark.asyncio
 async def test_compare_live_runs_ar_then_speculative(tmp_path):
     app = make_app(real_config(max_tokens=24), recordings_dir=str(tmp_path))
     async with app.run_test(size=SIZE) as pilot:

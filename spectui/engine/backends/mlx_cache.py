@@ -16,7 +16,7 @@ which an in-place write to the live cache does not reach.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 
 def _copy(state: Any) -> Any:
@@ -78,7 +78,9 @@ class PromptCache:
         if self.rollback == "trim":
             from mlx_lm.models.cache import trim_prompt_cache
 
-            return n if trim_prompt_cache(self.layers, n_past - n) == n_past - n else None
+            # it returns how many tokens it trimmed (mlx-lm annotates the return as List[Any])
+            trimmed = cast(int, trim_prompt_cache(self.layers, n_past - n))
+            return n if trimmed == n_past - n else None
         if self._checkpoint is None or self._checkpoint[0] > n:
             return None
         position, saved = self._checkpoint

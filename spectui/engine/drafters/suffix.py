@@ -304,9 +304,14 @@ class SuffixIndex:
 class Memory(Protocol):
     """What the drafter needs of a memory (``suffix_memory.SuffixMemory``, which imports this)."""
 
-    index: SuffixIndex
-    #: changes with the index: the drafter's cursor into it is then matched again
-    version: int
+    # read-only to the drafter (properties): a memory may hold a subclass (``MemoryIndex``)
+    @property
+    def index(self) -> SuffixIndex: ...
+
+    @property
+    def version(self) -> int:
+        """Changes with the index: the drafter's cursor into it is then matched again."""
+        ...
 
     def add(self, tokens: Sequence[int]) -> None: ...
 

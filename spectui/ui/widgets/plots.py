@@ -90,10 +90,11 @@ def plot_panels(live: LiveRun, points: int = 160) -> list[Panel]:
         # acceptance is a share: a fixed 0-100% scale reads the same across runs
         Panel("acceptance per block (% of drafted tokens accepted)", acc, x=x, y=Axis(lim=(0, 100)), theme="spectui-acc"),
         # memory moves by MiB while a run is steady: at least HEADROOM_SPAN_GIB / RSS_SPAN_MIB
-        # of scale, so a flat line reads as flat, not as a zoom into its noise
+        # of scale, so a flat line reads as flat, not as a zoom into its noise; a flat headroom
+        # sits high (room to fall), a flat RSS low (room to grow), never one over the other
         Panel(
             "memory: headroom (GiB, left) · RSS (MiB, right)", mem, x=x, theme="spectui-mem",
-            y=Axis(min_span=HEADROOM_SPAN_GIB), y_right=Axis(min_span=RSS_SPAN_MIB),
+            y=Axis(min_span=HEADROOM_SPAN_GIB, anchor=0.75), y_right=Axis(min_span=RSS_SPAN_MIB, anchor=0.25),
         ),
     ]
 

@@ -1,0 +1,102 @@
+"""``RuntimeEngine``: a runtime spectui starts for one configuration, measured as any server
+is, and stopped when the engine closes (``--runtime llama-server``).
+
+llama-server takes its speculative settings on the command line only (the request-level
+fields are compiled out in the vendored revision), so one server runs one setting: an AR run
+gets a server without speculation, a speculative run a server with its method, and
+``fits`` tells the engine cache (``spectui.sessions.open.EngineCache``) when a configuration
+needs a server of its own. A compare therefore runs AR and the method on two servers, one
+after the other, over the same GGUF file the embedded engine would run (``host.weights``), so
+embedded and runtime runs of one target compare on the same weights.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Generator
+
+from spectui.config import RunConfig
+from spectui.engine.host.weights import resolve_target
+from spectui.errors import SpectuiError
+from spectui.recording.schema import BatchNoise, Event
+from spectui.runtime.build import BuildError, find_server
+from spectui.runtime.engine import runtime_engine
+from spectui.runtime.methods import RuntimeMethod
+from spectui.runtime.server import LaunchSettings, RuntimeServer, launch
+from spectui.server.engine import ServerEngine
+
+
+def method_of(config: RunConfig) -> RuntimeMethod:
+    """The runtime method a configuration runs: none for AR, else ``--draft runtime:METHOD``
+    with spectui's K (when one was fixed) and p-min mapped onto the flags it reads."""
+    d = config.draft
+    if config.mode == "ar":
+        return RuntimeMethod(("none",))
+    return RuntimeMethod.parse(
+        d.source, k=None if d.adaptive else d.k, p_min=d.p_min or None, draft_model=d.draft_model or None,
+    )
+
+
+def launch_settings(config: RunConfig) -> LaunchSettings:
+    b = config.backend
+    model = resolve_target(config.target, b).path
+    return LaunchSettings(
+        model=model, method=method_of(config), threads=b.n_threads, ctx=b.n_ctx, flash_attn=b.flash_attn,
+        gpu_layers=b.n_gpu_layers,
+    )
+
+
+class RuntimeEngine:
+    """A started runtime and the server engine that measures it."""
+
+    def __init__(self, config: RunConfig, server: RuntimeServer, inner: ServerEngine, settings: LaunchSettings) -> None:
+        self.config = config
+        self.server = server
+        self.inner = inner
+        self.settings = settings
+        self.draft_model = None  # the runtime drafts: spectui loads no model
+
+    @classmethod
+    def load(cls, config: RunConfig, *, recording: str | None = None) -> RuntimeEngine:
+        """Find (or build, once) the runtime, refuse what cannot work from the GGUF headers,
+        start it and probe it. Every failure is one line."""
+        config.validate()
+        settings = launch_settings(config)
+        try:
+            binary = find_server(config.backend.runtime_binary or None)
+        except BuildError as exc:
+            raise SpectuiError(str(exc)) from None
+        server = launch(binary, settings, recording=recording)
+        try:
+            inner = runtime_engine(server, config, method=settings.method.describe())
+        except BaseException:
+            server.stop()
+            raise
+        return cls(config, server, inner, settings)
+
+    def fits(self, config: RunConfig) -> bool:
+        """The same runtime binary and the same launch settings: one server per setting."""
+        return config.backend == self.config.backend and launch_settings(config) == self.settings
+
+    def check(self, config: RunConfig) -> None:
+        config.validate()
+        method_of(config).check(launch_settings(config).model)
+
+    def calibrate(self, config: RunConfig, *, before: Callable[[], object] | None = None) -> BatchNoise | None:
+        return None  # a runtime's kernels cannot be driven block by block from here
+
+    def run(self, config: RunConfig | None = None, *, stop: threading.Event | None = None,
+            memory_interval_s: float | None = None) -> Generator[Event, None, None]:
+        config = config or self.config
+        if not self.fits(config):
+            raise SpectuiError("this runtime was started for other settings; open an engine for these")
+        yield from self.inner.run(config, stop=stop)
+
+    def close(self) -> None:
+        self.server.stop()
+
+    def __enter__(self) -> RuntimeEngine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
