@@ -107,6 +107,9 @@ class DraftConfig(msgspec.Struct, frozen=True, kw_only=True):
     #: A runtime method's draft GGUF (``--draft-model``: llama-server's ``-md``), for the model
     #: drafters a runtime runs itself (``runtime:draft-simple``, ``runtime:draft-eagle3``, ...).
     draft_model: str = ""
+    #: A runtime's n-gram methods: the key length they match (``--lookup``: llama-server's
+    #: ``--spec-ngram-*-size-n`` / ngram-mod's ``n-match``); 0 = the runtime's default.
+    lookup: int = 0
 
     @property
     def is_ngram(self) -> bool:
@@ -222,6 +225,10 @@ class DraftConfig(msgspec.Struct, frozen=True, kw_only=True):
                 f"a drafter chain is ngram or suffix in front of a draft model (--draft MODEL.gguf --chain ngram), "
                 f"got --chain {self.chain} with --draft {self.source}"
             )
+        if self.lookup and not self.is_runtime:
+            raise SpectuiError("--lookup sets a runtime's n-gram key length; spectui's own n-gram drafter takes --ngram-min/--ngram-max")
+        if self.lookup < 0:
+            raise SpectuiError(f"--lookup must be >= 1 (0: the runtime's default), got {self.lookup}")
         if self.draft_model and not self.is_runtime:
             raise SpectuiError("--draft-model is a runtime method's draft (with --draft runtime:draft-simple); "
                                "spectui's own loop takes its draft model as --draft FILE.gguf")

@@ -162,7 +162,7 @@ def report_json(rec: Recording) -> dict[str, Any]:
 #: other run keeps the keys scripts already read
 _SHOWN_WHEN_SET = (
     ("artifacts", "target", "origin"), ("artifacts", "draft", "origin"), ("config", "draft", "draft_cost"), ("provenance",),
-    ("config", "draft", "draft_model"), ("config", "backend", "runtime_binary"),
+    ("config", "draft", "draft_model"), ("config", "draft", "lookup"), ("config", "backend", "runtime_binary"),
 )
 
 

@@ -21,6 +21,7 @@ import argparse
 import sys
 import warnings
 from collections.abc import Sequence
+from typing import TextIO
 
 from spectui import __version__
 from spectui.cli import chat, config_cmd, history, lab, models, node, quality, recordings, run, runtime, tune, views, watch
@@ -48,7 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _show_warning(message, category, filename, lineno, file=None, line=None):  # noqa: ANN001, ANN202
+def _show_warning(
+    message: Warning | str, category: type[Warning], filename: str, lineno: int, file: TextIO | None = None, line: str | None = None
+) -> None:
     """spectui's own warnings (a draft memory file ignored, ...) are one line, as errors are."""
     if category.__module__.startswith("spectui"):
         text = str(message)
@@ -69,7 +72,7 @@ def _llama_before_numpy() -> None:
     if "numpy" in sys.modules:
         return  # too late to change the order (never so for the console script)
     try:
-        import llama_cpp  # noqa: F401
+        import llama_cpp  # noqa: F401 - imported for its side effect: llama.cpp's library loads first
     except (ImportError, OSError):  # a load says why, in one line
         pass
 

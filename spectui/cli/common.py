@@ -8,12 +8,13 @@ library, ``msgspec`` (via ``spectui.config``) and ``spectui.errors`` load at the
 from __future__ import annotations
 
 import argparse
+import builtins
 import os
 import signal
 import sys
 import threading
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
 from urllib.parse import urlsplit
 
 from spectui.config import MODEL_FREE, RUNTIME_PREFIX, RUNTIMES, BackendConfig, DraftConfig, EnvelopeConfig, PolicyConfig, RunConfig, SamplingConfig
@@ -22,6 +23,8 @@ from spectui.engine.drafters import drafter_kinds
 from spectui.errors import SpectuiError
 
 if TYPE_CHECKING:
+    from types import FrameType
+
     from spectui.recording.reader import Recording
 
 
@@ -30,7 +33,7 @@ class Parser(argparse.ArgumentParser):
     and old spellings that took a value where the flag now takes none (``tune --charts on``)
     still parse (README.md, "One vocabulary for every command")."""
 
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         raise SpectuiError(message)
 
     def parse_known_args(self, args=None, namespace=None):  # noqa: ANN001, ANN201 - argparse's own signature
@@ -66,16 +69,33 @@ def add_charts_arguments(p: argparse.ArgumentParser, what: str) -> None:
     g.add_argument("--no-charts", dest="charts", action="store_false", help="leave the charts out")
 
 
-def add_old_spelling(p: argparse.ArgumentParser, flag: str, dest: str, **kwargs: object) -> None:
-    """An old spelling of a flag, hidden from ``--help``, that still works (one vocabulary)."""
-    p.add_argument(flag, dest=dest, default=argparse.SUPPRESS, help=argparse.SUPPRESS, **kwargs)
+def add_old_spelling(
+    p: argparse.ArgumentParser,
+    flag: str,
+    dest: str,
+    *,
+    type: Callable[[str], Any] = str,  # str keeps the text as add_argument's default (None) does
+    nargs: str | None = None,
+    metavar: str | None = None,
+    action: str | builtins.type[argparse.Action] = "store",
+) -> None:
+    """An old spelling of a flag, hidden from ``--help``, that still works (one vocabulary);
+    the keywords are ``add_argument``'s."""
+    p.add_argument(flag, dest=dest, default=argparse.SUPPRESS, help=argparse.SUPPRESS, type=type, nargs=nargs, metavar=metavar, action=action)
 
 
 class JoinComma(argparse.Action):
     """An old space-separated list flag (``--only A B``) read as today's comma list ("A,B")."""
 
-    def __call__(self, parser, namespace, values, option_string=None):  # noqa: ANN001, ANN204
-        setattr(namespace, self.dest, ",".join(values))
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        # nargs="+" hands over a list of strings; a lone string would be one name, not its letters
+        setattr(namespace, self.dest, ",".join([values] if isinstance(values, str) else values or []))
 
 
 # -- the run flags ------------------------------------------------------------------------
@@ -104,6 +124,9 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                    help="; ".join(f"'{k.name}' ({k.summary or k.label})" for k in lookups)
                         + f"; or a draft GGUF path; with --runtime, 'runtime:METHOD' (llama-server's --spec-type, "
                           f"default {DEFAULT_RUNTIME_METHOD}) (default {d_draft.source})")
+    p.add_argument("--lookup", type=int, default=0, metavar="N",
+                   help="--runtime: the key length a runtime's n-gram methods match (llama-server's --spec-ngram-*-size-n, "
+                        "ngram-mod's n-match; default: the runtime's own)")
     p.add_argument("--draft-model", metavar="FILE", default="",
                    help="--runtime: the draft GGUF of a runtime's model drafter (runtime:draft-simple, draft-eagle3, ...)")
     p.add_argument("--chain", choices=[k.name for k in lookups], default=None,
@@ -174,7 +197,7 @@ def add_envelope_arguments(p: argparse.ArgumentParser, *, override: bool = False
         + ("; these override the recordings' own" if override else "")
     )
 
-    def default(value: object, text: str) -> tuple[object, str]:
+    def default(value: float | None, text: str) -> tuple[float | None, str]:
         return (None, "as recorded") if override else (value, text)
 
     for flag, kind, value, text, about in (
@@ -245,6 +268,7 @@ def config_from_args(args: argparse.Namespace, *, fallback_default: bool = False
         learn_cost=not args.deterministic,
         memory=not args.no_draft_memory,
         draft_model=model_path(args.draft_model) if args.draft_model and not on_node else args.draft_model,
+        lookup=args.lookup,
     ).drafting_with(draft_source(args, on_node), fixed_k=args.k, cost_aware=args.adaptive_k, chain=args.chain or "")
     config = RunConfig(
         target=args.target if on_node else model_path(args.target),  # a catalogue name (spectui models) or a path
@@ -364,7 +388,7 @@ class StopOnSignal:
 
     def __init__(self) -> None:
         self.event = threading.Event()
-        self._old: dict[int, object] = {}
+        self._old: dict[int, Callable[[int, FrameType | None], Any] | int | None] = {}
 
     def _handle(self, signum: int, _frame: object) -> None:
         if self.event.is_set() and signum == signal.SIGINT:

@@ -137,7 +137,7 @@ def line_slowdowns(runs: Sequence[IndexedRun]) -> list[Slowdown]:
     if len(runs) < 2:
         return []
     tok_s = [r.decode_tok_s for r in runs]
-    whats = [[]] + [moved(runs[i - 1], runs[i], LINE_CHANGE_FIELDS) for i in range(1, len(runs))]
+    whats: list[list[FieldChange]] = [[]] + [moved(runs[i - 1], runs[i], LINE_CHANGE_FIELDS) for i in range(1, len(runs))]
     cuts = [i for i in range(1, len(runs)) if whats[i]]
     starts = [0, *cuts]
     ends = [*cuts, len(runs)]

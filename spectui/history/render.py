@@ -175,8 +175,9 @@ def chart_panels(g: Group) -> list[Panel]:
     """Every number of the group against wall-clock time: a line per number, an ``x`` at each
     artifact change, the sweep's floor as a flat line (``spectui.charts`` draws them)."""
     times = [parse_time(r.started_at) for r in g.runs]
-    if all(t is not None for t in times):
-        xs, x_axis = time_axis(times)
+    parsed = [t for t in times if t is not None]
+    if len(parsed) == len(times):
+        xs, x_axis = time_axis(parsed)
     else:  # a start time that does not parse: runs in order instead
         xs, x_axis = [float(i + 1) for i in range(len(g.runs))], Axis(label="run")
     floors = {} if g.floor is None else {"acceptance": g.floor.acceptance, "decode_tok_s": g.floor.decode_tok_s}

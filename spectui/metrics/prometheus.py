@@ -185,7 +185,9 @@ SGLANG = MetricFamilies(
     enable_metrics="start SGLang with --enable-metrics",
     enable_speculation="start SGLang with --speculative-algorithm (EAGLE, NGRAM, ...)",
     not_reported={
-        "drafted and accepted tokens": "SGLang exports no such counters, only its interval gauges sglang:spec_accept_rate / sglang:spec_accept_length",
+        "drafted and accepted tokens": (
+            "SGLang exports no such counters, only its interval gauges sglang:spec_accept_rate / sglang:spec_accept_length"
+        ),
         "acceptance per draft position": "SGLang exports no per-position series",
     },
 )

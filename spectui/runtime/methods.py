@@ -10,8 +10,10 @@ draft length per family, not one for all:
 * ngram-simple, ngram-map-k and ngram-map-k4v draft their m-gram, ``--spec-ngram-<type>-size-m``
   (default 48), after a ``size-n`` key (default 12); ``--spec-draft-n-max`` is not read;
 * ngram-mod reads ``--spec-ngram-mod-n-max`` / ``-n-min`` (defaults 64 / 48) after an
-  ``n-match`` key (default 24); a draft that breaks off before n-min is dropped, so an n-min
-  above K would forbid every draft shorter than n-min: it is lowered to K;
+  ``n-match`` key (default 24); a draft that breaks off before n-min is dropped, so with its
+  own n-min (48) and a K below it only full blocks of K are drafted, as they would be for a
+  person who passes that n-max by hand: spectui leaves the runtime's n-min unless one is given
+  (``describe`` says so), and a given one is capped at K, as for the model drafters;
 * ngram-cache drafts 8 tokens, fixed in this revision (no flag).
 
 Every method ignores what it does not read, and ``RuntimeMethod.ignored`` says so rather than
@@ -87,7 +89,7 @@ METHODS: dict[str, MethodInfo] = {
         MethodInfo("ngram-cache", fixed_k=8),
     )
 }
-#: ngram-mod's own n-min default (common/common.h): above any K below it
+#: ngram-mod's own n-min default (common/common.h)
 NGRAM_MOD_N_MIN = 48
 
 
@@ -173,13 +175,7 @@ class RuntimeMethod:
         return out
 
     def _n_min(self, info: MethodInfo) -> int | None:
-        """The least draft length to pass (None: the runtime's default stands)."""
-        if info.name == "ngram-mod":
-            wanted = NGRAM_MOD_N_MIN if self.n_min is None else self.n_min
-            k = self.k if self.k is not None else info.runtime_k
-            if self.n_min is None and wanted <= k:
-                return None
-            return min(wanted, k)  # above K it would drop every draft that stops short of K
+        """The least draft length to pass: None leaves the runtime's own; never above K."""
         if self.n_min is None:
             return None
         return min(self.n_min, self.k) if self.k is not None else self.n_min
@@ -210,7 +206,10 @@ class RuntimeMethod:
                 parts.append(f"{info.name} ({info.fixed_k} tokens, fixed)")
             elif info.k_flag:
                 k = self.k if self.k is not None else info.runtime_k
-                parts.append(f"{info.name} ({info.k_flag} {k}{'' if self.k is not None else ', its default'})")
+                part = f"{info.name} ({info.k_flag} {k}{'' if self.k is not None else ', its default'}"
+                if info.name == "ngram-mod" and self.n_min is None and k <= NGRAM_MOD_N_MIN:
+                    part += f"; its n-min {NGRAM_MOD_N_MIN}: only full blocks of {k}"
+                parts.append(part + ")")
         line = ", ".join(parts)
         ignored = self.ignored()
         return line + (f"; {'; '.join(ignored)}" if ignored else "")

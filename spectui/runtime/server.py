@@ -45,6 +45,7 @@ import datetime as dt
 import functools
 import os
 import queue
+import re
 import secrets
 import shlex
 import signal
@@ -251,26 +252,41 @@ def _start(binary: ServerBinary, settings: LaunchSettings, port: int, log_fd: in
 
 
 def _wait_ready(server: RuntimeServer, timeout_s: float) -> str:
-    """"ready", "bind" (the port was taken) or why it failed, as words."""
+    """"ready", "bind" (the port was taken) or why it failed, as words.
+
+    Nothing is asked of the port before the server's log says it listens there
+    (``listening on http://127.0.0.1:PORT``, after the model loaded, in this revision and in
+    older ones alike): until then the port may belong to someone else, whose answer to
+    ``/health`` would pass for ours."""
     started = time.monotonic()
     client = server.client(read_timeout_s=5.0)
+    listening = re.compile(rf"listening on https?://{re.escape(HOST)}:{server.port}\b")
     pause = 0.05
     while True:
         rc = server.proc.poll()
         if rc is not None:
             return "bind" if _BIND_FAILED in _read_tail(server.log_path) else f"exited with status {rc} before it was ready"
-        try:
-            if client.get("/health", timeout_s=5.0).ok:
-                props = client.get("/props", timeout_s=10.0)
-                server.props = props.json() if props.ok and isinstance(props.json(), dict) else {}
-                server.started_s = time.monotonic() - started
-                return "ready"
-        except ServerError:
-            pass  # not listening yet, or loading (503)
+        if listening.search(_read_all(server.log_path)):
+            try:
+                if client.get("/health", timeout_s=5.0).ok:
+                    props = client.get("/props", timeout_s=10.0)
+                    server.props = props.json() if props.ok and isinstance(props.json(), dict) else {}
+                    server.started_s = time.monotonic() - started
+                    return "ready"
+            except ServerError:
+                pass  # still warming up (503)
         if time.monotonic() - started > timeout_s:
             return f"was not ready within {timeout_s:.0f} s"
         time.sleep(pause)
         pause = min(pause * 1.5, 0.5)
+
+
+def _read_all(path: Path, limit: int = 4 << 20) -> str:
+    try:
+        with open(path, "rb") as f:
+            return f.read(limit).decode("utf-8", "replace")
+    except OSError:
+        return ""
 
 
 def _log_file(log_path: str | os.PathLike[str] | None, recording: str | os.PathLike[str] | None) -> Path:

@@ -34,6 +34,7 @@ def method_of(config: RunConfig) -> RuntimeMethod:
         return RuntimeMethod(("none",))
     return RuntimeMethod.parse(
         d.source, k=None if d.adaptive else d.k, p_min=d.p_min or None, draft_model=d.draft_model or None,
+        lookup=d.lookup or None,
     )
 
 

@@ -170,10 +170,9 @@ class DashboardController:
 
     def fold(self, event: Event, live: LiveRun) -> None:
         live.feed(event)
-        kind = type(event)
-        if kind is Header:
+        if type(event) is Header:
             self.envelopes[id(live)] = EnvelopeMonitor(header_envelope(event))
-        elif kind is MemorySample and id(live) in self.envelopes:
+        elif type(event) is MemorySample and id(live) in self.envelopes:
             for b in self.envelopes[id(live)].add(event):  # each limit once, when first crossed
                 self.breaches.append(b)
                 title = "shared machine" if b.limit == "other load" else "envelope breach"
@@ -407,7 +406,7 @@ class DashboardController:
         if self.compare is None:
             return None
         paths = tuple(self._recorded.get(id(live)) for live in self.compare)
-        return (str(paths[0]), str(paths[1])) if all(paths) and all(l.end for l in self.compare) else None
+        return (str(paths[0]), str(paths[1])) if all(paths) and all(live.end for live in self.compare) else None
 
     # -- recordings and replay ------------------------------------------------------------
 

@@ -122,7 +122,7 @@ class SweepScreen(Screen[None]):
     def __init__(self, view: SweepView) -> None:
         super().__init__()
         self.view = view
-        self._sections: dict[str, tuple[DataTable, Static]] = {}
+        self._sections: dict[str, tuple[DataTable[Text], Static]] = {}
         self._drawn: dict[tuple[str, str], tuple[str, ...]] = {}  # (tier, row key | "knee") -> texts
 
     def compose(self) -> ComposeResult:
@@ -137,7 +137,7 @@ class SweepScreen(Screen[None]):
             for tier, names in tier_prompts(view.plan).items():
                 with Vertical(classes="sweep-tier"):
                     yield Static(f"tier {tier} ({', '.join(names)})", classes="sweep-tier-title", markup=False)
-                    table = DataTable(show_cursor=False, cursor_type="none", classes="sweep-table")
+                    table: DataTable[Text] = DataTable(show_cursor=False, cursor_type="none", classes="sweep-table")
                     table.can_focus = False  # the scroll container takes the keys
                     knee = Static("", classes="sweep-knee", markup=False)
                     self._sections[tier] = (table, knee)
@@ -296,7 +296,7 @@ class SweepApp(App[int]):
                 **kwargs,
             )
             self.post_message(self.Finished(result=result))
-        except BaseException as exc:  # shown in the view, raised again once the app closed
+        except BaseException as exc:  # noqa: BLE001 - shown in the view, raised again once the app closed
             self.post_message(self.Finished(error=exc))
         finally:
             self.sweep_done.set()

@@ -104,7 +104,10 @@ def llama_cpp_wheel(pip_env: dict[str, str], into: Path) -> Path | None:
 
 
 def test_readme_install_works_where_the_system_python_is_externally_managed(tmp_path):
-    pip_env = {k: v for k, v in os.environ.items() if k not in ("XDG_CACHE_HOME", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
+    # pip's own cache (the suite's XDG_CACHE_HOME is a temporary one); nothing that would let
+    # pip past the marker (PIP_BREAK_SYSTEM_PACKAGES) or point Python elsewhere
+    dropped = ("XDG_CACHE_HOME", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PIP_BREAK_SYSTEM_PACKAGES", "PIP_REQUIRE_VIRTUALENV")
+    pip_env = {k: v for k, v in os.environ.items() if k not in dropped}
     pip_env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
     python = system_python(tmp_path / "system")
     this_venv_bin = os.path.dirname(sys.executable)

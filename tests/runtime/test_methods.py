@@ -40,11 +40,12 @@ def test_k_lands_on_the_ngram_types_own_flag_not_draft_n_max(name, k_flag, looku
     assert f"{name} ignores p-min" in RuntimeMethod.parse(name, k=8, p_min=0.5).ignored()
 
 
-def test_ngram_mod_never_asks_for_more_than_k():
-    # its own n-min (48) above K would drop every draft that stops short of K
-    assert flags(RuntimeMethod.parse("ngram-mod", k=8))["--spec-ngram-mod-n-min"] == "8"
+def test_ngram_mods_n_min_is_its_own_unless_given_and_never_above_k():
+    # its own n-min (48) above K: only full blocks of K, as for a person passing that n-max by hand
+    m = RuntimeMethod.parse("ngram-mod", k=8)
+    assert "--spec-ngram-mod-n-min" not in flags(m) and "its n-min 48: only full blocks of 8" in m.describe()
     assert flags(RuntimeMethod.parse("ngram-mod", k=8, n_min=2))["--spec-ngram-mod-n-min"] == "2"
-    assert "--spec-ngram-mod-n-min" not in flags(RuntimeMethod.parse("ngram-mod"))  # 48 of 64: its defaults stand
+    assert flags(RuntimeMethod.parse("ngram-mod", k=8, n_min=20))["--spec-ngram-mod-n-min"] == "8"
 
 
 def test_model_drafters_read_draft_n_max_min_and_p_min(tmp_path):

@@ -31,7 +31,8 @@ def runtime_run(binary, out, *args: str):
 
 def test_a_runtime_method_runs_exact_and_reports_acceptance_per_block(llama_server_binary, tmp_path):
     ar, _ = runtime_run(llama_server_binary, tmp_path / "ar.spectui", "--mode", "ar")
-    spec, printed = runtime_run(llama_server_binary, tmp_path / "spec.spectui", "--draft", "runtime:ngram-simple", "--k", "8")
+    spec, printed = runtime_run(llama_server_binary, tmp_path / "spec.spectui", "--draft", "runtime:ngram-simple", "--k", "8",
+                                  "--lookup", "2")
 
     config = spec.header.config
     assert config.backend.name == "llama-server" and config.draft.source == "runtime:ngram-simple"
@@ -39,6 +40,7 @@ def test_a_runtime_method_runs_exact_and_reports_acceptance_per_block(llama_serv
     props = spec.header.artifacts.server.props
     assert "--spec-type ngram-simple" in props["runtime.command_line"]
     assert "--spec-ngram-simple-size-m 8" in props["runtime.command_line"]
+    assert "--spec-ngram-simple-size-n 2" in props["runtime.command_line"]
     assert "--api-key" not in props["runtime.command_line"]  # the key is never recorded
     assert "--spec-type" not in ar.header.artifacts.server.props["runtime.command_line"]  # AR: a server without it
 

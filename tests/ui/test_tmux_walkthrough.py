@@ -72,6 +72,10 @@ def test_every_screen_after_a_real_run(tmp_path, calibrations):
         main = tmux.wait_for(lambda s: header_state(s) == "done", "the run to finish")
         clean(main, "r")
         assert len(list(recordings.glob("*.spectui"))) == 1
+        # the run's label, as the header shows it (``spectui │ backend │ target │ label │ ...``):
+        # the compare screen's candidate column must give the speculative run the same one
+        label = main.splitlines()[0].split(" │ ")[3].strip()
+        assert label.startswith("spec "), main
 
         for key, marker in SCREENS:
             tmux("send-keys", "-t", "e2e", key)
@@ -88,6 +92,7 @@ def test_every_screen_after_a_real_run(tmp_path, calibrations):
             elif key == "v":  # the pair runs live, AR then speculative; the title says done once both ended,
                 # and the delta bar then judges the outputs (its rows break where the figures before put them)
                 screen = tmux.wait_for(lambda s: compare_state(s) == "done" and OUTPUTS_VERDICT.search(words(s)), "the compare pair")
+                assert f"candidate: {label}" in screen, screen
             else:
                 screen = tmux.wait_for(lambda s, m=marker: m in s, f"the screen of {key}")
             clean(screen, key)

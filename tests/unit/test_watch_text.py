@@ -50,7 +50,10 @@ def test_no_drafting_gets_one_line_with_the_switch():
 
 
 def test_sglang_zero_gauges_mean_no_figure():
-    text = "# TYPE sglang:spec_accept_length gauge\nsglang:spec_accept_length 0.0\n# TYPE sglang:spec_accept_rate gauge\nsglang:spec_accept_rate 0.0\n"
+    text = (
+        "# TYPE sglang:spec_accept_length gauge\nsglang:spec_accept_length 0.0\n"
+        "# TYPE sglang:spec_accept_rate gauge\nsglang:spec_accept_rate 0.0\n"
+    )
     r = read_counters(parse_exposition(text), SGLANG, 0.0)
     assert r.accept_length_gauge is None and r.accept_rate_gauge is None and not r.speculative_series
 

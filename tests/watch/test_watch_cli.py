@@ -22,7 +22,13 @@ from spectui.watch.source import WATCH_PATHS
 from tests.conftest import run_cli
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "metrics"
-LLAMA_OFF = {"error": {"code": 501, "message": "This server does not support metrics endpoint. Start it with `--metrics`", "type": "not_supported_error"}}  # fmt: skip
+LLAMA_OFF = {
+    "error": {
+        "code": 501,
+        "message": "This server does not support metrics endpoint. Start it with `--metrics`",
+        "type": "not_supported_error",
+    }
+}
 
 
 class StandIn(ThreadingHTTPServer):

@@ -106,13 +106,12 @@ class RunKind:
         live = self.runs.get(note.run_id)
         if live is None:
             return
-        kind = type(note)
-        if kind is SessionEvents:
+        if type(note) is SessionEvents:
             self.outboxes[note.run_id] = note.outbox
             self.drain(clear_wake=False)  # the next tick clears it: one wake per tick
-        elif kind is SessionStatus:
+        elif type(note) is SessionStatus:
             self.on_status(note, live)
-        else:
+        elif type(note) is SessionFinished:
             self.on_finished(note, live)
 
     def drain(self, *, clear_wake: bool) -> None:

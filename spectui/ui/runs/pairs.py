@@ -89,12 +89,13 @@ class InterleavedPair(RunKind):
         dash.show(self.pair[0])
         dash.set_state(RunState.STARTING)
         record_to = dash.recording_namer()
-        requests = tuple(
-            SessionRequest(run_id=self.new_run(live), config=config, stop=self.stop_event, post=dash.host.post_note,
-                           record_to=record_to)
-            for config, live in zip(self.configs, self.pair)
-        )
-        (self.runner or dash.runner).submit(PairRequest(requests=requests))
+
+        def request(config: RunConfig, live: LiveRun) -> SessionRequest:
+            return SessionRequest(run_id=self.new_run(live), config=config, stop=self.stop_event, post=dash.host.post_note,
+                                  record_to=record_to)
+
+        first, second = (request(config, live) for config, live in zip(self.configs, self.pair))
+        (self.runner or dash.runner).submit(PairRequest(requests=(first, second)))
 
     def on_finished(self, note: SessionFinished, live: LiveRun) -> None:
         dash = self.dash

@@ -18,6 +18,7 @@ from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
 
 from spectui.format import counted
+from spectui.history.index import IndexUpdate
 from spectui.history.render import format_group
 from spectui.history.trend import DEFAULT_STALE_DAYS, FloorLine, Group, load_history
 
@@ -93,7 +94,7 @@ class HistoryScreen(Screen[None]):
     def _show_error(self, text: str) -> None:
         self.query_one("#history-title", Static).update(f"history: {text}")
 
-    def _show(self, groups: list[Group], update) -> None:
+    def _show(self, groups: list[Group], update: IndexUpdate) -> None:
         self.groups = groups
         runs = sum(len(g.runs) for g in groups)
         notes = f"; {len(update.notes)} notes" if update.notes else ""

@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rich.text import Text
-
 from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.css.query import NoMatches

@@ -74,7 +74,7 @@ def format_charts(result: TuneResult, width: int = 60, height: int = 14) -> str:
 
     try:
         return charts(result, width=width, height=height)
-    except Exception as exc:  # a chart is a nicety: the numbers above it stand without it
+    except Exception as exc:  # noqa: BLE001 - a chart is a nicety: the numbers above it stand without it
         return f"(charts unavailable: {exc})"
 
 
@@ -142,7 +142,7 @@ class TuneScreen(Screen[None]):
 
         try:
             key = target_key(self.config)
-        except Exception as exc:  # no such model file, an unreadable one
+        except Exception as exc:  # noqa: BLE001 - no such model file, an unreadable one: shown on the screen
             self.post_message(self.Loaded(None, None, f"cannot find the target: {exc}"))
             return
         self.post_message(self.Loaded(key, load_result(key)))

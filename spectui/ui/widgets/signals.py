@@ -14,11 +14,10 @@ from textual.containers import Vertical
 from textual.widget import Widget
 from textual.widgets import Static
 
+from spectui.format import DASH, num, pct, size
 from spectui.metrics.live import LiveRun, percentiles
 from spectui.metrics.stats import Summary
-from spectui.format import DASH, num, pct, size
 from spectui.ui.widgets.spark import SparkBars
-
 
 CAPTION_WIDTH = 51
 
@@ -44,7 +43,7 @@ class SignalPanel(Widget):
     """
     COMPONENT_CLASSES = {"signal-panel--name", "signal-panel--value", "signal-panel--muted"}
 
-    def __init__(self, name: str, *, id: str | None = None) -> None:  # noqa: A002
+    def __init__(self, name: str, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.signal_name = name
         self._caption: tuple = ()

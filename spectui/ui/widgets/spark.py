@@ -87,7 +87,8 @@ class SparkBars(Widget):
         for y in range(rows):
             floor = 8 * (rows - 1 - y)  # eighths below this row
             segments: list[Segment] = []
-            run, run_style = [], None
+            run: list[str] = []
+            run_style: Style | None = None
             for lv, ci in zip(levels, colour):
                 ch = BARS[max(0, min(8, lv - floor))]
                 style = palette[ci]

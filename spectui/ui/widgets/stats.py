@@ -17,8 +17,8 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from spectui.format import DASH, missing, num, pct, signed_size, size
 from spectui.config import DraftConfig
+from spectui.format import DASH, missing, num, pct, signed_size, size
 from spectui.metrics.live import LiveRun
 from spectui.metrics.predict import best_k
 from spectui.ui.state import Baseline
