@@ -153,11 +153,13 @@ def parse_prometheus(text: str) -> dict[str, float]:
 
 
 def counter_delta(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
-    """How much each ``llamacpp:*_total`` counter grew between two readings."""
+    """How much each ``llamacpp:*_total`` counter grew between two readings. A series first
+    seen in the second reading grew from 0: llama-server creates the per-position acceptance
+    series (``{position="i"}``) when a position is first drafted, on a server just started too."""
     return {
-        name: after[name] - before[name]
+        name: after[name] - before.get(name, 0.0)
         for name in after
-        if name.startswith("llamacpp:") and "_total" in name and name in before and math.isfinite(after[name] - before[name])
+        if name.startswith("llamacpp:") and "_total" in name and math.isfinite(after[name] - before.get(name, 0.0))
     }
 
 

@@ -395,7 +395,8 @@ class SpectuiApp(App[int]):
         """Show a recording: its final state at once, or (``play``) replayed at ``speed``."""
         if not self.controller.open_recording(path, play=play, speed=speed, paused=paused):
             return False
-        if not self.controller.player.paused:
+        player = self.controller.player  # the recording's, now it is open
+        if player is not None and not player.paused:
             self._replay_timer.resume()
         self.refresh_now()
         return True

@@ -53,6 +53,9 @@ def test_a_runtime_method_runs_exact_and_reports_acceptance_per_block(llama_serv
     assert sum(e.drafted for e in blocks) == end.server.drafted
     assert sum(e.accepted for e in blocks) == end.server.accepted > 0
     assert printed["summary"]["drafted"] == end.server.drafted
+    # acceptance per draft position, from the change of llama-server's /metrics around the session
+    per_position = {k: v for k, v in end.server.metrics_delta.items() if "accepted_tokens_per_pos_total{" in k}
+    assert per_position and sum(per_position.values()) == end.server.accepted, end.server.metrics_delta
 
     diff = run_cli("diff", str(tmp_path / "ar.spectui"), str(tmp_path / "spec.spectui"))
     assert diff.returncode == 0, diff.stderr

@@ -112,6 +112,9 @@ def test_llama_server_metrics_and_their_change_across_a_request():
     delta = counter_delta(before, after)
     assert delta[DRAFT_TOKENS] == 40 and delta[ACCEPTED_TOKENS] == 28 and delta[DRAFTS] == 11
     assert "llamacpp:prompt_tokens_seconds" not in delta and "llamacpp:requests_processing" not in delta  # gauges
+    # a per-position series the server created during the request (a fresh server) grew from 0
+    fresh = {k: v for k, v in before.items() if 'position="1"' not in k}
+    assert counter_delta(fresh, after)['llamacpp:spec_decode_num_accepted_tokens_per_pos_total{position="1"}'] == 480
     # no timings of its own (a server that did not send them): the counters speak for the request
     assert acceptance("llama-server", None, delta)[:2] == (40, 28)
     assert parse_prometheus("garbage line\nllamacpp:x notanumber\n") == {}

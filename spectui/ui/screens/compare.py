@@ -10,9 +10,11 @@ block. The repaint path is the main screen's: the app's timer calls ``redraw``.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from rich.console import Console, ConsoleOptions, RenderResult
+from rich.style import StyleType
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -42,13 +44,13 @@ SIDES = ("baseline", "candidate")
 DELTA_SEPARATOR = "  │  "
 
 
-def delta_items(base: LiveRun, cand: LiveRun, sb: Summary, sc: Summary, styles: dict[str, object]) -> list[Text]:
+def delta_items(base: LiveRun, cand: LiveRun, sb: Summary, sc: Summary, styles: Mapping[str, StyleType]) -> list[Text]:
     """What the candidate changes against the baseline, one ``label value`` item each: the
     speedup, ITL tails, TTFT, peak RSS, acceptance, and the verdict on the outputs."""
     muted, value, good, bad = (styles[k] for k in ("muted", "value", "good", "bad"))
     out: list[Text] = []
 
-    def item(label: str, text: str, style: object = value) -> None:
+    def item(label: str, text: str, style: StyleType = value) -> None:
         out.append(Text.assemble((f"{label} ", muted), (text, style), end=""))
 
     ratio = sc.decode_tok_s / sb.decode_tok_s if sb.decode_tok_s > 0 else math.nan
@@ -83,12 +85,12 @@ def delta_items(base: LiveRun, cand: LiveRun, sb: Summary, sc: Summary, styles: 
     return out
 
 
-def delta_text(base: LiveRun, cand: LiveRun, sb: Summary, sc: Summary, styles: dict[str, object]) -> Text:
+def delta_text(base: LiveRun, cand: LiveRun, sb: Summary, sc: Summary, styles: Mapping[str, StyleType]) -> Text:
     """The delta bar's items on one line (``delta_items``; the screen lays them out by width)."""
     return delta_separator(styles).join(delta_items(base, cand, sb, sc, styles))
 
 
-def delta_separator(styles: dict[str, object]) -> Text:
+def delta_separator(styles: Mapping[str, StyleType]) -> Text:
     return Text.assemble((DELTA_SEPARATOR, styles["muted"]), end="")
 
 
@@ -213,7 +215,8 @@ class CompareScreen(Screen[None]):
             if full:
                 get = self.get_component_rich_style
                 styles = {k: get(f"compare--{k}") for k in ("muted", "value", "good", "bad")}
-                self.query_one("#delta", Static).update(ItemRows(delta_items(*pair, *summaries, styles), delta_separator(styles)))
+                items = delta_items(pair[0], pair[1], summaries[0], summaries[1], styles)
+                self.query_one("#delta", Static).update(ItemRows(items, delta_separator(styles)))
         except NoMatches:
             return False
         return True

@@ -150,7 +150,11 @@ class TuneScreen(Screen[None]):
     def _tune(self, config: RunConfig) -> threading.Event:
         """Tune ``config``'s target as a job on the dashboard's engine thread, on the engine its
         sessions run on (loaded once for both); returns the event that cancels it."""
+        from spectui.engine.embedded import Engine
+        from spectui.errors import SpectuiError
+        from spectui.sessions.protocol import EngineProtocol
         from spectui.sessions.runner import JobRequest
+        from spectui.tune.result import TuneResult
         from spectui.tune.runner import tune_config, tune_engine
 
         plan = short_plan()
@@ -164,10 +168,15 @@ class TuneScreen(Screen[None]):
             done = min(done + 1, total)
             self.post_message(self.Progress(done, total, text))
 
+        def job(engine: EngineProtocol) -> TuneResult:
+            if not isinstance(engine, Engine):  # a runtime's or a node's engine: tune measures models loaded here
+                raise SpectuiError(f"tune measures the embedded engine; this target runs on {type(engine).__name__}")
+            return tune_engine(engine, config, plan, progress)
+
         def finished(result: object, error: str) -> None:
             if stop.is_set():
                 return
-            if result is None:
+            if not isinstance(result, TuneResult):  # None: the job failed or was stopped (``error`` says)
                 self.post_message(self.Finished(None, error or "no result"))
                 return
             from spectui.tune.store import save_result
@@ -177,7 +186,7 @@ class TuneScreen(Screen[None]):
 
         self.post_message(self.Progress(0, total, "waiting for the engine"))
         self.service.submit(JobRequest(
-            tune_config(config), lambda engine: tune_engine(engine, config, plan, progress), finished, stop,
+            tune_config(config), job, finished, stop,
             loading=lambda what: self.post_message(self.Progress(0, total, f"loading {what}")),
         ))
         return stop

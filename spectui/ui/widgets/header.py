@@ -54,7 +54,7 @@ class RunHeader(Widget):
         "run-header--warning",
     }
 
-    def __init__(self, **kwargs) -> None:  # noqa: ANN003
+    def __init__(self, **kwargs) -> None:  # noqa: ANN003 - Textual's widget keywords (id, classes, ...), passed on
         super().__init__(**kwargs)
         self.info = HeaderInfo()
 

@@ -115,7 +115,7 @@ class RunPlot(Static):
     RunPlot { width: 1fr; height: 1fr; }
     """
 
-    def __init__(self, view: DashboardView, **kwargs) -> None:  # noqa: ANN003
+    def __init__(self, view: DashboardView, **kwargs) -> None:  # noqa: ANN003 - Textual's widget keywords (id, classes, ...), passed on
         super().__init__("", markup=False, **kwargs)
         self.view = view
         self._key: tuple | None = None

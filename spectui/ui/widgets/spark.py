@@ -44,7 +44,7 @@ class SparkBars(Widget):
     """
     COMPONENT_CLASSES = {"spark-bars--min-color", "spark-bars--max-color"}
 
-    def __init__(self, **kwargs) -> None:  # noqa: ANN003
+    def __init__(self, **kwargs) -> None:  # noqa: ANN003 - Textual's widget keywords (id, classes, ...), passed on
         super().__init__(**kwargs)
         self._data: tuple[float, ...] = ()
         self._key: tuple | None = None

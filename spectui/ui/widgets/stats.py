@@ -48,7 +48,7 @@ class StatsPanel(Static):
     """
     COMPONENT_CLASSES = {"stats-panel--label", "stats-panel--value", "stats-panel--good", "stats-panel--bad"}
 
-    def __init__(self, **kwargs) -> None:  # noqa: ANN003
+    def __init__(self, **kwargs) -> None:  # noqa: ANN003 - Textual's widget keywords (id, classes, ...), passed on
         super().__init__("", markup=False, **kwargs)
         self.border_title = "stats"
         self._key: tuple | None = None
@@ -69,7 +69,10 @@ class StatsPanel(Static):
         s = live.summary()
         # Labels of at most 12 cells and values of at most 18 fit the 36-cell panel at 80x24.
         rows: list[tuple[str, str | Text]] = []
-        row = lambda label, value: rows.append((label, value))  # noqa: E731
+
+        def row(label: str, value: str | Text) -> None:
+            rows.append((label, value))
+
         row("decode", num(s.decode_tok_s, ".1f", " tok/s"))
         row("TTFT", num(s.ttft_ms, ".1f", " ms"))
         row("prefill", num(s.prefill_ms, ".1f", " ms") + (f" · {s.n_prompt_tokens} tok" if s.n_prompt_tokens else ""))

@@ -70,7 +70,7 @@ class TokenStream(ScrollView, can_focus=True):
     show_blocks: reactive[bool] = reactive(False)
     """Draw a bar at every block boundary."""
 
-    def __init__(self, **kwargs) -> None:  # noqa: ANN003
+    def __init__(self, **kwargs) -> None:  # noqa: ANN003 - Textual's widget keywords (id, classes, ...), passed on
         super().__init__(**kwargs)
         self.border_title = "tokens"
         self._live: LiveRun | None = None
