@@ -108,7 +108,7 @@ def json_kind(what: str, is_mine: Callable[[object], bool], *, private: bool = F
     a torn or damaged one of ours (CORRUPT), anything else FOREIGN."""
 
     def check(path: Path, head: bytes) -> str:
-        if not head.lstrip()[:1] in (b"{", b"["):
+        if head.lstrip()[:1] not in (b"{", b"["):
             return FOREIGN
         try:
             doc = json.loads(path.read_bytes())
@@ -430,7 +430,7 @@ def write_new(path: str | os.PathLike[str], data: bytes | str, kind: Kind, *, ow
     file that appears meanwhile is not replaced (a hard link, then the temporary name goes)."""
     path = Path(path)
     payload = data.encode("utf-8") if isinstance(data, str) else data
-    folder = prepare_dir(path.parent, private=kind.private, own=own_dir)
+    prepare_dir(path.parent, private=kind.private, own=own_dir)
     remove_stale_temps(path)
     fd, tmp = temp_file(path)
     try:

@@ -249,7 +249,10 @@ def build_server(
         }
         storage.write_atomic(build / RECORD_NAME, json.dumps(record, indent=1) + "\n", _RECORD_KIND, own_dir=False)
         say(1.0, f"built in {seconds / 60:.1f} min")
-    return built_server(version, cache=cache)  # type: ignore[return-value]
+    built = built_server(version, cache=cache)
+    if built is None:
+        raise BuildError(f"the build finished but left no llama-server under {server_build_dir(version, cache)}")
+    return built
 
 
 def source_tree(

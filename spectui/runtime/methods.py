@@ -108,7 +108,10 @@ class RuntimeMethod:
     draft_model: str | None = None
 
     @classmethod
-    def parse(cls, text: str, **settings: object) -> RuntimeMethod:
+    def parse(
+        cls, text: str, *, k: int | None = None, n_min: int | None = None, p_min: float | None = None,
+        lookup: int | None = None, draft_model: str | None = None,
+    ) -> RuntimeMethod:
         """``ngram-mod``, ``runtime:draft-simple``, ``ngram-mod,draft-mtp``; unknown names are one line."""
         body = text[len(PREFIX):] if text.startswith(PREFIX) else text
         names = tuple(n.strip() for n in body.split(",") if n.strip())
@@ -119,7 +122,7 @@ class RuntimeMethod:
             raise SpectuiError(f"unknown llama-server method {unknown[0]!r}: expected one of {', '.join(METHODS)} or a comma list")
         if "none" in names and len(names) > 1:
             raise SpectuiError("'none' cannot be combined with another method")
-        method = cls(types=tuple(dict.fromkeys(names)), **settings)  # type: ignore[arg-type]
+        method = cls(types=tuple(dict.fromkeys(names)), k=k, n_min=n_min, p_min=p_min, lookup=lookup, draft_model=draft_model)
         method.validate()
         return method
 

@@ -8,6 +8,7 @@ The bad-config cases go through the real ``python -m spectui`` in tests/function
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 import msgspec
@@ -201,7 +202,10 @@ def test_key_lines_finds_headers_dotted_quoted_and_inline_keys():
 
 def test_profiles_lists_every_profile_of_both_files():
     def file(path: str, text: str) -> ConfigFile:
-        import tomllib
+        if sys.version_info >= (3, 11):
+            import tomllib
+        else:  # tomllib is 3.11+; pyproject installs tomli below that
+            import tomli as tomllib
 
         return ConfigFile(Path(path), "user" if "user" in path else "project", tomllib.loads(text), key_lines(text))
 
