@@ -85,6 +85,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         # the config files' values are the defaults (spectui.cli.profiles); a flag beats them
         args = parse_args(build_parser(), args_in)
+        # every session this command records keeps the profile and each setting's origin
+        from spectui.sessions.record import set_command_provenance
+
+        set_command_provenance(getattr(args, "provenance", None))
         if args.command not in _ENGINE_FREE:
             _llama_before_numpy()
         return args.func(args)

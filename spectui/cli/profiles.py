@@ -302,6 +302,40 @@ def options_set(args: argparse.Namespace) -> set[str]:
     return {s.option for s in provenance.settings} if provenance is not None else set()
 
 
+def words_for_node(parser: argparse.ArgumentParser, words: Sequence[str], args: argparse.Namespace) -> list[str]:
+    """A command line for a node that runs the whole command (``tune --host``): ``words`` (the
+    command and its flags, without ``--host``) with every setting the config files gave spelled
+    out as a flag, since the node has no copy of the files, and without ``--profile``."""
+    found = _command_at(parser, words)
+    provenance = getattr(args, "provenance", None)
+    if found is None or provenance is None:
+        return list(words)
+    options = option_actions(found[1])
+    out = _without_profile(words)
+    for setting in provenance.settings:
+        action = options.get(setting.option)
+        if setting.origin == FLAG or action is None or action.dest == "host":
+            continue
+        value = getattr(args, action.dest)
+        if action.nargs == 0:  # a switch: on, or left to the node's built-in
+            out += [f"--{setting.option}"] if value == action.const else []
+        else:
+            out += [f"--{setting.option}", show_value(value)]
+    return out
+
+
+def _without_profile(words: Sequence[str]) -> list[str]:
+    out, skip = [], False
+    for word in words:
+        if skip:
+            skip = False
+        elif word == "--profile":
+            skip = True
+        elif not word.startswith("--profile="):
+            out.append(word)
+    return out
+
+
 def where_files_are(cwd: Path) -> list[tuple[str, str, str]]:
     """The config files spectui reads: (which, "found" or "not found", where)."""
     user = paths.config_dir() / USER_FILE

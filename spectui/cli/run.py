@@ -82,8 +82,7 @@ def headless(args: argparse.Namespace) -> int:
     parts: list[str] = []
     out = sys.stdout
     with open_engine(config, host=args.host) as engine, StopOnSignal() as stop:
-        for ev in record_session(engine, config, record_to, stop=stop, on_start=recorded.append,
-                                 provenance=getattr(args, "provenance", None)):  # the profile, each setting's origin
+        for ev in record_session(engine, config, record_to, stop=stop, on_start=recorded.append):
             events.append(ev)
             if type(ev) is Step:
                 tokens.extend(ev.tokens)

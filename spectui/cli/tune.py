@@ -121,8 +121,12 @@ def _tune_on_node(args: argparse.Namespace) -> int:
         raise SpectuiError("with --host, tune runs on the node: --from, --prompt-file and --write-quant would name files there;"
                            " run it on the node itself (ssh NODE spectui tune ...)")
     config_from_args(args)  # bad flags are refused here, before connecting
+    from spectui.cli import build_parser
+    from spectui.cli.profiles import words_for_node
+
     words = without_host(sys.argv[1:])
-    returncode = run_on_node(args.host, words[words.index("tune"):])
+    # the node has no copy of this machine's config files: what they set goes as flags
+    returncode = run_on_node(args.host, words_for_node(build_parser(), words[words.index("tune"):], args))
     if returncode == 255:  # after a good handshake: the link dropped mid-way
         print(f"spectui: error: the connection to node {args.host} was lost; what tune measured there so far stays there", file=sys.stderr)
         return 1

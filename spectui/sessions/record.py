@@ -27,6 +27,17 @@ from spectui.sessions.protocol import EngineProtocol
 #: same free name), or None for no recording.
 RecordTo = Path | str | Callable[[RunConfig], Path] | None
 
+#: The provenance of the command this process runs (the profile, each setting's origin), set
+#: once by the CLI after parsing: every session the command starts keeps it in its header,
+#: whichever path it takes (run, compare, sweep, soak, chat, quality, the dashboard's thread).
+_command_provenance: Provenance | None = None
+
+
+def set_command_provenance(provenance: Provenance | None) -> None:
+    """Say what the command line and config files set for every session this process records."""
+    global _command_provenance
+    _command_provenance = provenance
+
 
 def _named_for(config: RunConfig, header: Header) -> RunConfig:
     """``config`` as a namer should see it: a target file spectui made for the run (the
@@ -58,12 +69,16 @@ def record_session(
     are this session's own work as if it ran alone, and the header's ``clock`` says so.
 
     ``provenance``: the profile and the origin of each setting of the command that started
-    the session (``spectui.cli.profiles``), kept in the header.
+    the session (``spectui.cli.profiles``), kept in the header; by default the command's
+    (``set_command_provenance``).
     """
     from spectui.metrics.host import cpu_snapshot, top_other_processes  # psutil: not for --help
 
+    from spectui.metrics.energy_session import SessionMeter, not_this_sessions
+
     events = engine.run(config, stop=stop)
     writer: RecordingWriter | None = None
+    meter: SessionMeter | None = None
     try:
         header = next(events)  # validation happens here: raising now leaves no file
         assert type(header) is Header  # every engine's run starts with its header (EngineProtocol.run)
@@ -73,6 +88,7 @@ def record_session(
         others_before, started = (cpu_snapshot() if local else None), time.perf_counter()
         if interleaved:
             header = msgspec.structs.replace(header, clock=INTERLEAVED_CLOCK)
+        provenance = provenance if provenance is not None else _command_provenance
         if provenance is not None:
             header = msgspec.structs.replace(header, provenance=provenance)
         path = record_to(_named_for(config, header)) if callable(record_to) else (Path(record_to) if record_to is not None else None)
@@ -82,10 +98,19 @@ def record_session(
         if writer is not None:
             writer.write(header)
         yield header
+        # the machine's energy over the session, read on a thread of its own; a node's run
+        # (``--host``) is measured on the node, its End arriving with the node's figures
+        meter = SessionMeter(not_this_sessions(header, interleaved=interleaved)) if local else None
+        first_token_pending = meter is not None
         away_us = 0
         for ev in events:
             if away_us:
                 ev = shift_event(ev, away_us)
+            if first_token_pending and type(ev) is Step and meter is not None:
+                meter.first_token()  # sets an event: the reading happens on the sampler's thread
+                first_token_pending = False
+            if type(ev) is End and meter is not None:
+                ev = msgspec.structs.replace(ev, energy=meter.finish(ev.n_tokens))
             if type(ev) is End and others_before is not None:
                 top = top_other_processes(others_before, time.perf_counter() - started)
                 ev = msgspec.structs.replace(ev, other_processes=top)
@@ -99,5 +124,7 @@ def record_session(
                 yield ev
     finally:
         events.close()  # ends the engine's own threads (memory sampler) at once
+        if meter is not None:
+            meter.close()  # a run that never reached its End: stop the energy sampler too
         if writer is not None:
             writer.close()

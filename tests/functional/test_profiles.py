@@ -209,6 +209,26 @@ def test_a_profile_naming_a_node_and_an_envelope_drives_a_run_there(home, tmp_pa
     }
 
 
+@pytest.mark.slow
+def test_every_session_a_command_records_keeps_the_profile(home):
+    """Not only ``run --headless``: every session of a ``sweep`` keeps the profile and the
+    origin of each setting (every path records through ``record_session``)."""
+    from spectui.recording.reader import read_recording
+
+    home.user.write_text('[profile.quick]\nthreads = 1\nmax-tokens = 6\n')
+    out = home.root / "sweep"
+    proc = spectui(home, "sweep", "--headless", "--profile", "quick", "--prompts", "short-control", "--k-values", "2", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    headers = [read_recording(p).header for p in sorted(out.rglob("*.spectui"))]
+    assert len(headers) >= 2 and {h.config.mode for h in headers} == {"ar", "spec"}
+    for header in headers:
+        provenance = header.provenance
+        assert (provenance.command, provenance.profile, provenance.profile_origin) == ("sweep", "quick", "flag")
+        origins = {s.option: (s.value, s.origin) for s in provenance.settings}
+        assert origins["threads"] == ("1", f"{home.user}:2") and origins["max-tokens"] == ("6", f"{home.user}:3")
+        assert header.config.max_tokens == 6 and header.config.backend.n_threads == 1
+
+
 # -- the dashboard: starts from the profile, remembers apart from the config --------------------
 
 

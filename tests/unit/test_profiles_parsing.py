@@ -252,3 +252,21 @@ def test_a_damaged_state_file_is_nothing_remembered(tmp_path):
     with pytest.warns(StorageNotice, match="moved it aside"):  # storage's rule: kept aside, said, never lost
         remember(k=3, path=state)
     assert load(state).k == 3
+
+
+def test_a_command_run_whole_on_a_node_carries_the_files_settings_as_flags(home):
+    """``tune --host``: the node has no copy of the config files, so what they set travels as
+    flags; a flag given stays as given, ``--profile`` and the node itself do not travel."""
+    from spectui.cli.common import without_host
+    from spectui.cli.profiles import words_for_node
+
+    user, _ = home
+    user.write_text('[profile.mini]\nhost = "node-a"\nthreads = 1\nk-max = 8\ndeterministic = true\n[defaults.tune]\nmax-tokens = 40\n')
+    parser = build_parser()
+    argv = ["tune", "--profile", "mini", "--k-max", "6"]
+    args = parse_args(parser, argv, environ={})
+    assert args.host == "node-a"
+    words = words_for_node(parser, without_host(argv), args)
+    assert words[:3] == ["tune", "--k-max", "6"]  # the flag beats the profile's 8, and --profile is gone
+    rest = " ".join(words[3:])
+    assert sorted(w.strip() for w in rest.split("--")[1:]) == ["deterministic", "max-tokens 40", "threads 1"], rest
