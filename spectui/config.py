@@ -30,7 +30,10 @@ Role = Literal["user", "assistant"]
 #: runtime spectui starts drafts (``spectui.runtime``), spectui's loop does not.
 RUNTIME_PREFIX = "runtime:"
 #: The runtimes spectui starts itself (``--runtime``), as ``BackendConfig.name`` names them.
-RUNTIMES = ("llama-server",)
+RUNTIMES = ("llama-server", "mlx-lm")
+#: Per runtime: its method for spectui's model-free drafters ("": it has none) and its method
+#: with a draft model; ``--runtime`` with no ``--draft`` runs the first it has.
+RUNTIME_METHODS: dict[str, tuple[str, str]] = {"llama-server": ("ngram-mod", "draft-simple"), "mlx-lm": ("", "draft-model")}
 
 
 class ChatMessage(msgspec.Struct, frozen=True):
@@ -240,8 +243,8 @@ class DraftConfig(msgspec.Struct, frozen=True, kw_only=True):
 
 class BackendConfig(msgspec.Struct, frozen=True, kw_only=True):
     #: an embedded backend (llama.cpp, MLX), a running ``server`` (``--server URL``) or a runtime
-    #: spectui starts itself (``--runtime llama-server``)
-    name: Literal["llamacpp", "mlx", "server", "llama-server"] = "llamacpp"
+    #: spectui starts itself (``--runtime llama-server`` / ``mlx-lm``: ``RUNTIMES``)
+    name: Literal["llamacpp", "mlx", "server", "llama-server", "mlx-lm"] = "llamacpp"
     n_ctx: int = 4096
     n_batch: int = 512
     n_threads: int = 0  # 0 = one per available core
@@ -270,6 +273,8 @@ class BackendConfig(msgspec.Struct, frozen=True, kw_only=True):
             raise SpectuiError(f"batch size must be >= 1, got {self.n_batch}")
         if self.n_threads < 0:
             raise SpectuiError(f"threads must be >= 0 (0 = all cores), got {self.n_threads}")
+        if self.runtime_binary and self.name == "mlx-lm":
+            raise SpectuiError("--llama-server names llama-server's binary; --runtime mlx-lm runs mlx_lm.server from this Python's mlx-lm")
         if self.deterministic and (self.name == "server" or self.is_runtime):
             raise SpectuiError("--deterministic sets the embedded engine's kernels; a server's are its own")
         if self.deterministic and self.name == "llamacpp" and (self.n_threads != 1 or self.flash_attn != "on"):
@@ -428,12 +433,11 @@ class RunConfig(msgspec.Struct, frozen=True, kw_only=True):
         self.sampling.validate()
         self.draft.validate()
         if self.mode == "spec" and self.draft.is_runtime and not self.backend.is_runtime:
-            raise SpectuiError(f"--draft {self.draft.source} is a runtime's own method: add --runtime llama-server")
+            raise SpectuiError(f"--draft {self.draft.source} is a runtime's own method: add --runtime {' or --runtime '.join(RUNTIMES)}")
         if self.mode == "spec" and self.backend.is_runtime and not self.draft.is_runtime:
-            raise SpectuiError(
-                f"{self.backend.name} drafts with its own methods: --draft {RUNTIME_PREFIX}ngram-mod (or another"
-                " `spectui runtime info` lists), not --draft " + self.draft.source
-            )
+            example = (f"{RUNTIME_PREFIX}draft-model --draft-model DIR|FILE.gguf" if self.backend.name == "mlx-lm"
+                       else f"{RUNTIME_PREFIX}ngram-mod (or another `spectui runtime info` lists)")
+            raise SpectuiError(f"{self.backend.name} drafts with its own methods: --draft {example}, not --draft {self.draft.source}")
         self.backend.validate()
         self.policy.validate()
         self.envelope.validate()

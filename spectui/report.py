@@ -12,10 +12,12 @@ import msgspec
 
 from spectui.format import mib, model_name, num_or_na, section_title, text_table
 from spectui.metrics.conditions import busiest_text, other_load_text, power_text, thermal_text, throttling_text
+from spectui.metrics.energy_session import energy_text, session_energy
 from spectui.metrics.envelope import EnvelopeFacts, envelope_lines, judge_sessions
+from spectui.metrics.live import LiveRun
 from spectui.metrics.stats import Summary, summarize
 from spectui.recording.reader import Recording
-from spectui.recording.schema import PolicyChange
+from spectui.recording.schema import End, PolicyChange, Step
 
 
 def report_rows(rec: Recording, s: Summary) -> list[tuple[str, list[tuple[str, str]]]]:
@@ -55,6 +57,7 @@ def report_rows(rec: Recording, s: Summary) -> list[tuple[str, list[tuple[str, s
         ("decode", f"{num_or_na(s.decode_tok_s)} tok/s"),
         ("steady decode", f"{num_or_na(s.steady_tok_s)} tok/s" + ("" if s.warmup_dropped else " (run too short to drop warm-up)")),
         ("ITL p50 / p95 / p99", f"{num_or_na(s.itl_p50_ms, '.2f')} / {num_or_na(s.itl_p95_ms, '.2f')} / {num_or_na(s.itl_p99_ms, '.2f')} ms"),
+        ("energy", energy_text(session_energy(rec.events))),  # joules per token beside the speed it was spent at
     ]
     accept = []
     if c.mode == "spec" and a.server is None:  # a server's acceptance: the "server" section
@@ -66,6 +69,8 @@ def report_rows(rec: Recording, s: Summary) -> list[tuple[str, list[tuple[str, s
             ("blocks / rollbacks", f"{s.draft_blocks} / {s.rollbacks}"),
             ("draft forwards", str(s.draft_forwards)),
             ("draft / verify time", f"{num_or_na(s.draft_ms)} / {num_or_na(s.verify_ms)} ms"),
+            *block_rows(rec),
+            *decision_rows(rec),
         ]
         if c.policy.enabled:
             changes = policy_changes(rec)
@@ -104,6 +109,34 @@ def report_rows(rec: Recording, s: Summary) -> list[tuple[str, list[tuple[str, s
     return sections
 
 
+def block_rows(rec: Recording) -> list[tuple[str, str]]:
+    """The prediction from the run's own blocks (``metrics.predict.predict_blocks``, as the
+    dashboard's stats panel shows it): the blocks' expected and realized gain, the K cap they
+    pay best under. Text only: the JSON keeps the keys scripts read."""
+    p = LiveRun.from_events(rec.events).block_prediction()
+    if p is None:
+        return []
+    return [
+        ("predicted speedup", f"{p.speedup:.2f}x from the run's {p.blocks} blocks and {p.ar_steps} AR steps (AR step: {p.source})"),
+        ("block gain", f"{p.realized_gain:+.1f} tokens beyond their cost, expected {p.expected_gain:+.1f} ({p.expected_source})"
+                       f" ({p.block_tokens} tokens for {p.block_cost:.1f} AR steps)"),
+        ("best K cap", f"K {p.best_cap}: {p.best_cap_speedup:.2f}x" if p.best_cap else "AR: no cap of these blocks beats it"),
+    ]
+
+
+def decision_rows(rec: Recording) -> list[tuple[str, str]]:
+    """What the cost-aware K did with the run's proposals (``End.decisions``), one line; none
+    for a fixed K or a recording made before it was recorded."""
+    d = next((e.decisions for e in rec.events if type(e) is End), None)
+    if d is None:
+        return []
+    held = d.low_confidence + d.backoff
+    yielded = sum(e.accepted + 1 for e in rec.events if type(e) is Step and e.drafted)
+    return [("proposals held back", f"{held} of {d.proposals}: {d.low_confidence} low confidence, {d.backoff} backoff"
+                                    f" ({d.probes} probe{'s' if d.probes != 1 else ''}); {d.tail_cut} tails cut"
+                                    f" ({d.tokens_cut} tokens); blocks priced at {d.expected_tokens:.1f} tokens, yielded {yielded}")]
+
+
 def condition_rows(f: EnvelopeFacts) -> list[tuple[str, str]]:
     """Power, thermal state and other load: what the host exposed, the rest "not available"."""
     return [
@@ -133,6 +166,10 @@ def policy_changes(rec: Recording) -> list[PolicyChange]:
 def format_report(rec: Recording) -> str:
     """The sections as key / value tables under ``-- title ---`` lines, the values of every
     section in one column."""
+    if rec.header.watch is not None:  # a watch's recording (spectui watch): its own summary
+        from spectui.watch.summary import format_watch_report
+
+        return format_watch_report(rec)
     sections = report_rows(rec, summarize(rec.events))
     width = max(len(k) for _, rows in sections for k, _ in rows)
     lines = []
@@ -144,6 +181,10 @@ def format_report(rec: Recording) -> str:
 
 
 def report_json(rec: Recording) -> dict[str, Any]:
+    if rec.header.watch is not None:
+        from spectui.watch.summary import watch_report_json
+
+        return watch_report_json(rec)
     return {
         "file": str(rec.path),
         "complete": rec.complete,
@@ -154,7 +195,15 @@ def report_json(rec: Recording) -> dict[str, Any]:
         "policy_changes": msgspec.to_builtins(policy_changes(rec)),
         "envelope": _envelope_json(rec),
         "server": _server_json(rec),
+        **_energy_json(rec),
     }
+
+
+def _energy_json(rec: Recording) -> dict[str, Any]:
+    """``{"energy": ...}`` for a recording that has an energy record (measured or why not);
+    nothing for one made before spectui sampled energy, so its report keeps the keys it had."""
+    energy = session_energy(rec.events)
+    return {} if energy is None else {"energy": msgspec.to_builtins(energy)}
 
 
 #: header fields added after scripts first read this JSON: shown only where they hold a value
@@ -162,7 +211,7 @@ def report_json(rec: Recording) -> dict[str, Any]:
 #: other run keeps the keys scripts already read
 _SHOWN_WHEN_SET = (
     ("artifacts", "target", "origin"), ("artifacts", "draft", "origin"), ("config", "draft", "draft_cost"), ("provenance",),
-    ("config", "draft", "draft_model"), ("config", "draft", "lookup"), ("config", "backend", "runtime_binary"),
+    ("config", "draft", "draft_model"), ("config", "draft", "lookup"), ("config", "backend", "runtime_binary"), ("watch",),
 )
 
 

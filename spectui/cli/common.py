@@ -17,7 +17,18 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 from urllib.parse import urlsplit
 
-from spectui.config import MODEL_FREE, RUNTIME_PREFIX, RUNTIMES, BackendConfig, DraftConfig, EnvelopeConfig, PolicyConfig, RunConfig, SamplingConfig
+from spectui.config import (
+    MODEL_FREE,
+    RUNTIME_METHODS,
+    RUNTIME_PREFIX,
+    RUNTIMES,
+    BackendConfig,
+    DraftConfig,
+    EnvelopeConfig,
+    PolicyConfig,
+    RunConfig,
+    SamplingConfig,
+)
 from spectui.engine.backends import backend_kind, backend_names
 from spectui.engine.drafters import drafter_kinds
 from spectui.errors import SpectuiError
@@ -116,19 +127,21 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     lookups = drafter_kinds()
     p.add_argument("--runtime", choices=list(RUNTIMES), default=None,
                    help="measure a runtime's own speculation: spectui starts it on a free loopback port, runs the "
-                        "session through it and stops it (its methods: --draft runtime:METHOD)")
+                        "session through it and stops it (its methods: --draft runtime:METHOD; mlx-lm: mlx_lm.server, "
+                        "whose one method is runtime:draft-model)")
     p.add_argument("--llama-server", metavar="PATH", default="",
                    help="--runtime llama-server: this binary (default: $SPECTUI_LLAMA_SERVER, $PATH, then "
                         "`spectui runtime build`'s from the installed llama-cpp-python's llama.cpp)")
     p.add_argument("--draft", default=None,
                    help="; ".join(f"'{k.name}' ({k.summary or k.label})" for k in lookups)
                         + f"; or a draft GGUF path; with --runtime, 'runtime:METHOD' (llama-server's --spec-type, "
-                          f"default {DEFAULT_RUNTIME_METHOD}) (default {d_draft.source})")
+                          f"default {default_runtime_method('llama-server')}; mlx-lm's draft-model) (default {d_draft.source})")
     p.add_argument("--lookup", type=int, default=0, metavar="N",
                    help="--runtime: the key length a runtime's n-gram methods match (llama-server's --spec-ngram-*-size-n, "
                         "ngram-mod's n-match; default: the runtime's own)")
     p.add_argument("--draft-model", metavar="FILE", default="",
-                   help="--runtime: the draft GGUF of a runtime's model drafter (runtime:draft-simple, draft-eagle3, ...)")
+                   help="--runtime: the draft GGUF of a runtime's model drafter (runtime:draft-simple, draft-eagle3, ...; "
+                        "mlx-lm's runtime:draft-model also takes an mlx-lm directory)")
     p.add_argument("--chain", choices=[k.name for k in lookups], default=None,
                    help="with a draft model: ask this free drafter first and the model only where no match pays "
                         "and the model's own cost is repaid (cost-aware K unless --k fixes one)")
@@ -308,15 +321,19 @@ def config_from_args(args: argparse.Namespace, *, fallback_default: bool = False
     return config
 
 
-#: ``--runtime llama-server`` with no ``--draft``: llama-server's own default (``--spec-default``)
-DEFAULT_RUNTIME_METHOD = "ngram-mod"
+def default_runtime_method(runtime: str) -> str:
+    """``--runtime`` with no ``--draft``: llama-server's own default (ngram-mod, ``--spec-default``),
+    mlx-lm's one method (a draft model; without one, a line says so)."""
+    free, with_model = RUNTIME_METHODS[runtime]
+    return free or with_model
 
 
 def draft_source(args: argparse.Namespace, on_node: bool) -> str:
     """What ``--draft`` names: as given (a path made absolute here, not on a node), or the
     default: n-gram lookup, or the runtime's default method under ``--runtime``."""
     if args.draft is None:
-        return RUNTIME_PREFIX + DEFAULT_RUNTIME_METHOD if getattr(args, "runtime", None) else DraftConfig().source
+        runtime = getattr(args, "runtime", None)
+        return RUNTIME_PREFIX + default_runtime_method(runtime) if runtime else DraftConfig().source
     if args.draft.startswith(RUNTIME_PREFIX) or on_node:
         return args.draft
     return model_path(args.draft)
@@ -336,13 +353,18 @@ def host_engines(host: str | None):  # noqa: ANN201 - an EngineFactory, imported
 
 def without_host(argv: Sequence[str]) -> list[str]:
     """A command line minus ``--host NODE`` / ``--host=NODE``: what a node is asked to run."""
+    return without_option(argv, "--host")
+
+
+def without_option(argv: Sequence[str], option: str) -> list[str]:
+    """A command line minus one option that takes a value (``--host NODE``, ``--host=NODE``)."""
     out, skip = [], False
     for word in argv:
         if skip:
             skip = False
-        elif word == "--host":
+        elif word == option:
             skip = True
-        elif not word.startswith("--host="):
+        elif not word.startswith(option + "="):
             out.append(word)
     return out
 
@@ -408,15 +430,19 @@ class StopOnSignal:
 # -- recordings -----------------------------------------------------------------------------
 
 
-def read_recordings(paths: Sequence[str]) -> list[Recording]:
-    """Every file read (or refused in one line) before a command prints or writes anything."""
+def read_recordings(paths: Sequence[str], *, watches: bool = False) -> list[Recording]:
+    """Every file read (or refused in one line) before a command prints or writes anything.
+    A watch's recording (``spectui watch``) holds no session: refused unless ``watches``."""
     from spectui.recording.reader import read_recording
 
     recs = []
     for path in paths:
         if not os.path.isfile(path):
             raise SpectuiError(f"recording not found: {path}")
-        recs.append(read_recording(path))
+        rec = read_recording(path)
+        if rec.header.watch is not None and not watches:
+            raise SpectuiError(f"{path} is a watch's recording (spectui watch), not a session's: spectui report or replay read it")
+        recs.append(rec)
     return recs
 
 

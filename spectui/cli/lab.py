@@ -31,7 +31,8 @@ from spectui.errors import SpectuiError
 from spectui.format import counted
 
 if TYPE_CHECKING:
-    from spectui.lab.sweep import SweepPlan, SweepProgress, SweepResult
+    from spectui.config import RunConfig
+    from spectui.lab.sweep import SweepPlan, SweepPoint, SweepProgress, SweepResult
     from spectui.prompts import PromptSpec
 
 
@@ -55,7 +56,11 @@ def _register_sweep(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--k-values", default="2,3,4,6,8", help="draft lengths to sweep ('' for none; default 2,3,4,6,8)")
     p.add_argument("--temperatures", default="", help="temperatures to sweep, e.g. 0.5,1.0")
     p.add_argument("--top-k-values", default="", help="top-k values to sweep, e.g. 10,40")
-    p.add_argument("--drafters", default="", help="drafters to sweep: 'ngram' and/or draft GGUF paths")
+    p.add_argument("--drafters", default="",
+                   help="drafters to sweep: 'ngram' and/or draft GGUF paths; with --runtime, its methods (runtime:ngram-mod,runtime:ngram-simple)")
+    p.add_argument("--grid", action="store_true",
+                   help="every drafter of --drafters at every K of --k-values (a runtime method that fixes its own K: once),"
+                        " not one knob at a time; several runtime methods in --draft mean the same")
     p.add_argument("--reps", type=int, default=3, metavar="N", help="runs of every point per prompt (default 3)")
     add_old_spelling(p, "--repeats", "reps", type=int)
     p.add_argument("--out", default=None, help="folder for the recordings and sweep.json (default recordings/sweep-<time>)")
@@ -137,11 +142,13 @@ def sweep_plan(args: argparse.Namespace) -> tuple[SweepPlan, list[PromptSpec]]:
     if gave_prompt(args):
         raise SpectuiError("a sweep runs prompts from prompts/: choose them with --tiers or --prompts")
     args.prompt = "sweep"  # the base configuration's prompt is replaced per run
+    drafters, grid = _methods_in_draft(args)
     base = msgspec.structs.replace(config_from_args(args), mode="spec", prompt_tier="", prompt_name="")
     prompts = select_prompts(list_prompts(), args.tiers, args.prompts)
     points = make_points(
-        k_values=args.k_values, temperatures=args.temperatures, top_k_values=args.top_k_values, drafters=args.drafters
+        k_values=args.k_values, temperatures=args.temperatures, top_k_values=args.top_k_values, drafters=drafters, grid=grid,
     )
+    _check_runtime_points(base, points, prompts[0])
     plan = SweepPlan(
         base=base,
         prompts=[p.name for p in prompts],
@@ -150,6 +157,35 @@ def sweep_plan(args: argparse.Namespace) -> tuple[SweepPlan, list[PromptSpec]]:
         repeats=args.reps,
     )
     return plan, prompts
+
+
+def _methods_in_draft(args: argparse.Namespace) -> tuple[str, bool]:
+    """The drafter axis and whether it is a grid: ``--draft runtime:a,runtime:b`` (several
+    runtime methods, each with its prefix) sweeps each at every K, as ``--drafters ... --grid``;
+    the base configuration then drafts with the first."""
+    from spectui.config import RUNTIME_PREFIX
+    from spectui.lab.sweep import split_drafters
+
+    methods = split_drafters(args.draft or "") if (args.draft or "").startswith(RUNTIME_PREFIX) else []
+    if len(methods) < 2:
+        return args.drafters, args.grid
+    if args.drafters:
+        raise SpectuiError("name the methods to sweep once: several in --draft, or --drafters")
+    args.draft = methods[0]
+    return ",".join(methods), True
+
+
+def _check_runtime_points(base: RunConfig, points: list[SweepPoint], prompt: PromptSpec) -> None:
+    """On llama-server, every point's method is read before the first server starts: an unknown
+    method or a setting that cannot work is one line, not a failure half-way through the sweep."""
+    from spectui.lab.sweep import point_config
+
+    if base.backend.name != "llama-server":  # its methods table (spectui.runtime.methods) is llama-server's
+        return
+    from spectui.runtime.session import method_of
+
+    for point in points:
+        method_of(point_config(base, point, prompt))
 
 
 def print_sweep(result: SweepResult, args: argparse.Namespace) -> None:

@@ -1,14 +1,17 @@
 """``spectui node``: the node's side of ``--host`` (hidden; the local spectui starts it over SSH).
 
 ``spectui node serve`` speaks the channel of ``spectui.remote.wire`` on stdin/stdout until stdin
-ends; ``spectui node hello`` prints the handshake as JSON (what a node offers, for a person
-checking a node by hand: ``ssh NODE spectui node hello``). README.md, "Remote nodes".
+ends; ``spectui node watch URL`` watches a server from the node and streams its readings back
+(``spectui watch --host``: ``spectui.cli.watch``); ``spectui node hello`` prints the handshake as
+JSON (what a node offers, for a person checking a node by hand: ``ssh NODE spectui node hello``).
+README.md, "Remote nodes".
 """
 
 from __future__ import annotations
 
 import argparse
 
+from spectui.cli.watch import add_node_watch
 from spectui.config import RunConfig
 
 
@@ -19,6 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     actions = node.add_subparsers(dest="node_command", required=True)
     actions.add_parser("serve", help="serve the channel on stdin/stdout (spectui.remote.wire)").set_defaults(func=cmd_serve)
     actions.add_parser("hello", help="print the handshake (version, schema, backends, models) as JSON").set_defaults(func=cmd_hello)
+    add_node_watch(actions)  # `spectui watch --host`: the watch runs here, its readings stream back
 
 
 def prepare(config: RunConfig) -> RunConfig:

@@ -311,7 +311,9 @@ def words_for_node(parser: argparse.ArgumentParser, words: Sequence[str], args: 
     if found is None or provenance is None:
         return list(words)
     options = option_actions(found[1])
-    out = _without_profile(words)
+    from spectui.cli.common import without_option
+
+    out = without_option(words, "--profile")
     for setting in provenance.settings:
         action = options.get(setting.option)
         if setting.origin == FLAG or action is None or action.dest == "host":
@@ -321,18 +323,6 @@ def words_for_node(parser: argparse.ArgumentParser, words: Sequence[str], args: 
             out += [f"--{setting.option}"] if value == action.const else []
         else:
             out += [f"--{setting.option}", show_value(value)]
-    return out
-
-
-def _without_profile(words: Sequence[str]) -> list[str]:
-    out, skip = [], False
-    for word in words:
-        if skip:
-            skip = False
-        elif word == "--profile":
-            skip = True
-        elif not word.startswith("--profile="):
-            out.append(word)
     return out
 
 

@@ -90,6 +90,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     gate.add_argument(
         "--allow-unverified-quality", action="store_true", help="sampled runs: do not fail on the unmeasured quality check"
     )
+    gate.add_argument("--max-energy-ratio", type=float, default=None, metavar="X",
+                      help="candidate / baseline joules per generated token must be <= X (default: no limit; the check"
+                      " fails where a run has no energy counter, unless --energy-optional)")
+    gate.add_argument("--energy-optional", action="store_true",
+                      help="a --max-energy-ratio that cannot be checked (no energy counter where a run was recorded) is n/a, not a failure")
     add_envelope_arguments(gate, override=True)
     gate.add_argument("--json", action="store_true", help="one JSON object (the verdict)")
     gate.set_defaults(func=cmd_gate)
@@ -125,7 +130,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         if args.redact:
             raise SpectuiError("--redact applies to a recording's report; a sweep's floors (--floors) hold no text")
         return report_floors(args)
-    (rec,) = read_recordings([args.file])
+    (rec,) = read_recordings([args.file], watches=True)  # a watch has its own report (spectui.watch.summary)
     if args.redact and rec.header.redaction is None:
         from spectui.recording.redact import redact_recording
 
@@ -160,7 +165,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
     candidate broke a floor of ``--floors``."""
     import msgspec
 
-    from spectui.compare.diff import diff_recordings, format_diff_markdown, format_diff_text
+    from spectui.compare.diff import diff_json, diff_recordings, format_diff_markdown, format_diff_text
 
     floors = None
     if args.floors is not None:
@@ -171,7 +176,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
     d = diff_recordings(baseline, candidate, force=args.force)
     floor_lines, broken = check_against_floors(floors, candidate) if floors is not None else ([], False)
     if args.json:
-        doc = msgspec.to_builtins(d)
+        doc = diff_json(d)
         if floors is not None:
             doc["floors"] = floor_lines
         print(msgspec.json.encode(doc).decode())
@@ -210,6 +215,8 @@ def cmd_gate(args: argparse.Namespace) -> int:
     t = GateThresholds(
         **{field: getattr(args, field) for field, _, _ in GATE_KNOBS},
         allow_unverified_quality=args.allow_unverified_quality,
+        max_energy_ratio=args.max_energy_ratio,
+        energy_optional=args.energy_optional,
         **{field: getattr(args, dest) for dest, field in GATE_ENVELOPE.items()},
     )
     t.validate()  # before reading files: a typo in a threshold is the cheaper error to report

@@ -81,7 +81,8 @@ def headless(args: argparse.Namespace) -> int:
     text = OutputText()
     parts: list[str] = []
     out = sys.stdout
-    with open_engine(config, host=args.host) as engine, StopOnSignal() as stop:
+    named = None if args.no_record or args.output is None else str(args.output)
+    with open_engine(config, host=args.host, recording=named) as engine, StopOnSignal() as stop:
         for ev in record_session(engine, config, record_to, stop=stop, on_start=recorded.append):
             events.append(ev)
             if type(ev) is Step:
@@ -158,6 +159,8 @@ def format_summary(config: RunConfig, s: Summary) -> str:
     ]
     if config.mode == "spec" and config.backend.name == "server":  # no per-block counts from a server
         lines.append("spectui: drafting on the server: the acceptance it reported (if any) is in `spectui report`")
+    elif config.mode == "spec" and config.backend.name == "mlx-lm":  # no counts to show: none are invented
+        lines.append(f"spectui: {config.draft.label()} | acceptance not reported by mlx_lm.server")
     elif config.mode == "spec":
         lines.append(
             f"spectui: {config.draft.label()}"

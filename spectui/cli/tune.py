@@ -1,5 +1,6 @@
 """``spectui tune``: measure what makes speculation pay on this machine, recommend a setting
-per prompt tier, and check the recommendation against real runs."""
+per prompt tier, and check the recommendation against real runs. ``--runtime llama-server``:
+the runtime's own methods and K values, measured by runs (``spectui.tune.runtime``)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from spectui.cli.common import (
     without_host,
 )
 from spectui.cli.progress import Progress
+from spectui.config import RUNTIME_PREFIX
 from spectui.errors import SpectuiError
 
 if TYPE_CHECKING:  # imported on use: tune's engine parts load only when it runs
@@ -33,15 +35,20 @@ DEFAULT_TIERS = "copy,code,memo,medium,short"
 #: tune's token budget per prompt unless --max-tokens says otherwise: enough blocks to
 #: measure acceptance, short enough for a run of about a minute on the embedded model
 TUNE_TOKENS = 160
+#: check rounds per prompt unless --reps says otherwise
+CHECK_ROUNDS = 2
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("tune", help="measure verify cost and acceptance here; recommend and check a setting per prompt tier")
+    p = sub.add_parser("tune", help="measure verify cost and acceptance here; recommend and check a setting per prompt tier"
+                                    " (--runtime llama-server: its own methods and K values, measured)")
     add_run_arguments(p)
     add_host_argument(p)
     p.add_argument("--tiers", default=DEFAULT_TIERS, help=f"prompt tiers from prompts/ (default {DEFAULT_TIERS})")
     p.add_argument("--from", dest="from_dir", metavar="DIR", help="acceptance from the greedy recordings in DIR instead of new runs")
-    p.add_argument("--reps", type=int, default=2, help="check rounds per prompt, AR and recommended alternating (0: no check)")
+    p.add_argument("--reps", type=int, default=None,
+                   help=f"check rounds per prompt, AR and recommended alternating (0: no check; default {CHECK_ROUNDS}); "
+                        "--runtime: rounds of its measured pass (at least 1; default 1)")
     p.add_argument("--weights", action="store_true",
                    help="also measure the curve of a small probe requantized to Q4_0, Q4_1, Q8_0, Q4_K_M and F16")
     p.add_argument("--probe-target", action="store_true",
@@ -59,16 +66,18 @@ def cmd_tune(args: argparse.Namespace) -> int:
         return _tune_on_node(args)
     if args.write_quant:
         return _write_quant(args)
-    if args.reps < 0:
+    if args.reps is not None and args.reps < 0:
         raise SpectuiError("--reps must be >= 0")
     if args.probe_target and not args.weights:
         raise SpectuiError("--probe-target chooses the model --weights probes: add --weights")
     config = config_from_args(args)
-    if config.backend.name == "server" or config.backend.is_runtime:
-        raise SpectuiError("tune measures the embedded engine; for a server or a runtime compare runs instead: "
-                           "spectui compare --runtime llama-server --draft runtime:METHOD")
+    if config.backend.name == "server":
+        raise SpectuiError("tune measures the engines spectui runs; for a server someone else runs, compare runs instead: "
+                           "spectui compare --server URL")
     if not config.sampling.greedy:
         raise SpectuiError("tune measures greedy decoding (acceptance replays exactly); drop --temperature")
+    if config.backend.is_runtime:
+        return _tune_runtime(args, config)
     from spectui.prompts import PromptSpec, list_prompts
     from spectui.tune import runner, store
 
@@ -83,7 +92,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
             raise SpectuiError(f"no prompt tier {', '.join(unknown)}; prompts/ has {', '.join(sorted(known))}")
         specs = [s for s in list_prompts() if s.tier in tiers]
     recordings = _recordings(args.from_dir) if args.from_dir else None
-    plan = runner.TunePlan(specs=specs, max_tokens=args.max_tokens or TUNE_TOKENS, reps=args.reps,
+    plan = runner.TunePlan(specs=specs, max_tokens=args.max_tokens or TUNE_TOKENS, reps=CHECK_ROUNDS if args.reps is None else args.reps,
                            model_k=config.draft.k if args.k is not None else runner.MODEL_PROBE_K,
                            recordings=recordings, source=args.from_dir or "runs")
     # one step per phase (spectui.cli.progress: a bar in a terminal, a line each otherwise)
@@ -94,6 +103,46 @@ def cmd_tune(args: argparse.Namespace) -> int:
         result = runner.run_tune(config, plan, progress.advance)
         store.save_result(result)
     _print(result, weights, choice, args)
+    return 0
+
+
+def _tune_runtime(args: argparse.Namespace, config: RunConfig) -> int:
+    """``--runtime``: the runtime's methods at the K values each reads, measured against its own
+    AR on one prompt per tier (``spectui.tune.runtime``); ``--draft runtime:A,runtime:B`` and
+    ``--k`` narrow the pass to those methods and that K."""
+    from spectui.lab.sweep import split_drafters
+    from spectui.prompts import PromptSpec, list_prompts
+    from spectui.tune import runtime
+
+    name = config.backend.name
+    if name not in runtime.MEASURED_METHODS:
+        raise SpectuiError(f"tune measures the methods of {', '.join(runtime.MEASURED_METHODS)}; for {name}, compare a setting "
+                           f"against its own AR: spectui compare --runtime {name} --draft runtime:METHOD")
+    for flag, given in (("--from", args.from_dir), ("--weights", args.weights)):
+        if given:
+            raise SpectuiError(f"{flag} is the embedded engine's (spectui's own drafters and kernels); drop it with --runtime")
+    methods = [m.removeprefix(RUNTIME_PREFIX) for m in split_drafters(args.draft)] if args.draft else list(runtime.MEASURED_METHODS[name])
+    from spectui.runtime.methods import RuntimeMethod
+
+    for method in methods:  # an unknown method is one line before a server starts
+        RuntimeMethod.parse(method, k=args.k, lookup=config.draft.lookup or None)
+    if gave_prompt(args):
+        specs = [PromptSpec(name=config.prompt_name or "given", tier=config.prompt_tier or "given", max_tokens=config.max_tokens,
+                            text=config.prompt)]
+    else:
+        tiers = [t for t in args.tiers.split(",") if t]
+        by_tier = {s.tier: s for s in sorted(list_prompts(), key=lambda s: s.name, reverse=True)}  # the first by name wins
+        unknown = sorted(set(tiers) - set(by_tier))
+        if unknown:
+            raise SpectuiError(f"no prompt tier {', '.join(unknown)}; prompts/ has {', '.join(sorted(by_tier))}")
+        specs = [by_tier[t] for t in dict.fromkeys(tiers)]
+    # --k: that K alone; else each of RUNTIME_K and the runtime's own
+    cands = runtime.candidates(methods, (args.k,) if args.k is not None else runtime.RUNTIME_K, runtime_default=args.k is None)
+    rounds = max(1, args.reps or 1)  # a round is every setting on every prompt: one unless asked
+    with Progress(f"tune {name}", rounds * len(cands) * len(specs)) as progress:  # a step: a setting and its AR on a prompt
+        result = runtime.measure(config, specs, cands, rounds=rounds, max_tokens=args.max_tokens or runtime.RUNTIME_TOKENS,
+                                 progress=progress.advance)
+    print(json.dumps(runtime.to_json(result), indent=1) if args.json else runtime.format_text(result))
     return 0
 
 

@@ -57,7 +57,11 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
         recordings = read_recordings([str(p) for p in turn_paths(args.file)])
     else:
-        recordings = read_recordings([args.file])
+        recordings = read_recordings([args.file], watches=True)
+        if recordings[0].header.watch is not None:  # a watch's recording: the watch dashboard
+            from spectui.cli.watch import replay_watch
+
+            return replay_watch(recordings[0], speed=speed, json_lines=args.json, theme=args.theme)
     if args.json:
         return print_sessions(recordings)
     need_terminal("replay")
@@ -98,9 +102,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
             raise SpectuiError("compare --json compares two recordings (baseline first); record them with spectui run --headless")
         import msgspec
 
-        from spectui.compare.diff import diff_recordings
+        from spectui.compare.diff import diff_json, diff_recordings
 
-        print(msgspec.json.encode(diff_recordings(*recordings)).decode())
+        print(msgspec.json.encode(diff_json(diff_recordings(*recordings))).decode())
         return 0
     config = config_from_args(args) if not args.files else None
     if config is not None and (config.backend.name == "server" or config.backend.is_runtime) and args.interleave:

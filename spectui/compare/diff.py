@@ -22,6 +22,7 @@ from __future__ import annotations
 import msgspec
 
 from spectui.compare.divergence import DivergenceCause, classify_recordings
+from spectui.compare.energy import EnergyComparison, compare_energy, energy_markdown, energy_text
 from spectui.compare.headers import FieldDiff, Value, comparability, compare_headers, diffs
 from spectui.compare.speedup import Speedup, speedup_ci
 from spectui.compare.thresholds import MAX_TTFT_GROWTH
@@ -122,6 +123,9 @@ class RunDiff(msgspec.Struct, kw_only=True):
     #: Run conditions that differ (power, thermal state, other processes' load): they make
     #: the numbers suspect even when every artifact is the same.
     conditions: list[FieldDiff] = msgspec.field(default_factory=list)
+    #: joules per generated token side by side (``spectui.compare.energy``); None when neither
+    #: recording carries an energy record, and then left out of the JSON (``diff_json``)
+    energy: EnergyComparison | None = None
 
 
 # -- labels --------------------------------------------------------------------------------
@@ -250,7 +254,17 @@ def diff_recordings(baseline: Recording, candidate: Recording, *, force: bool = 
         short_prompt=b.short_prompt and c.short_prompt,
         basis=basis,
         conditions=diffs(b.conditions, c.conditions),
+        energy=compare_energy(baseline, candidate),
     )
+
+
+def diff_json(d: RunDiff) -> dict:
+    """The diff as ``--json`` prints it: ``energy`` only where a recording carries it, so the
+    diff of recordings made before energy was sampled keeps the keys scripts read."""
+    doc = msgspec.to_builtins(d)
+    if doc.get("energy") is None:
+        doc.pop("energy", None)
+    return doc
 
 
 # -- text and markdown -----------------------------------------------------------------------
@@ -410,6 +424,7 @@ def format_diff_text(d: RunDiff) -> str:
     lines += ["  " + x for x in describe_outputs(d.outputs)]
     lines.append(section_title("speed"))
     lines.append(text_table(["", "baseline", "candidate", "candidate vs baseline"], _speed_rows(d)))
+    lines += energy_text(d.energy)
     lines.append(section_title("acceptance"))
     lines.append(text_table(["", "baseline", "candidate", ""], _accept_rows(d)))
     lines.append(section_title("memory"))
@@ -471,6 +486,7 @@ def format_diff_markdown(d: RunDiff) -> str:
         lines += ["```", *o[1:], "```", ""]
     lines += ["### Speed", ""]
     lines += _markdown(["metric", "baseline", "candidate", "candidate vs baseline"], _speed_rows(d))
+    lines += energy_markdown(d.energy)
     lines += ["### Acceptance", ""]
     lines += _markdown(["metric", "baseline", "candidate"], [r[:3] for r in _accept_rows(d)])
     lines += ["### Memory", ""]

@@ -39,6 +39,7 @@ from spectui.compare.brief_checks import BRIEF, brief_checks
 from spectui.compare.check import Check, Number
 from spectui.compare.diff import compare_outputs, is_short_prompt, status_label
 from spectui.compare.divergence import classify_recordings
+from spectui.compare.energy import check_energy
 from spectui.compare.headers import comparability
 from spectui.compare.quality_power import MAX_RUNS, runs_to_resolve
 from spectui.compare.speedup import speedup_ci
@@ -325,6 +326,9 @@ def gate(baselines: list[Recording], candidates: list[Recording], t: GateThresho
         _check_recordings(baselines + candidates, bs + cs),
         *brief_checks(baselines, candidates, t),
     ]
+    energy = check_energy(baselines, candidates, t)  # None: no limit, and no recording carries energy
+    if energy is not None:
+        checks.append(energy)
     return Verdict(
         passed=all(c.passed is not False for c in checks),
         checks=checks,

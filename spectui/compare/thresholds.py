@@ -48,6 +48,11 @@ class GateThresholds(msgspec.Struct, kw_only=True, frozen=True):
     max_red_pressure_s: float | None = None
     max_throttle_events: int | None = None
     max_other_cpu: float | None = None
+    #: median speculative J/token / median AR J/token must be at most this (None: no limit;
+    #: the energy check then only reports). A limit that cannot be checked (no energy counter
+    #: where a run was recorded) fails, unless ``energy_optional`` lets the gate pass without it
+    max_energy_ratio: float | None = None
+    energy_optional: bool = False
 
     def validate(self) -> None:
         for name in ("min_speedup", "max_p95_itl_ratio"):
@@ -62,6 +67,8 @@ class GateThresholds(msgspec.Struct, kw_only=True, frozen=True):
             raise SpectuiError(f"expected-k must be >= 1, got {self.expected_k}")
         if not 0 <= self.min_window_acceptance <= 1:
             raise SpectuiError(f"min-window-acceptance must be between 0 and 1, got {self.min_window_acceptance}")
+        if self.max_energy_ratio is not None and not self.max_energy_ratio > 0:
+            raise SpectuiError(f"max-energy-ratio must be > 0, got {self.max_energy_ratio}")
         if self.max_low_windows < 0:
             raise SpectuiError(f"max-low-windows must be >= 0, got {self.max_low_windows}")
         if not self.window_s > 0:

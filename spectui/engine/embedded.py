@@ -23,6 +23,8 @@ from spectui.engine.backends import backend_kind
 from spectui.engine.drafters import DraftSources, make_drafter
 from spectui.engine.drafters.suffix_memory import SuffixMemory
 from spectui.engine.host.noise import batch_noise
+from spectui.engine.host.proposal_prices import load_prices, prices_key, save_prices
+from spectui.engine.host.verify_cost import measure_seed
 from spectui.engine.loop.draft_length import DraftLength
 from spectui.engine.plan import RunPlan, block_sizes, draft_cost_probe, make_policy
 from spectui.engine.protocol import Backend, Drafter
@@ -209,9 +211,15 @@ class Engine:
         return curve_key(self.target.artifacts().sha256, runtime.get("backend", ""),
                          int(runtime.get("n_threads", "0") or 0), int(runtime.get("n_gpu_layers", "0") or 0))
 
-    def cost_curve(self) -> tuple[float, ...]:
-        """This target's cached verify-cost curve on this host (relative costs; () where none)."""
+    def cost_curve(self, *, measure: bool = False, n_max: int = 17, context: Sequence[int] = ()) -> tuple[float, ...]:
+        """This target's cached verify-cost curve on this host (relative costs; () where none).
+        ``measure``: where none is cached at these settings, measure one now and cache it (a run
+        that prices blocks by its seed alone must not price them by the curve of another
+        thread count, nor by the built-in one)."""
         curve = load_curve(self.cost_key())
+        if curve is None and measure and context:
+            merge_run_curve(self.cost_key(), measure_seed(self.target, context, n_max))
+            curve = load_curve(self.cost_key())
         return tuple(curve.relative) if curve is not None else ()
 
     def plan(self, config: RunConfig, prompt: tuple[str, list[int]] | None = None) -> RunPlan:
@@ -224,14 +232,27 @@ class Engine:
         self._cache_owner = config.conversation
         draft = config.draft
         if config.mode == "spec":
-            draft = draft.seeded(self.cost_curve()).priced(self.draft_price(config, prompt_tokens, reuse))
+            measure = draft.adaptive and not draft.learn_cost and not draft.cost_seed and not reuse
+            draft = draft.seeded(self.cost_curve(measure=measure, n_max=draft.k_max + 1,
+                                                 context=prompt_tokens))
+            draft = draft.priced(self.draft_price(config, prompt_tokens, reuse))
         config = msgspec.structs.replace(config, draft=draft)
         drafter = self.make_drafter(config, reuse=reuse)
         return RunPlan(
             config=config, prompt_text=prompt_text, prompt_tokens=prompt_tokens, reuse=reuse, drafter=drafter,
-            draft_length=DraftLength(config.draft) if drafter is not None else None,
+            draft_length=DraftLength(config.draft, self.proposal_prices(config, drafter)) if drafter is not None else None,
             policy=make_policy(config, drafter),
         )
+
+    def proposal_prices(self, config: RunConfig, drafter: Drafter) -> dict[str, tuple[float, float]] | None:
+        """What proposals of this target and ``drafter`` were worth in earlier runs here
+        (``engine/host/proposal_prices.py``): the calibration a cost-aware K starts from. None
+        (the static prior) for a run priced by its seed alone (``learn_cost`` off:
+        ``--deterministic``, tune's replays): its blocks then follow from its output and its
+        recorded seed, whatever earlier runs left."""
+        if not config.draft.adaptive or not config.draft.learn_cost:
+            return None
+        return load_prices(prices_key(self.target.artifacts().sha256, drafter.name))
 
     def header(self, config: RunConfig, prompt_text: str, prompt_tokens: list[int]) -> Header:
         artifacts = Artifacts(
@@ -308,8 +329,12 @@ class Engine:
         finally:
             if sampler is not None:
                 sampler.stop()
-        if draft_length is not None and draft_length.adaptive:
+        if draft_length is not None and draft_length.adaptive and draft_length.learn_cost:
+            # a run priced by its seed alone leaves both as they were: the same stored numbers
+            # give the next such run the same blocks
             merge_run_curve(self.cost_key(), draft_length.cost.measured())
+            if drafter is not None:
+                save_prices(prices_key(self.target.artifacts().sha256, drafter.name), draft_length.calibration.run_counts())
         finish = getattr(drafter, "finish", None)
         if finish is not None:  # a drafter that learns from outputs (suffix memory) takes them
             finish([*prompt_tokens, *output])

@@ -9,6 +9,7 @@ dashboard's header and compare columns show too (the UI imports it from here).
 
 A multi-run layer beside ``lab``, ``compare``, ``telemetry`` and ``report``, which it may not
 import: a sweep's floors reach it as plain ``FloorLine`` values from the caller. May import
-``metrics``, ``models``, ``recording``, ``config``, ``format`` and ``errors``; rich and plotext
-load only inside the functions that draw.
+``watch`` (a watch's recording read back: watches are indexed by server), ``metrics``,
+``models``, ``recording``, ``config``, ``format`` and ``errors``; rich and plotext load only
+inside the functions that draw.
 """

@@ -29,13 +29,15 @@ from spectui import paths, storage
 from spectui.errors import SpectuiError
 from spectui.format import model_name
 from spectui.history.labels import run_label
+from spectui.recording.reader import Recording
 from spectui.recording.schema import Header
 from spectui.recording.writer import SUFFIX
 
 #: Bumped whenever the table's columns or their meaning change: an index with another value is
 #: rebuilt (it may come from an older spectui, or a newer one). 2: models by their file name.
 #: 3: the OS a column of its own (``host_detail`` the rest). 4: each run's one label (``label``).
-INDEX_SCHEMA = 4
+#: 5: watches (``spectui watch``) indexed too, by the server watched (``watch``).
+INDEX_SCHEMA = 5
 INDEX_FILE = "history.sqlite"
 #: the file ``spectui sweep`` writes into its folder (``spectui.lab.sweep.MANIFEST``; lab sits
 #: beside this package, so the name is repeated rather than imported)
@@ -92,10 +94,21 @@ class IndexedRun:
     itl_p95_ms: float = float("nan")
     ttft_ms: float = float("nan")
     peak_rss_bytes: float = float("nan")
+    #: a watch's recording: the server watched ("llama-server at http://127.0.0.1:8080"); "" for a
+    #: session. A watch's row: ``backend`` the server's kind, ``mode`` "watch", ``prompt`` its
+    #: URL, ``target_name`` its model, ``runtime`` its build; ``decode_tok_s`` the tokens/s it
+    #: generated over the watch (all its requests), ``acceptance`` its acceptance rate,
+    #: ``peak_rss_bytes`` its process's peak RSS where read, ``n_tokens`` the tokens it generated
+    watch: str = ""
+    watch_seconds: float = float("nan")
 
     @property
     def readable(self) -> bool:
         return not self.note
+
+    @property
+    def is_watch(self) -> bool:
+        return bool(self.watch)
 
 
 _COLUMNS = [f.name for f in fields(IndexedRun)]
@@ -343,6 +356,9 @@ def _index_file(path: str, size: int, mtime_ns: int) -> IndexedRun:
     except OSError as exc:
         run.note = f"cannot read: {exc.strerror or exc}"
         return run
+    if rec.header.watch is not None:
+        fill_from_watch(run, rec)
+        return run
     fill_from_header(run, rec.header)
     s = summarize(rec.events)
     run.n_tokens, run.complete = s.n_tokens, rec.complete
@@ -404,3 +420,32 @@ def fill_from_header(run: IndexedRun, h: Header) -> None:
     run.prompt_tier = c.prompt_tier
     run.runtime = json.dumps(dict(sorted(a.runtime.items())))
     run.spectui_version = h.spectui_version
+
+
+def fill_from_watch(run: IndexedRun, rec: Recording) -> None:
+    """A watch's row (``IndexedRun.watch``): grouped by the server, its figures the watch's."""
+    from spectui.watch.record import read_watch
+    from spectui.watch.summary import process_figures
+
+    h = rec.header
+    watch = read_watch(rec)
+    info = watch.info
+    host = h.artifacts.host
+    run.host = f"{host.cpu or host.machine or 'unknown host'} x{host.cpu_count}"
+    if h.node:
+        run.host = f"{h.node}: {run.host}"
+    run.os = host.os
+    t = parse_time(h.started_at)
+    run.started_at = t.astimezone(dt.timezone.utc).isoformat() if t is not None else h.started_at
+    run.watch = f"{info.server} at {info.url}"
+    run.backend, run.mode, run.label, run.prompt = info.server, "watch", f"watch of {info.server}", info.url
+    run.target_name = info.identity.get("model", "")
+    run.runtime = json.dumps({f"{info.server} build": info.identity["build"]} if info.identity.get("build") else {})
+    run.spectui_version = h.spectui_version
+    totals = watch.totals
+    run.n_tokens, run.complete = int(totals.generated_tokens or 0), watch.end is not None
+    run.watch_seconds = totals.seconds
+    run.decode_tok_s = totals.generated_tok_s if totals.generated_tok_s is not None else float("nan")
+    run.acceptance = totals.acceptance_rate if totals.acceptance_rate is not None else float("nan")
+    proc = process_figures(watch)
+    run.peak_rss_bytes = float(proc.peak_rss_bytes) if proc is not None else float("nan")

@@ -44,10 +44,10 @@ def _when(started_at: str) -> str:
     return t.strftime("%Y-%m-%d %H:%M") if t is not None else started_at or "?"
 
 
-def change_lines(change: Change) -> list[str]:
+def change_lines(change: Change, metrics: Sequence[tuple[str, str, bool]] = METRICS) -> list[str]:
     """``2025-05-01 10:00  runtime: llama-cpp-python 0.3.16 -> 0.3.17`` and the numbers across it."""
     moved = "; ".join(f"{w.label}: {w.before} -> {w.after}" for w in change.what)
-    numbers = ", ".join(f"{label} {_delta(name, *change.numbers[name])}" for name, label, _ in METRICS)
+    numbers = ", ".join(f"{label} {_delta(name, *change.numbers[name])}" for name, label, _ in metrics)
     return [f"{_when(change.started_at)}  {moved}", f"    {numbers}"]
 
 
@@ -68,19 +68,21 @@ def group_table(g: Group, last: int = DEFAULT_LAST_ROWS) -> str:
     rows = []
     for i in range(start, len(g.runs)):
         r = g.runs[i]
-        rows.append([_when(r.started_at), *(metric_text(n, getattr(r, n)) for n, _, _ in METRICS), f"* {marks[i]}" if i in marks else ""])
-    table = text_table(["run", *(label for _, label, _ in METRICS), "change"], rows, right=set(range(1, len(METRICS) + 1)), rules_before={0})
+        rows.append([_when(r.started_at), *(metric_text(n, getattr(r, n)) for n, _, _ in g.metrics), f"* {marks[i]}" if i in marks else ""])
+    table = text_table(["run", *(label for _, label, _ in g.metrics), "change"], rows, right=set(range(1, len(g.metrics) + 1)), rules_before={0})
     return (f"  ... {start} earlier runs (--last 0 shows every run)\n" if start else "") + table
 
 
 def format_group(g: Group, *, stale_days: float, last: int = DEFAULT_LAST_ROWS, charts: bool = False, width: int = 100) -> str:
-    lines = [section_title(g.title, 0), f"  {counted(len(g.runs), 'run')}, newest {_when(g.runs[-1].started_at)}"]
+    n = len(g.runs)
+    runs = (f"{n} watch" + ("" if n == 1 else "es")) if g.is_watch else counted(n, "run")
+    lines = [section_title(g.title, 0), f"  {runs}, newest {_when(g.runs[-1].started_at)}"]
     if g.stale:
         lines.append(f"  STALE: the newest run is {g.age_days:.0f} days old (older than {stale_days:g}); re-measure before trusting it")
     lines.append(group_table(g, last))
     if g.changes:
         lines.append("  changes (median of the runs before -> from the change on):")
-        lines += [f"    {line}" for c in g.changes for line in change_lines(c)]
+        lines += [f"    {line}" for c in g.changes for line in change_lines(c, g.metrics)]
     lines += [f"  {slowdown_text(s)}" for s in g.slowdowns]
     if g.floor is not None:
         checks = "; ".join(
@@ -111,13 +113,19 @@ def format_history(
     parts = [head, *(f"note: {n}" for n in update.notes)]
     if not groups:
         parts.append("no readable recordings found (record some with spectui run, sweep or soak)")
-    parts += ["", *hosts_report(groups)]
+    sessions = [g for g in groups if not g.is_watch]
+    parts += ["", *hosts_report(sessions)]
     host = None
-    for g in groups:
+    for g in sessions:
         if g.host != host:
             host = g.host
             parts.append(f"== host {host}")
         parts.append(format_group(g, stale_days=stale_days, last=last, charts=charts, width=width) + "\n")
+    watches = sorted((g for g in groups if g.is_watch), key=lambda g: (g.key["backend"], g.key["prompt"], g.host))
+    if watches:  # spectui watch: a server watched while it served others, listed by server
+        n = sum(len(g.runs) for g in watches)
+        parts.append(f"== watches, by server ({n} watch{'' if n == 1 else 'es'})")
+        parts += [format_group(g, stale_days=stale_days, last=last, charts=charts, width=width) + "\n" for g in watches]
     return "\n".join(parts).rstrip() + "\n"
 
 
@@ -183,7 +191,7 @@ def chart_panels(g: Group) -> list[Panel]:
     floors = {} if g.floor is None else {"acceptance": g.floor.acceptance, "decode_tok_s": g.floor.decode_tok_s}
     changes = sorted({c.at for c in g.changes})
     panels = []
-    for name, _label, _ in METRICS:
+    for name, _label, _ in g.metrics:
         title, factor = CHART_UNITS[name]
         ys = [getattr(r, name) * factor for r in g.runs]
         series = [Series(xs, ys)]
@@ -212,6 +220,12 @@ def _num(v: float) -> float | None:
 def _run_json(r: IndexedRun) -> dict[str, Any]:
     import json
 
+    if r.is_watch:  # the figures a watch has, under their own names
+        return {
+            "path": r.path, "started_at": r.started_at, "complete": r.complete, "watch": r.watch, "seconds": _num(r.watch_seconds),
+            "generated_tokens": r.n_tokens, "generated_tok_s": _num(r.decode_tok_s), "acceptance": _num(r.acceptance),
+            "server_peak_rss_bytes": _num(r.peak_rss_bytes), "runtime": json.loads(r.runtime or "{}"), "spectui_version": r.spectui_version,
+        }  # fmt: skip
     return {
         "path": r.path,
         "started_at": r.started_at,
@@ -249,15 +263,16 @@ def history_json(groups: Sequence[Group], update: IndexUpdate, *, stale_days: fl
         "indexed": {"found": update.found, "read": update.read, "unchanged": update.unchanged, "removed": update.removed, "seconds": update.seconds},
         "notes": update.notes,
         "stale_days": stale_days,
-        "hosts": [dataclasses.asdict(h) for h in host_summaries(groups)],
+        "hosts": [dataclasses.asdict(h) for h in host_summaries([g for g in groups if not g.is_watch])],
         "slowdowns": sorted((_slowdown_json(s) for g in groups for s in g.slowdowns), key=lambda d: d["started_at"], reverse=True),
         "side_by_side": [
             {"target": row.target, "series": row.series, "differs": row.differs,
              "hosts": [{**dataclasses.asdict(c), "decode_tok_s": _num(c.decode_tok_s), "acceptance": _num(c.acceptance)} for c in row.hosts]}
-            for row in side_by_side(groups)
+            for row in side_by_side([g for g in groups if not g.is_watch])
         ],  # fmt: skip
         "groups": [
             {
+                "kind": "watch" if g.is_watch else "sessions",
                 "key": g.key,
                 "title": g.title,
                 "target_name": g.target_name,

@@ -17,6 +17,10 @@ everything else, the new group's first run carries a "target sha256" change agai
 group's last stretch, so a re-downloaded or requantised model is still a marked step in one
 story. Groups whose newest run is older than ``stale_days`` are stale: a runbook treats data
 older than two weeks as no longer describing the machine.
+
+Watches (``spectui watch``) are indexed too and grouped by the server watched (its kind, URL
+and the host that watched it): their numbers are the server's traffic, so they get no
+slowdowns and are never stale, and their own columns (``WATCH_METRICS``).
 """
 
 from __future__ import annotations
@@ -41,6 +45,13 @@ METRICS = (
     ("itl_p95_ms", "p95 ITL ms", False),
     ("ttft_ms", "TTFT ms", False),
     ("peak_rss_bytes", "peak RSS", False),
+)
+#: A watch's numbers (``IndexedRun.watch``): the server's tokens/s over the watch (every request
+#: it served, not one session's decode), its acceptance, its process's peak RSS.
+WATCH_METRICS = (
+    ("decode_tok_s", "gen tok/s", True),
+    ("acceptance", "acceptance", True),
+    ("peak_rss_bytes", "server RSS", False),
 )
 
 #: What makes a group, in display order. ``label`` (the run's one label: the header's, the
@@ -94,6 +105,15 @@ class Group:
         return self.key["host"]
 
     @property
+    def is_watch(self) -> bool:
+        """The watches of one server (``spectui watch``), not a series of sessions."""
+        return self.key["mode"] == "watch"
+
+    @property
+    def metrics(self) -> tuple[tuple[str, str, bool], ...]:
+        return WATCH_METRICS if self.is_watch else METRICS
+
+    @property
     def target_label(self) -> str:
         """The target's display name (``format.model_name``), the quant in it."""
         return model_name(self.target_name or "?", self.target_quant)
@@ -106,6 +126,9 @@ class Group:
     @property
     def title(self) -> str:
         k = self.key
+        if self.is_watch:  # the server first: watches are listed by server
+            model = f" · model {self.target_name}" if self.target_name else ""
+            return f"watches of {k['backend']} at {k['prompt']}{model} · from {k['host']}"
         target = f"{self.target_label} ({k['target_sha256'][:12] or 'no sha256'})"
         return f"{k['host']} · {target} · {k['backend']} · {self.label} · {k['sampling']} · prompt {k['prompt']}"
 
@@ -180,14 +203,15 @@ def build_groups(
         newest = parse_time(g.runs[-1].started_at)
         if newest is not None:
             g.age_days = (now - newest).total_seconds() / 86400
-            g.stale = g.age_days > stale_days
+            g.stale = g.age_days > stale_days and not g.is_watch  # a watch saw a server's traffic then: it measures no machine
         g.floor = next(
             (f for f in floors if g.key["mode"] == "spec" and f.tier == g.prompt_tier and f.drafter == g.draft_source and f.k == g.k_value),
             None,
         )
     _link_new_targets(groups)
     by_path = {r.path: g for g in groups for r in g.runs}
-    for slowdown in find_slowdowns(runs):
+    # a watch's tokens/s is its traffic's, not a measurement of the machine: no slowdowns
+    for slowdown in find_slowdowns([r for r in runs if not r.is_watch]):
         by_path[slowdown.path].slowdowns.insert(0, slowdown)  # oldest first, as the runs
     return by_host(groups)
 

@@ -18,8 +18,18 @@ Per tier and point the table gives (all from ``summarize`` of each run's events)
   in the same round), with a 95% percentile-bootstrap interval of that median
   (``spectui.metrics.stats.median_ci``: ``BOOTSTRAP_RESAMPLES`` resamples, ``BOOTSTRAP_SEED``).
 
-The knee of the K curve, per tier: the smallest K whose speedup is within 2% of the best K's
-(past it, a longer draft buys nothing measurable); when no K beats AR, there is no knee.
+The knee of the K curve, per tier (and per drafter of a grid): the smallest K whose speedup is
+within 2% of the best K's (past it, a longer draft buys nothing measurable); when no K beats AR,
+there is no knee.
+
+A grid (``--grid``, or several runtime methods in ``--draft``) runs every drafter of the drafter
+axis at every K instead of one knob at a time: a runtime's methods read K differently (its
+n-gram size, its n-max; ``ngram-cache`` fixes its own), so each method has a K curve of its own.
+A runtime method that reads no K runs once, as a drafter point. On a runtime (``--runtime``)
+each setting is a server of its own (``RuntimeEngine.fits``), so a round runs point by point,
+every prompt of a point on one server, rather than prompt by prompt: a server starts once per
+point and round, not once per run; each run is still paired with its prompt's AR run of the
+same round.
 """
 
 from __future__ import annotations
@@ -33,7 +43,7 @@ from pathlib import Path
 import msgspec
 
 from spectui import storage
-from spectui.config import RunConfig
+from spectui.config import RUNTIME_PREFIX, RunConfig
 from spectui.errors import SpectuiError
 from spectui.metrics.stats import Summary, median_ci, nanmedian, nanpercentile, summarize
 from spectui.prompts import PromptSpec
@@ -49,12 +59,24 @@ MANIFEST = "sweep.json"
 class SweepPoint(msgspec.Struct, frozen=True):
     knob: str  # "ar" for the baseline, else one of KNOBS
     value: str
+    #: a grid's K point: the drafter this K is for ("": the base configuration's)
+    drafter: str = ""
 
     @property
     def label(self) -> str:
         if self.knob == "ar":
             return "AR"
+        if self.knob == "k" and self.drafter:
+            return f"{drafter_label(self.drafter)} K={self.value}"
+        if self.knob == "drafter" and self.value.startswith(RUNTIME_PREFIX):
+            return drafter_label(self.value)  # a runtime's method, as its K points name it
         return {"k": "K", "temperature": "temp", "top_k": "top-k"}.get(self.knob, self.knob) + "=" + self.value
+
+
+def drafter_label(source: str) -> str:
+    """A drafter as a sweep's rows name it: a runtime's method without its prefix, a draft
+    model by its file name, ``ngram`` as it is."""
+    return source.removeprefix(RUNTIME_PREFIX) if source.startswith(RUNTIME_PREFIX) else os.path.basename(source)
 
 
 AR_POINT = SweepPoint("ar", "AR")
@@ -70,10 +92,11 @@ class SweepRun(msgspec.Struct, kw_only=True):
     knob: str
     value: str
     file: str  # relative to the sweep folder
+    drafter: str = ""  # a grid's K point: its drafter
 
     @property
     def point(self) -> SweepPoint:
-        return SweepPoint(self.knob, self.value)
+        return SweepPoint(self.knob, self.value, self.drafter)
 
 
 class SweepPlan(msgspec.Struct, kw_only=True):
@@ -105,6 +128,7 @@ class SweepRow(msgspec.Struct, kw_only=True):
     speedup: float
     speedup_ci_low: float
     speedup_ci_high: float
+    drafter: str = ""  # a grid's K point: its drafter
 
 
 class Knee(msgspec.Struct, kw_only=True):
@@ -113,6 +137,7 @@ class Knee(msgspec.Struct, kw_only=True):
     best_speedup: float
     knee_k: int | None  # None: no K beats AR
     detail: str
+    drafter: str = ""  # a grid: whose K curve ("": the base configuration's)
 
 
 class SweepResult(msgspec.Struct, kw_only=True):
@@ -158,15 +183,52 @@ def _values(text: str, kind: type) -> list[str]:
     return out
 
 
+def split_drafters(text: str) -> list[str]:
+    """The drafter axis: comma-separated, where a runtime's comma list of methods stays one
+    drafter (``runtime:ngram-mod,ngram-simple,runtime:ngram-cache`` is two: a name without the
+    prefix continues the runtime drafter before it; a runtime and spectui's own drafters never
+    share a sweep, as ``RunConfig.validate`` refuses a runtime with spectui's drafters)."""
+    out: list[str] = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        if out and out[-1].startswith(RUNTIME_PREFIX) and not part.startswith(RUNTIME_PREFIX):
+            out[-1] += "," + part
+        else:
+            out.append(part)
+    return out
+
+
+def reads_k(source: str) -> bool:
+    """Whether K changes what ``source`` drafts: not for a runtime's methods that fix their own
+    draft length (llama-server's ``ngram-cache``); a name spectui does not know is taken to read it."""
+    if not source.startswith(RUNTIME_PREFIX):
+        return True
+    from spectui.runtime.methods import METHODS  # llama-server's table: a name it lacks is another runtime's
+
+    infos = [METHODS.get(name) for name in source.removeprefix(RUNTIME_PREFIX).split(",")]
+    return any(info is None or bool(info.k_flag) for info in infos)
+
+
 def make_points(
-    *, k_values: str = "", temperatures: str = "", top_k_values: str = "", drafters: str = ""
+    *, k_values: str = "", temperatures: str = "", top_k_values: str = "", drafters: str = "", grid: bool = False,
 ) -> list[SweepPoint]:
-    """AR first, then each knob's values (comma-separated strings, as on the command line)."""
+    """AR first, then each knob's values (comma-separated strings, as on the command line);
+    ``grid``: every drafter at every K (a drafter that reads no K once), then the other knobs."""
     points = [AR_POINT]
-    points += [SweepPoint("k", v) for v in _values(k_values, int)]
+    ks, sources = _values(k_values, int), split_drafters(drafters)
+    if grid:
+        if not ks or not sources:
+            raise SpectuiError("a grid runs every drafter at every K: give both --drafters (or several methods in --draft) and --k-values")
+        for source in sources:
+            points += [SweepPoint("k", k, source) for k in ks] if reads_k(source) else [SweepPoint("drafter", source)]
+    else:
+        points += [SweepPoint("k", v) for v in ks]
     points += [SweepPoint("temperature", v) for v in _values(temperatures, float)]
     points += [SweepPoint("top_k", v) for v in _values(top_k_values, int)]
-    points += [SweepPoint("drafter", v) for v in _values(drafters, str)]
+    if not grid:
+        points += [SweepPoint("drafter", v) for v in sources]
+    points = list(dict.fromkeys(points))  # a value given twice runs once
     if len(points) == 1:
         raise SpectuiError("the sweep has no points: give --k-values, --temperatures, --top-k-values or --drafters")
     return points
@@ -178,7 +240,8 @@ def point_config(base: RunConfig, point: SweepPoint, prompt: PromptSpec, max_tok
     if point.knob == "ar":
         mode = "ar"
     elif point.knob == "k":
-        draft = msgspec.structs.replace(draft, k=int(point.value), adaptive=False)  # a K point is that K
+        source = point.drafter or draft.source  # a grid's K point names its drafter
+        draft = msgspec.structs.replace(draft, source=source, k=int(point.value), adaptive=False)  # a K point is that K
     elif point.knob == "temperature":
         sampling = msgspec.structs.replace(sampling, temperature=float(point.value))
     elif point.knob == "top_k":
@@ -197,6 +260,22 @@ def point_config(base: RunConfig, point: SweepPoint, prompt: PromptSpec, max_tok
     )
     config.validate()
     return config
+
+
+def run_order(plan: SweepPlan) -> list[tuple[int, str, SweepPoint]]:
+    """(round, prompt, point) in the order they run: prompt by prompt, each prompt's points
+    together; on a runtime, point by point (a server per setting: see the module docstring)."""
+    if plan.base.backend.is_runtime:
+        return [(r, name, point) for r in range(plan.repeats) for point in plan.points for name in plan.prompts]
+    return [(r, name, point) for r in range(plan.repeats) for name in plan.prompts for point in plan.points]
+
+
+def run_file(index: int, tier: str, prompt: str, point: SweepPoint, rnd: int) -> str:
+    """A run's recording, named by what it ran (a name a file system takes: no '/', ':' or ',')."""
+    what = f"{drafter_label(point.drafter)}-{point.value}" if point.drafter else point.value
+    for c in "/:,":
+        what = what.replace(c, "_")
+    return f"{index:04d}-{tier}-{prompt}-{point.knob}-{what[-40:]}-r{rnd}.spectui"
 
 
 def select_prompts(prompts: Sequence[PromptSpec], tiers: str = "", names: str = "") -> list[PromptSpec]:
@@ -259,7 +338,7 @@ def run_sweep(
     result = SweepResult(plan=plan, folder=str(out), runs=[])
     summaries: dict[int, Summary] = {}
     engines = EngineCache(load_engine)
-    order = [(r, name, point) for r in range(plan.repeats) for name in plan.prompts for point in plan.points]
+    order = run_order(plan)
     t_start = time.monotonic()
 
     def progress(done: int) -> SweepProgress:
@@ -277,11 +356,12 @@ def run_sweep(
             spec = by_name[name]
             config = point_config(plan.base, point, spec, max_tokens)
             engine = engines.get(config)
-            file = f"{i:04d}-{spec.tier}-{name}-{point.knob}-{point.value.replace('/', '_')[-40:]}-r{rnd}.spectui"
+            file = run_file(i, spec.tier, name, point, rnd)
             events = list(record_session(engine, config, out / file, stop=stop))
             if events and getattr(events[-1], "reason", "") == "interrupted":
                 break  # a cut run is kept on disk but stays out of the table: it is not a measurement
-            run = SweepRun(index=i, round=rnd, tier=spec.tier, prompt=name, knob=point.knob, value=point.value, file=file)
+            run = SweepRun(index=i, round=rnd, tier=spec.tier, prompt=name, knob=point.knob, value=point.value, file=file,
+                           drafter=point.drafter)
             result.runs.append(run)
             summaries[i] = summarize(events)
             result.rows, result.knees = aggregate(result.runs, summaries)
@@ -359,20 +439,26 @@ def aggregate(runs: Sequence[SweepRun], summaries: dict[int, Summary]) -> tuple[
                 speedup=nanmedian(ratios),
                 speedup_ci_low=low,
                 speedup_ci_high=high,
+                drafter=point.drafter,
             )
         )
     return rows, knees(rows)
 
 
 def knees(rows: Sequence[SweepRow]) -> list[Knee]:
+    """The knee of each K curve: one per tier, or per tier and drafter in a grid."""
     out = []
-    for tier in dict.fromkeys(r.tier for r in rows):
-        curve = sorted((int(r.value), r.speedup) for r in rows if r.tier == tier and r.knob == "k" and r.speedup == r.speedup)
+    for tier, drafter in dict.fromkeys((r.tier, r.drafter) for r in rows if r.knob == "k"):
+        curve = sorted(
+            (int(r.value), r.speedup) for r in rows if r.tier == tier and r.drafter == drafter and r.knob == "k" and r.speedup == r.speedup
+        )
         if not curve:
             continue
+        who = f"{drafter_label(drafter)}: " if drafter else ""
         best_k, best = max(curve, key=lambda kv: kv[1])
         if best <= 1.0:
-            out.append(Knee(tier=tier, best_k=best_k, best_speedup=best, knee_k=None, detail=f"no K beats AR (best {best:.2f}x at K={best_k})"))
+            out.append(Knee(tier=tier, best_k=best_k, best_speedup=best, knee_k=None,
+                            detail=f"{who}no K beats AR (best {best:.2f}x at K={best_k})", drafter=drafter))
             continue
         knee_k = next(k for k, v in curve if v >= best * (1 - KNEE_TOLERANCE))
         out.append(
@@ -381,7 +467,8 @@ def knees(rows: Sequence[SweepRow]) -> list[Knee]:
                 best_k=best_k,
                 best_speedup=best,
                 knee_k=knee_k,
-                detail=f"K={knee_k} is within {KNEE_TOLERANCE:.0%} of the best ({best:.2f}x at K={best_k})",
+                detail=f"{who}K={knee_k} is within {KNEE_TOLERANCE:.0%} of the best ({best:.2f}x at K={best_k})",
+                drafter=drafter,
             )
         )
     return out

@@ -1,7 +1,8 @@
 """A sweep's table per tier, its CSV, its plotext charts, and the floors a runbook keeps.
 
 Floors (``spectui report --floors DIR``): for each tier, at the point a sweep recommends (the
-knee of the K curve, else the base K; a sweep without a K knob gives no floors), the worst a healthy run
+knee of the K curve, else the base K; in a grid, the knee of the drafter whose curve went
+highest; a sweep without a K knob gives no floors), the worst a healthy run
 did: the acceptance and decode tok/s floors are the 5th percentiles over that point's runs
 (taken as an observed value: with fewer than 20 runs, their minimum), and the swap ceiling is the largest swap growth
 seen, rounded up to the next 64 MiB (so a sweep that never swapped allows 64 MiB).
@@ -19,7 +20,7 @@ import msgspec
 from spectui.charts import Axis, Panel, Series, render
 from spectui.errors import SpectuiError
 from spectui.format import num_or_na, text_table
-from spectui.lab.sweep import SweepResult, SweepRow
+from spectui.lab.sweep import SweepResult, SweepRow, drafter_label
 from spectui.metrics.stats import Summary, nanpercentile
 
 _MIB = 2**20
@@ -53,9 +54,7 @@ def format_table(result: SweepResult) -> str:
         prompts = sorted({run.prompt for run in result.runs if run.tier == tier})
         lines.append(f"== tier {tier} ({', '.join(prompts)}) ==")
         lines.append(text_table(names, cells[tier], right=right, indent=0, rules_before={0}, min_widths=widths))
-        knee = next((k for k in result.knees if k.tier == tier), None)
-        if knee is not None:
-            lines.append(f"knee: {knee.detail}")
+        lines.extend(f"knee: {knee.detail}" for knee in result.knees if knee.tier == tier)
         lines.append("")
     done = len(result.runs)
     total = result.plan.total_runs
@@ -77,18 +76,20 @@ def format_csv(result: SweepResult) -> str:
 
 
 def format_charts(result: SweepResult, width: int = 72, height: int = 14, *, colour: bool = False) -> str:
-    """Speedup and acceptance (in percent) against K, a line per tier (``spectui.charts``;
-    plain text unless ``colour``)."""
-    tiers = [t for t in dict.fromkeys(r.tier for r in result.rows) if any(r.knob == "k" and r.tier == t for r in result.rows)]
-    if not tiers:
+    """Speedup and acceptance (in percent) against K, a line per tier (and per drafter of a
+    grid) (``spectui.charts``; plain text unless ``colour``)."""
+    curves = list(dict.fromkeys((r.tier, r.drafter) for r in result.rows if r.knob == "k"))
+    if not curves:
         return ""
     ks = sorted({int(r.value) for r in result.rows if r.knob == "k"})
     panels = []
     for field, title, factor in (("speedup", "speedup vs AR (1 = AR)", 1.0), ("acceptance_p50", "acceptance p50 %", 100.0)):
         series = []
-        for tier in tiers:
-            pts = sorted((int(r.value), getattr(r, field) * factor) for r in result.rows if r.tier == tier and r.knob == "k")
-            series.append(Series([k for k, _ in pts], [v for _, v in pts], label=tier))
+        for tier, drafter in curves:
+            pts = sorted((int(r.value), getattr(r, field) * factor) for r in result.rows
+                         if r.tier == tier and r.drafter == drafter and r.knob == "k")
+            label = f"{tier} {drafter_label(drafter)}" if drafter else tier
+            series.append(Series([k for k, _ in pts], [v for _, v in pts], label=label))
         panels.append(Panel(title, series, x=Axis(ticks=ks, label="K")))
     return render(panels, width=width * 2, height=height, cols=2, colour=colour)
 
@@ -124,9 +125,11 @@ def floors_from_sweep(result: SweepResult, summaries: dict[int, Summary], host: 
     base = result.plan.base
     out = []
     for tier in dict.fromkeys(r.tier for r in result.runs):
-        knee = next((k for k in result.knees if k.tier == tier), None)
+        # a grid has a knee per drafter: the one whose curve went highest
+        knee = max((k for k in result.knees if k.tier == tier), key=lambda k: k.best_speedup, default=None)
         k = knee.knee_k if knee is not None and knee.knee_k is not None else base.draft.k
-        members = [r for r in result.runs if r.tier == tier and r.knob == "k" and int(r.value) == k]
+        drafter = knee.drafter if knee is not None else ""
+        members = [r for r in result.runs if r.tier == tier and r.knob == "k" and r.drafter == drafter and int(r.value) == k]
         if not members:  # no K knob in this sweep: no point ran the base configuration itself
             continue
         ss = [summaries[r.index] for r in members]
@@ -136,7 +139,7 @@ def floors_from_sweep(result: SweepResult, summaries: dict[int, Summary], host: 
                 tier=tier,
                 point=members[0].point.label,
                 mode="spec",
-                drafter=base.draft.source,  # "ngram" or the draft model, as --drafters names it
+                drafter=drafter or base.draft.source,  # "ngram", a draft model or a runtime's method, as --drafters names it
                 k=k,
                 acceptance_floor=math.floor(_p5([s.acceptance_rate for s in ss]) * 100) / 100,
                 decode_tok_s_floor=math.floor(_p5([s.decode_tok_s for s in ss]) * 10) / 10,

@@ -142,6 +142,7 @@ class EnergySampler:
         self.last_error: BaseException | None = None
         self._lock = threading.Lock()  # sample_now may run on the thread and at stop() at once
         self._stop = threading.Event()
+        self._wake = threading.Event()  # stop() and wake(): read now rather than at the next tick
         self._thread: threading.Thread | None = None
 
     def sample_now(self) -> EnergySample:
@@ -177,9 +178,15 @@ class EnergySampler:
         self._thread = threading.Thread(target=self._run, name="spectui-energy", daemon=True)
         self._thread.start()
 
+    def wake(self) -> None:
+        """Have the thread take a reading now (a window starts: a session's first token); the
+        caller only sets an event and never waits for the counters."""
+        self._wake.set()
+
     def stop(self) -> None:
         """Stop the thread and take the last reading, so a window ending now is covered."""
         self._stop.set()
+        self._wake.set()
         if self._thread is not None:
             self._thread.join()
             self._take()
@@ -192,7 +199,9 @@ class EnergySampler:
             delay = next_at - time.perf_counter()
             if delay < 0:
                 next_at, delay = time.perf_counter(), 0.0
-            self._stop.wait(delay)
+            if self._wake.wait(delay):  # woken: read at once, and keep the grid from here
+                self._wake.clear()
+                next_at = time.perf_counter()
 
     def __enter__(self) -> EnergySampler:
         self.start()

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from spectui.metrics.predict import Prediction, predict
+from spectui.metrics.predict import Block, BlockPrediction, Prediction, predict, predict_blocks, run_curve
 from spectui.metrics.stats import Summary, fill_blocks, fill_prefill, fill_times
 from spectui.recording.schema import End, Event, Header, MemorySample, PolicyChange, Prefill, Step, TokenOrigin
 
@@ -91,7 +91,11 @@ class LiveRun:
         self.block_verify_us = 0
         self.ar_steps = 0  # steps that drafted nothing and evaluated one token
         self.ar_step_us = 0
+        self.ar_draft_us = 0  # what asking the drafter took on those steps (AR itself never pays it)
+        #: every drafted block, for the prediction from the run's own blocks
+        self.blocks: list[Block] = []
         self.last_k = 0
+        self._block_prediction: tuple[tuple[int, float | None], BlockPrediction | None] | None = None
 
         self._summary: Summary | None = None
         self._summary_version = -1
@@ -161,11 +165,13 @@ class LiveRun:
             self.block_draft_us += ev.draft_us
             self.block_verify_us += ev.verify_us
             self.block_acceptance.append(ev.accepted / ev.drafted)
+            self.blocks.append(Block(ev.drafted, ev.accepted, len(ev.tokens), ev.draft_us, ev.verify_us))
             self.block_t.append((ev.t_us[-1] if ev.t_us else 0) / 1e6)
         elif ev.verify_us > 0 and ev.origins and ev.origins[0] == _AR:
             # The first step (the prefill's token) has no verify time of its own: skipped.
             self.ar_steps += 1
             self.ar_step_us += ev.verify_us
+            self.ar_draft_us += ev.draft_us
 
     def _memory(self, ev: MemorySample) -> None:
         self.last_memory = ev
@@ -251,6 +257,37 @@ class LiveRun:
             ar_step_us=ar_us,
             ar_step_source=source,
         )
+
+    def block_prediction(self, baseline_ar_step_us: float | None = None) -> BlockPrediction | None:
+        """Predicted speedup from this run's own blocks (``spectui.metrics.predict.predict_blocks``):
+        what each drafted block yielded against its size's cost on the run's curve, the steps
+        that drafted nothing at one AR step. The AR step is this run's own when it has steps
+        without a draft, else ``baseline_ar_step_us``, else read off the blocks against the
+        header's seed curve. Cached until the next event."""
+        key = (self.version, baseline_ar_step_us)
+        if self._block_prediction is not None and self._block_prediction[0] == key:
+            return self._block_prediction[1]
+        result = None
+        if self.blocks:
+            draft = self.header.config.draft if self.header is not None else None
+            seed = draft.cost_seed if draft is not None else ()
+            if self.ar_steps:
+                unit, source = self.mean_ar_step_us, "run"
+            elif baseline_ar_step_us and baseline_ar_step_us > 0:
+                unit, source = baseline_ar_step_us, "baseline"
+            else:
+                unit, source = None, ""
+            curve = run_curve(self.blocks, seed=seed, ar_step_us=unit, source=source)
+            if curve is not None:
+                longest = max(b.drafted for b in self.blocks)  # a fixed K may pass k-max
+                caps = range(draft.k_min if draft else 1, max(draft.k_max if draft else 16, longest) + 1)
+                # the run's own price of its blocks, once its end says it (a cost-aware K's runs)
+                decisions = self.end.decisions if self.end is not None else None
+                priced = decisions.expected_tokens if decisions is not None and decisions.blocks == len(self.blocks) else None
+                result = predict_blocks(self.blocks, ar_steps=self.ar_steps, ar_draft_us=self.ar_draft_us, curve=curve, caps=caps,
+                                        priced_tokens=priced)
+        self._block_prediction = (key, result)
+        return result
 
     def summary(self) -> Summary:
         """``stats.summarize`` of the events so far, from the folded state (cached)."""

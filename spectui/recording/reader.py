@@ -45,6 +45,7 @@ from spectui.recording.schema import (
     PolicyChange,
     Prefill,
     Step,
+    WatchReading,
 )
 from spectui.recording.writer import CRC_SEED, MAGIC, MAX_FRAME_BYTES
 
@@ -52,7 +53,7 @@ from spectui.recording.writer import CRC_SEED, MAGIC, MAX_FRAME_BYTES
 CHUNK_BYTES = 4 << 20
 
 ArrayEvent = Step | MemorySample
-MapEvent = Header | Prefill | PolicyChange | End
+MapEvent = Header | Prefill | PolicyChange | End | WatchReading  # a watch's readings: spectui.watch
 _decode_array = msgspec.msgpack.Decoder(ArrayEvent).decode
 _decode_map = msgspec.msgpack.Decoder(MapEvent).decode
 

@@ -27,7 +27,7 @@ import msgspec
 from spectui.config import RunConfig
 
 #: ``major.minor``. Readers refuse a newer *major*; minor bumps only add optional fields.
-SCHEMA_VERSION = "1.6"
+SCHEMA_VERSION = "1.7"  # 1.7: End.energy, Header.watch and the watch's WatchReading records
 
 
 class TokenOrigin(IntEnum):
@@ -209,6 +209,28 @@ class Provenance(msgspec.Struct, kw_only=True):
     settings: list[SettingOrigin] = msgspec.field(default_factory=list)
 
 
+class WatchInfo(msgspec.Struct, kw_only=True):
+    """A watch's recording (``spectui watch``, ``spectui.watch``): the server watched, as it
+    described itself, and what its counters can and cannot say. Its ``Header`` carries no
+    session: the records after it are ``WatchReading`` s, one per ``/metrics`` read."""
+
+    url: str = ""  # the server's base URL, as given
+    server: str = ""  # "llama-server", "vLLM" or "SGLang" (``spectui.metrics.prometheus``)
+    #: what the server said about itself: "build", "model", "slots" (llama-server ``/props``),
+    #: "model" (``/v1/models``); never its API key
+    identity: dict[str, str] = msgspec.field(default_factory=dict)
+    interval_s: float = 1.0  # the reading grid
+    metric_source: str = ""  # where the metric names come from (a file of the server's source)
+    #: llama-server and SGLang add a request to their counters when it finishes
+    counts_at_request_end: bool = False
+    #: figure -> why this server cannot give it
+    not_reported: dict[str, str] = msgspec.field(default_factory=dict)
+    #: the process behind a loopback URL, "NAME pid N" ("" = not looked for: not loopback)
+    process: str = ""
+    #: why no process stats were taken ("" = taken, or not looked for)
+    process_note: str = ""
+
+
 class Header(msgspec.Struct, tag=1, kw_only=True):
     schema_version: str = SCHEMA_VERSION
     spectui_version: str = ""
@@ -238,6 +260,8 @@ class Header(msgspec.Struct, tag=1, kw_only=True):
     #: 1.6: the profile and the origin of each setting of the command that recorded it
     #: (``spectui.cli.profiles``); None: made by no command line (a test, an older spectui)
     provenance: Provenance | None = None
+    #: a watch's recording (``spectui watch``): the server watched; None for a session
+    watch: WatchInfo | None = None
 
 
 INTERLEAVED_CLOCK = "own-steps (interleaved; the other session's time removed)"
@@ -347,7 +371,51 @@ class PolicyChange(msgspec.Struct, tag=5, kw_only=True):
     reason: str = ""
 
 
+class SessionEnergy(msgspec.Struct, kw_only=True):
+    """1.6: the machine's energy over a session (``End.energy``), read off the decode thread by
+    ``spectui.metrics.energy_session``. Where no counter exists, ``why_not`` says why and every
+    figure stays None: a missing reading is never a zero.
+
+    The session's figures run from the header to the end (prefill included); the per-token
+    figure covers the same window and tokens as decode tok/s (first token to last, the tokens
+    after the first), so ``j_per_token`` x decode tok/s = ``decode_watts``.
+    """
+
+    #: "not available here: ..." (no counter), or why this session's energy is not its own
+    #: (interleaved with another, a server on another machine); "" = measured
+    why_not: str = ""
+    sources: str = ""  # the counters read: "RAPL", "NVML", "RAPL + NVML", "Apple IOReport"
+    seconds: float | None = None
+    joules: float | None = None
+    watts: float | None = None
+    decode_joules: float | None = None
+    decode_watts: float | None = None
+    j_per_token: float | None = None
+    #: joules per domain over the session ("RAPL package-0", "NVML gpu0"), counted or not
+    by_domain: dict[str, float] = msgspec.field(default_factory=dict)
+    readings: int = 0  # sampler readings taken
+    #: what qualifies the numbers (failed readings, too few tokens for a per-token figure)
+    note: str = ""
+
+
 FinishReason = Literal["length", "stop", "context", "interrupted", "error"]
+
+
+class DraftDecisions(msgspec.Struct, kw_only=True):
+    """1.7: what a cost-aware K did with a run's proposals (``End.decisions``): each step a free
+    drafter proposed is priced (``engine/loop/pricing.py``), then verified whole, verified with
+    its tail cut, or held back, and why."""
+
+    proposals: int = 0  # a free drafter's proposals priced (one per step it had one)
+    blocks: int = 0  # blocks verified (a draft model's too)
+    low_confidence: int = 0  # held back: expected tokens per unit of verify cost did not beat AR
+    backoff: int = 0  # held back: worth drafting, but a run of losing blocks switched to AR
+    probes: int = 0  # short blocks drafted during that backoff, to see whether drafting pays again
+    tail_cut: int = 0  # verified shorter than proposed: the tail did not pay for its verification
+    tokens_cut: int = 0  # tokens those cuts left out
+    #: tokens the verified blocks were priced to yield (accepted drafts plus the target's own
+    #: token each): against what they did yield, how well the prices held
+    expected_tokens: float = 0.0
 
 
 class End(msgspec.Struct, tag=6, kw_only=True):
@@ -359,8 +427,56 @@ class End(msgspec.Struct, tag=6, kw_only=True):
     server: ServerReport | None = None
     #: 1.3: the other processes that took the most CPU during the session, busiest first.
     other_processes: list[OtherProcess] = msgspec.field(default_factory=list)
+    #: 1.6: the machine's energy over the session; None: recorded before spectui sampled energy
+    energy: SessionEnergy | None = None
+    #: 1.7: what the cost-aware K did with the run's proposals; None: no cost-aware K (or older)
+    decisions: DraftDecisions | None = None
 
 
-Event = Header | Prefill | Step | MemorySample | PolicyChange | End
+class WatchSlots(msgspec.Struct, kw_only=True):
+    """llama-server's ``/slots`` at one reading: the requests still running."""
 
-EVENT_NAMES = {Header: "header", Prefill: "prefill", Step: "step", MemorySample: "memory", PolicyChange: "policy", End: "end"}
+    slots: int = 0
+    processing: int = 0
+    speculative: int = 0  # slots that can draft
+    decoded_in_flight: int = 0  # tokens the running requests generated so far
+
+
+class ProcessSample(msgspec.Struct, kw_only=True):
+    """The server's process at one reading (a loopback URL: the process listening on its port)."""
+
+    rss_bytes: int = 0
+    cpu_pct: float = 0.0  # since the previous reading, percent of one core (200 = two cores busy)
+    threads: int = 0
+
+
+class WatchReading(msgspec.Struct, tag=20, kw_only=True, omit_defaults=True):
+    """One ``/metrics`` read of a watch (``WatchInfo``): the counters as the server printed them
+    (cumulative since it started; None = not reported), read back through the same fold as a
+    live watch (``spectui.metrics.watch_rates``). A failed read keeps its ``error`` and no
+    counters. Watch records are numbered from tag 20, apart from a session's."""
+
+    t_us: int = 0  # since the watch's first reading
+    error: str = ""
+    generated_tokens: float | None = None
+    prompt_tokens: float | None = None
+    requests_running: float | None = None
+    requests_waiting: float | None = None
+    requests_finished: float | None = None
+    drafts: float | None = None
+    draft_tokens: float | None = None
+    accepted_tokens: float | None = None
+    accepted_per_position: list[float] = msgspec.field(default_factory=list)
+    accept_rate_gauge: float | None = None
+    accept_length_gauge: float | None = None
+    verify_calls: float | None = None
+    decode_calls: float | None = None
+    started_at: float | None = None  # the server process's start, Unix seconds
+    slots: WatchSlots | None = None
+    process: ProcessSample | None = None
+
+
+Event = Header | Prefill | Step | MemorySample | PolicyChange | End | WatchReading
+
+EVENT_NAMES = {Header: "header", Prefill: "prefill", Step: "step", MemorySample: "memory", PolicyChange: "policy", End: "end",
+               WatchReading: "watch-reading"}

@@ -67,6 +67,13 @@ def _hang_up_exits() -> None:
         signal.signal(sig, lambda signum, _frame: os._exit(128 + signum))
 
 
+def open_stream() -> _Output:
+    """stdout as a record stream (the recording format), for a command other than ``serve`` that
+    streams to the local side (``spectui node watch``); the process ends when the link drops."""
+    _hang_up_exits()
+    return _Output()
+
+
 def serve(hello: Hello, open_engine: OpenEngine, run_session: RunSession, prepare: Callable[[RunConfig], RunConfig],
           *, stdin: BinaryIO | None = None) -> int:  # fmt: skip
     """Serve the channel until stdin ends. ``prepare`` resolves a configuration on this node

@@ -23,7 +23,7 @@ from typing import Literal
 import msgspec
 
 from spectui.config import RunConfig
-from spectui.recording.schema import BatchNoise, End, Header, HostInfo, MemorySample, PolicyChange, Prefill, Step
+from spectui.recording.schema import BatchNoise, End, Header, HostInfo, MemorySample, PolicyChange, Prefill, Step, WatchReading
 from spectui.recording.writer import CRC_SEED, MAGIC, MAX_FRAME_BYTES, encode_varint
 
 #: Bumped when the requests or the node's own records change shape; the handshake compares it
@@ -61,7 +61,8 @@ class Request(msgspec.Struct, kw_only=True, omit_defaults=True):
     config: RunConfig | None = None
 
 
-NodeRecord = Header | Prefill | PolicyChange | End | Hello | Reply
+#: a watch on the node (``spectui node watch``) streams a ``Header`` and its ``WatchReading`` s
+NodeRecord = Header | Prefill | PolicyChange | End | Hello | Reply | WatchReading
 _decode_array = msgspec.msgpack.Decoder(Step | MemorySample).decode
 _decode_map = msgspec.msgpack.Decoder(NodeRecord).decode
 _encode = msgspec.msgpack.Encoder().encode

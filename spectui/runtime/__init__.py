@@ -1,4 +1,4 @@
-"""Runtimes: an engine spectui starts, measures and stops (issue 43; today llama-server).
+"""Runtimes: an engine spectui starts, measures and stops (issue 43: llama-server, mlx_lm.server).
 
 People turn speculation on in a runtime (``llama-server --spec-type ...``), not in spectui's own
 loop; this package lets spectui run that runtime as it is deployed:
@@ -9,7 +9,9 @@ loop; this package lets spectui run that runtime as it is deployed:
 * ``methods``: every ``--spec-type`` as a method, spectui's K / p-min mapped onto the flags
   each one reads, and what cannot work refused from the GGUF headers before a server starts;
 * ``server``: the launcher (loopback port, a fresh API key per start, no ``/slots``, health,
-  the log kept, and a server that never outlives spectui);
+  the log kept), with ``lifetime``: a server that never outlives spectui;
+* ``mlx_lm_server``: mlx_lm.server on the same launcher (its draft-model method, the model
+  exported from a GGUF once, no API key and no acceptance to report, both said in the header);
 * ``engine``: a session on it through the existing server engine and client.
 
 The layer between ``sessions`` (which chooses engines) and ``server`` (which measures a running

@@ -4,8 +4,9 @@ the ``RuntimeServer``'s client, with what the runtime is added to the header.
 ``ServerEngine`` probes the server as it would any other (``/props`` flattened into the
 header's ``server.props``, ``/metrics`` for the acceptance counters; ``/slots`` answers 501, as
 the launcher turned it off) and streams the same events. What only the launcher knows goes
-into ``server.props`` under ``runtime.*``: the binary, where it came from, llama.cpp's version
-and commit, the method and its flags, and the whole command line (which holds no key).
+into ``server.props`` under ``runtime.*``: the runtime, its binary or package, where it came
+from, its version (llama.cpp's commit), the method and its flags, and the whole command line
+(which holds no key).
 """
 
 from __future__ import annotations
@@ -22,20 +23,13 @@ from spectui.server.vocabulary import LocalVocabulary
 
 def runtime_props(server: RuntimeServer) -> dict[str, str]:
     """What the header records about a runtime spectui started (all strings, as ``props``)."""
-    b = server.binary
-    props = {
-        "runtime.name": "llama-server",
-        "runtime.binary": b.path,
-        "runtime.origin": b.origin,
-        "runtime.version": b.version or "unknown",
-        "runtime.commit": b.commit or "unknown",
+    return {
+        "runtime.name": server.runtime.name,
+        **server.runtime.props(),
         "runtime.command_line": server.command_line,
         "runtime.log": str(server.log_path),
         "runtime.start_s": f"{server.started_s:.2f}",
     }
-    if b.llama_cpp_python:
-        props["runtime.built_from"] = f"llama-cpp-python {b.llama_cpp_python}"
-    return props
 
 
 def runtime_engine(
@@ -47,7 +41,7 @@ def runtime_engine(
     try:
         info = probe(client)
     except ServerError as exc:
-        raise SpectuiError(f"the llama-server spectui started does not answer: {exc}") from None
+        raise SpectuiError(f"the {server.runtime.name} spectui started does not answer: {exc}") from None
     info.props.update(runtime_props(server))
     if method:
         info.props["runtime.method"] = method

@@ -91,6 +91,9 @@ METHODS: dict[str, MethodInfo] = {
 }
 #: ngram-mod's own n-min default (common/common.h)
 NGRAM_MOD_N_MIN = 48
+#: mlx_lm.server's one method (``spectui.runtime.mlx_lm_server``): named under llama-server, it
+#: gets a line that says whose it is
+MLX_LM_METHODS = ("draft-model",)
 
 
 @dataclass(frozen=True)
@@ -118,6 +121,9 @@ class RuntimeMethod:
         if not names:
             raise SpectuiError(f"no runtime method in {text!r}: expected one of {', '.join(METHODS)}")
         unknown = [n for n in names if n not in METHODS]
+        if unknown and unknown[0] in MLX_LM_METHODS:
+            raise SpectuiError(f"{unknown[0]} is mlx_lm.server's method (--runtime mlx-lm); llama-server drafts with a "
+                               "draft model as draft-simple (--draft runtime:draft-simple --draft-model FILE.gguf)")
         if unknown:
             raise SpectuiError(f"unknown llama-server method {unknown[0]!r}: expected one of {', '.join(METHODS)} or a comma list")
         if "none" in names and len(names) > 1:

@@ -1,9 +1,13 @@
-"""Starting llama-server for a run, and making sure it stops.
+"""Starting a runtime's server for a run, and making sure it stops.
 
-``launch`` starts the binary on 127.0.0.1 with the run's settings and method, waits until
+``launch`` starts llama-server on 127.0.0.1 with the run's settings and method, waits until
 ``/health`` answers, reads ``/props``, and returns a ``RuntimeServer`` whose ``client()`` is the
 existing server client (``spectui.server.client``) with the key set. ``stop`` (also on leaving a
-``with`` block) ends it.
+``with`` block) ends it. ``start`` is the part every runtime shares (the port, the log, the
+process that never outlives spectui, the one-line failure); what differs between runtimes (the
+command line, the environment, the log line that says it listens, when it is ready) is a
+``Runtime``: ``LlamaServer`` here, ``spectui.runtime.mlx_lm_server.MlxLmServer`` for
+``mlx_lm.server``, which takes no API key (that module says what that means).
 
 What a shared machine needs (issue 43):
 
@@ -22,15 +26,9 @@ What a shared machine needs (issue 43):
 * **A free port, and a busy one is not a failure**: a port the OS just gave out can be taken
   before llama-server binds it; llama-server binds before it loads the model, so a bind
   failure shows within milliseconds and the launch tries another port.
-* **It never outlives spectui**: its own process group (a Ctrl-C in the terminal reaches
-  spectui only, which stops it in order), stopped by ``stop``, by an ``atexit`` hook on any
-  exit, and on Linux by the kernel when spectui dies by any signal, SIGKILL included
-  (``prctl(PR_SET_PDEATHSIG, SIGKILL)`` set in the child before exec). The kernel sends that
-  signal when the *thread* that forked the child ends, so every server is forked by one
-  long-lived thread of its own (``_Spawner``), whichever thread asks. macOS has no
-  PDEATHSIG: there ``atexit`` and a SIGTERM/SIGHUP handler (installed only where the signal
-  has none) cover every way out but SIGKILL and a crash of the interpreter itself; a
-  watchdog process that holds a pipe to spectui would close that gap (not built yet).
+* **It never outlives spectui**: its own process group, stopped by ``stop``, on any exit, and
+  on Linux by the kernel when spectui dies by any signal, SIGKILL included
+  (``spectui.runtime.lifetime`` says how, and what macOS lacks).
 * **A failed start is one line**: the exit status or the timeout, and the last meaningful
   line of its log; the log is kept (beside the recording when one is named, else in the
   user cache) and its path is in the line.
@@ -38,30 +36,26 @@ What a shared machine needs (issue 43):
 
 from __future__ import annotations
 
-import atexit
 import contextlib
-import ctypes
 import datetime as dt
 import functools
 import os
-import queue
 import re
 import secrets
 import shlex
 import signal
 import socket
 import subprocess
-import sys
-import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from spectui import storage
 from spectui.errors import SpectuiError
 from spectui.paths import cache_dir
+from spectui.runtime import lifetime
 from spectui.runtime.build import ServerBinary, spec_types
 from spectui.runtime.methods import RuntimeMethod
 from spectui.server.client import ServerClient, ServerError, parse_server_url
@@ -115,11 +109,95 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-class RuntimeServer:
-    """A llama-server this process started: its port, client, command line, ``/props``, log."""
+class StartFailed(Exception):
+    """A runtime that will not become ready, in words (``Runtime.ready`` raises it)."""
 
-    def __init__(self, binary: ServerBinary, proc: subprocess.Popen, argv: list[str], port: int, api_key: str, log_path: Path) -> None:
-        self.binary = binary
+
+class Runtime(Protocol):
+    """One runtime's part of a start; ``start`` does the rest."""
+
+    @property
+    def name(self) -> str:
+        """In messages and log names ("llama-server", "mlx_lm.server")."""
+        ...
+
+    @property
+    def log_folder(self) -> str:
+        """Logs without a recording to sit beside: this folder under the user cache."""
+        ...
+
+    def argv(self, port: int) -> list[str]: ...
+
+    def environment(self, api_key: str) -> dict[str, str]:
+        """The child's environment; ``api_key`` is fresh for this start ("" = the runtime takes none)."""
+        ...
+
+    def takes_key(self) -> bool: ...
+
+    def listening(self, port: int) -> re.Pattern[str]:
+        """The log line that says it listens on ``port`` (nothing is asked of the port before)."""
+        ...
+
+    def bind_failed(self, log_tail: str) -> bool: ...
+
+    def ready(self, server: RuntimeServer) -> bool:
+        """Once it listens: whether it serves (False or ``ServerError``: not yet; ``StartFailed``: never)."""
+        ...
+
+    def props(self) -> dict[str, str]:
+        """What the header records about this runtime besides its command line (``runtime.*``)."""
+        ...
+
+
+@dataclass(frozen=True)
+class LlamaServer:
+    """llama-server as a ``Runtime``."""
+
+    binary: ServerBinary
+    settings: LaunchSettings
+    name: str = "llama-server"
+    log_folder: str = "llama.cpp/logs"
+
+    def argv(self, port: int) -> list[str]:
+        return [self.binary.path, *self.settings.args(port)]
+
+    def environment(self, api_key: str) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("LLAMA_ARG_") and k != "LLAMA_API_KEY"}
+        env["LLAMA_API_KEY"] = api_key
+        return env
+
+    def takes_key(self) -> bool:
+        return True
+
+    def listening(self, port: int) -> re.Pattern[str]:
+        # after the model loaded, in this revision and in older ones alike
+        return re.compile(rf"listening on https?://{re.escape(HOST)}:{port}\b")
+
+    def bind_failed(self, log_tail: str) -> bool:
+        return _BIND_FAILED in log_tail
+
+    def ready(self, server: RuntimeServer) -> bool:
+        client = server.client(read_timeout_s=5.0)
+        if not client.get("/health", timeout_s=5.0).ok:
+            return False  # still warming up (503)
+        props = client.get("/props", timeout_s=10.0)
+        server.props = props.json() if props.ok and isinstance(props.json(), dict) else {}
+        return True
+
+    def props(self) -> dict[str, str]:
+        b = self.binary
+        out = {"runtime.binary": b.path, "runtime.origin": b.origin, "runtime.version": b.version or "unknown",
+               "runtime.commit": b.commit or "unknown"}
+        if b.llama_cpp_python:
+            out["runtime.built_from"] = f"llama-cpp-python {b.llama_cpp_python}"
+        return out
+
+
+class RuntimeServer:
+    """A runtime's server this process started: its port, client, command line, ``/props``, log."""
+
+    def __init__(self, runtime: Runtime, proc: subprocess.Popen, argv: list[str], port: int, api_key: str, log_path: Path) -> None:
+        self.runtime = runtime
         self.proc = proc
         self.argv = argv
         self.port = port
@@ -154,13 +232,13 @@ class RuntimeServer:
 
     def stop(self) -> int | None:
         """SIGTERM to its process group, SIGKILL after ``STOP_GRACE_S``; its exit status."""
-        _LIVE.discard(self)
+        lifetime.forget(self)
         if self.proc.poll() is None:
-            _signal_group(self.proc, signal.SIGTERM)
+            lifetime.signal_group(self.proc, signal.SIGTERM)
             try:
                 self.proc.wait(timeout=STOP_GRACE_S)
             except subprocess.TimeoutExpired:
-                _signal_group(self.proc, signal.SIGKILL)
+                lifetime.signal_group(self.proc, signal.SIGKILL)
                 self.proc.wait()
         return self.proc.returncode
 
@@ -196,7 +274,23 @@ def launch(
         raise SpectuiError(f"{binary.path} has no --spec-type (a llama-server older than llama.cpp's speculative types); "
                            "`spectui runtime build` makes one from the vendored llama.cpp")
     settings.method.check(settings.model, accepted=accepted)
-    log = _log_file(log_path, recording)
+    return start(LlamaServer(binary, settings), log_path=log_path, recording=recording, ready_timeout_s=ready_timeout_s,
+                 pick_port=pick_port, attempts=attempts)
+
+
+def start(
+    runtime: Runtime,
+    *,
+    log_path: str | os.PathLike[str] | None = None,
+    recording: str | os.PathLike[str] | None = None,
+    ready_timeout_s: float = READY_TIMEOUT_S,
+    pick_port: Callable[[], int] = free_port,
+    attempts: int = PORT_ATTEMPTS,
+) -> RuntimeServer:
+    """Start ``runtime`` on a free loopback port and return it ready; the log goes to
+    ``log_path``, else beside ``recording`` (``NAME.<runtime>.log``), else to the user cache.
+    A failure is a ``SpectuiError`` of one line, after the process is gone."""
+    log = _log_file(log_path, recording, runtime)
     try:
         fd = storage.create_new(log, private=True)  # the log may quote prompts: 0600
     except FileExistsError:
@@ -207,7 +301,7 @@ def launch(
         for attempt in range(1, attempts + 1):
             port = pick_port()
             os.ftruncate(fd, 0)  # a retry's log replaces the failed bind's
-            server = _start(binary, settings, port, fd, log)
+            server = _spawn(runtime, port, fd, log)
             try:
                 outcome = _wait_ready(server, ready_timeout_s)
             except BaseException:  # Ctrl-C while it loads: it goes too
@@ -219,8 +313,8 @@ def launch(
             if outcome == "bind" and attempt < attempts:
                 continue
             if outcome == "bind":
-                raise SpectuiError(f"llama-server could not bind a port on {HOST} in {attempts} tries (last {port}); log: {log}")
-            raise SpectuiError(f"llama-server {outcome}: {last_log_line(log)} (log: {log})")
+                raise SpectuiError(f"{runtime.name} could not bind a port on {HOST} in {attempts} tries (last {port}); log: {log}")
+            raise SpectuiError(f"{runtime.name} {outcome}: {last_log_line(log)} (log: {log})")
         raise AssertionError("unreachable")
     finally:
         os.close(fd)  # the child holds its own copy
@@ -239,42 +333,40 @@ def accepted_types(path: str) -> tuple[str, ...]:
         raise SpectuiError(f"cannot run {path}: {exc.strerror or exc}") from None
 
 
-def _start(binary: ServerBinary, settings: LaunchSettings, port: int, log_fd: int, log: Path) -> RuntimeServer:
-    api_key = secrets.token_urlsafe(32)
-    argv = [binary.path, *settings.args(port)]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LLAMA_ARG_") and k != "LLAMA_API_KEY"}
-    env["LLAMA_API_KEY"] = api_key
-    proc = _SPAWNER.popen(argv, env=env, stdout=log_fd)
-    server = RuntimeServer(binary, proc, argv, port, api_key, log)
-    _LIVE.add(server)
-    _install_exit_hooks()
+def _spawn(runtime: Runtime, port: int, log_fd: int, log: Path) -> RuntimeServer:
+    api_key = secrets.token_urlsafe(32) if runtime.takes_key() else ""
+    argv = runtime.argv(port)
+    proc = lifetime.spawn(argv, env=runtime.environment(api_key), stdout=log_fd)
+    server = RuntimeServer(runtime, proc, argv, port, api_key, log)
+    lifetime.keep(server)
     return server
 
 
 def _wait_ready(server: RuntimeServer, timeout_s: float) -> str:
     """"ready", "bind" (the port was taken) or why it failed, as words.
 
-    Nothing is asked of the port before the server's log says it listens there
-    (``listening on http://127.0.0.1:PORT``, after the model loaded, in this revision and in
-    older ones alike): until then the port may belong to someone else, whose answer to
-    ``/health`` would pass for ours."""
+    Nothing is asked of the port before the server's log says it listens there: until then
+    the port may belong to someone else, whose answer would pass for ours."""
     started = time.monotonic()
-    client = server.client(read_timeout_s=5.0)
-    listening = re.compile(rf"listening on https?://{re.escape(HOST)}:{server.port}\b")
+    runtime = server.runtime
+    listening = runtime.listening(server.port)
     pause = 0.05
     while True:
         rc = server.proc.poll()
+        failed_bind = runtime.bind_failed(_read_tail(server.log_path))
         if rc is not None:
-            return "bind" if _BIND_FAILED in _read_tail(server.log_path) else f"exited with status {rc} before it was ready"
+            return "bind" if failed_bind else f"exited with status {rc} before it was ready"
+        if failed_bind:  # a server whose other threads keep it alive after the bind failed
+            return "bind"
         if listening.search(_read_all(server.log_path)):
             try:
-                if client.get("/health", timeout_s=5.0).ok:
-                    props = client.get("/props", timeout_s=10.0)
-                    server.props = props.json() if props.ok and isinstance(props.json(), dict) else {}
+                if runtime.ready(server):
                     server.started_s = time.monotonic() - started
                     return "ready"
             except ServerError:
-                pass  # still warming up (503)
+                pass  # still warming up
+            except StartFailed as exc:
+                return str(exc)
         if time.monotonic() - started > timeout_s:
             return f"was not ready within {timeout_s:.0f} s"
         time.sleep(pause)
@@ -289,7 +381,7 @@ def _read_all(path: Path, limit: int = 4 << 20) -> str:
         return ""
 
 
-def _log_file(log_path: str | os.PathLike[str] | None, recording: str | os.PathLike[str] | None) -> Path:
+def _log_file(log_path: str | os.PathLike[str] | None, recording: str | os.PathLike[str] | None, runtime: Runtime) -> Path:
     if log_path is not None:
         path = Path(log_path)
         storage.prepare_dir(path.parent)
@@ -297,11 +389,11 @@ def _log_file(log_path: str | os.PathLike[str] | None, recording: str | os.PathL
     if recording is not None:
         rec = Path(recording)
         folder = storage.prepare_dir(rec.parent, private=True)
-        base = f"{rec.stem}.llama-server"
+        base = f"{rec.stem}.{runtime.name}"
     else:
-        folder = storage.prepare_dir(cache_dir() / "llama.cpp" / "logs", private=True)
-        _prune_logs(folder)
-        base = f"llama-server-{dt.datetime.now():%Y%m%d-%H%M%S}-{os.getpid()}"
+        folder = storage.prepare_dir(cache_dir() / runtime.log_folder, private=True)
+        _prune_logs(folder, runtime.name)
+        base = f"{runtime.name}-{dt.datetime.now():%Y%m%d-%H%M%S}-{os.getpid()}"
     path = folder / f"{base}.log"
     n = 2
     while path.exists() and path.stat().st_size:  # never over another run's log
@@ -310,8 +402,8 @@ def _log_file(log_path: str | os.PathLike[str] | None, recording: str | os.PathL
     return path
 
 
-def _prune_logs(folder: Path) -> None:
-    logs = sorted(folder.glob("llama-server-*.log"), key=lambda p: p.stat().st_mtime)
+def _prune_logs(folder: Path, name: str) -> None:
+    logs = sorted(folder.glob(f"{name}-*.log"), key=lambda p: p.stat().st_mtime)
     for old in logs[:-KEEP_LOGS]:
         with contextlib.suppress(OSError):
             old.unlink()
@@ -344,118 +436,3 @@ def last_log_line(path: str | os.PathLike[str]) -> str:
         if telling:
             return telling[-1][:300]
     return (lines or ["(the log is empty)"])[-1][:300]
-
-
-# -- never outliving spectui ------------------------------------------------------------------
-
-
-_LIVE: set[RuntimeServer] = set()
-_HOOKS = threading.Lock()
-_hooked = False
-
-
-def _signal_group(proc: subprocess.Popen, sig: int) -> None:
-    try:
-        os.killpg(proc.pid, sig)  # its own session: the group id is its pid
-    except (ProcessLookupError, PermissionError):
-        with contextlib.suppress(ProcessLookupError):
-            proc.send_signal(sig)
-
-
-def stop_all() -> None:
-    """Stop every server this process started (``atexit`` calls it)."""
-    for server in list(_LIVE):
-        with contextlib.suppress(Exception):
-            server.stop()
-
-
-def _install_exit_hooks() -> None:
-    global _hooked
-    with _HOOKS:
-        if _hooked:
-            return
-        _hooked = True
-    atexit.register(stop_all)
-    if _PRCTL is not None or threading.current_thread() is not threading.main_thread():
-        return  # Linux: the kernel ends the servers on any death; signal handlers are not needed
-    for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
-        if sig is not None and signal.getsignal(sig) is signal.SIG_DFL:
-            signal.signal(sig, _exit_on_signal)  # a default death skips atexit; SystemExit runs it
-
-
-def _exit_on_signal(signum: int, _frame: object) -> None:
-    raise SystemExit(128 + signum)
-
-
-def _load_prctl() -> Callable[..., int] | None:
-    """libc's ``prctl`` on Linux, loaded before any fork (a forked child must not load libraries)."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        fn = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    fn.restype = ctypes.c_int
-    return fn
-
-
-_PRCTL = _load_prctl()
-_PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent(parent_pid: int) -> Callable[[], None]:
-    prctl = _PRCTL
-
-    def in_child() -> None:  # between fork and exec: no allocation-heavy work here
-        if prctl is not None:
-            prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
-            if os.getppid() != parent_pid:  # the parent died before the line above took effect
-                os._exit(1)
-
-    return in_child
-
-
-class _Spawner:
-    """Forks every server from one thread that lives as long as the process: PR_SET_PDEATHSIG
-    fires when the forking *thread* ends, and a worker thread that started a server must not
-    take it down when it finishes."""
-
-    def __init__(self) -> None:
-        self._jobs: queue.Queue = queue.Queue()
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
-
-    def popen(self, argv: Sequence[str], *, env: dict[str, str], stdout: int) -> subprocess.Popen:
-        if _PRCTL is None:  # no PDEATHSIG: any thread may fork
-            return self._popen(argv, env, stdout)
-        with self._lock:
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._serve, name="spectui-runtime-spawner", daemon=True)
-                self._thread.start()
-        done: queue.Queue = queue.Queue(maxsize=1)
-        self._jobs.put((argv, env, stdout, done))
-        ok, value = done.get()
-        if not ok:
-            raise value
-        return value
-
-    def _serve(self) -> None:
-        while True:
-            argv, env, stdout, done = self._jobs.get()
-            try:
-                done.put((True, self._popen(argv, env, stdout)))
-            except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread, which raises it
-                done.put((False, exc))
-
-    @staticmethod
-    def _popen(argv: Sequence[str], env: dict[str, str], stdout: int) -> subprocess.Popen:
-        try:
-            return subprocess.Popen(
-                list(argv), env=env, stdin=subprocess.DEVNULL, stdout=stdout, stderr=subprocess.STDOUT,
-                start_new_session=True, preexec_fn=_die_with_parent(os.getpid()), close_fds=True,
-            )
-        except OSError as exc:
-            raise SpectuiError(f"cannot start {argv[0]}: {exc.strerror or exc}") from None
-
-
-_SPAWNER = _Spawner()

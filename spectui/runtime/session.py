@@ -1,5 +1,5 @@
 """``RuntimeEngine``: a runtime spectui starts for one configuration, measured as any server
-is, and stopped when the engine closes (``--runtime llama-server``).
+is, and stopped when the engine closes (``--runtime llama-server``, ``--runtime mlx-lm``).
 
 llama-server takes its speculative settings on the command line only (the request-level
 fields are compiled out in the vendored revision), so one server runs one setting: an AR run
@@ -7,7 +7,9 @@ gets a server without speculation, a speculative run a server with its method, a
 ``fits`` tells the engine cache (``spectui.sessions.open.EngineCache``) when a configuration
 needs a server of its own. A compare therefore runs AR and the method on two servers, one
 after the other, over the same GGUF file the embedded engine would run (``host.weights``), so
-embedded and runtime runs of one target compare on the same weights.
+embedded and runtime runs of one target compare on the same weights. mlx_lm.server
+(``spectui.runtime.mlx_lm_server``) likewise runs one setting per server: its draft model and
+draft length are given at start.
 """
 
 from __future__ import annotations
@@ -19,10 +21,11 @@ from spectui.config import RunConfig
 from spectui.engine.host.weights import resolve_target
 from spectui.errors import SpectuiError
 from spectui.recording.schema import BatchNoise, Event
+from spectui.runtime import mlx_lm_server as mlx
 from spectui.runtime.build import BuildError, find_server
 from spectui.runtime.engine import runtime_engine
 from spectui.runtime.methods import RuntimeMethod
-from spectui.runtime.server import LaunchSettings, RuntimeServer, launch
+from spectui.runtime.server import LaunchSettings, RuntimeServer, launch, start
 from spectui.server.engine import ServerEngine
 
 
@@ -40,9 +43,10 @@ def method_of(config: RunConfig) -> RuntimeMethod:
 
 def launch_settings(config: RunConfig) -> LaunchSettings:
     b = config.backend
+    method = method_of(config)  # a bad method is refused before the target's weights are probed
     model = resolve_target(config.target, b).path
     return LaunchSettings(
-        model=model, method=method_of(config), threads=b.n_threads, ctx=b.n_ctx, flash_attn=b.flash_attn,
+        model=model, method=method, threads=b.n_threads, ctx=b.n_ctx, flash_attn=b.flash_attn,
         gpu_layers=b.n_gpu_layers,
     )
 
@@ -50,7 +54,8 @@ def launch_settings(config: RunConfig) -> LaunchSettings:
 class RuntimeEngine:
     """A started runtime and the server engine that measures it."""
 
-    def __init__(self, config: RunConfig, server: RuntimeServer, inner: ServerEngine, settings: LaunchSettings) -> None:
+    def __init__(self, config: RunConfig, server: RuntimeServer, inner: ServerEngine,
+                 settings: LaunchSettings | mlx.MlxLaunch) -> None:
         self.config = config
         self.server = server
         self.inner = inner
@@ -59,9 +64,11 @@ class RuntimeEngine:
 
     @classmethod
     def load(cls, config: RunConfig, *, recording: str | None = None) -> RuntimeEngine:
-        """Find (or build, once) the runtime, refuse what cannot work from the GGUF headers,
+        """Find (or build, once) the runtime, refuse what cannot work from the model files,
         start it and probe it. Every failure is one line."""
         config.validate()
+        if config.backend.name == "mlx-lm":
+            return cls._load_mlx(config, recording)
         settings = launch_settings(config)
         try:
             binary = find_server(config.backend.runtime_binary or None)
@@ -75,12 +82,30 @@ class RuntimeEngine:
             raise
         return cls(config, server, inner, settings)
 
+    @classmethod
+    def _load_mlx(cls, config: RunConfig, recording: str | None) -> RuntimeEngine:
+        settings = mlx.prepare(config)
+        server = start(mlx.MlxLmServer(settings), recording=recording)
+        try:
+            inner = mlx.mlx_engine(server, config, settings)
+        except BaseException:
+            server.stop()
+            raise
+        return cls(config, server, inner, settings)
+
     def fits(self, config: RunConfig) -> bool:
-        """The same runtime binary and the same launch settings: one server per setting."""
-        return config.backend == self.config.backend and launch_settings(config) == self.settings
+        """The same runtime and the same launch settings: one server per setting."""
+        if config.backend != self.config.backend:
+            return False
+        if isinstance(self.settings, mlx.MlxLaunch):  # compared without exporting anything
+            return config.target == self.config.target and mlx.method_of(config) == self.settings.method
+        return launch_settings(config) == self.settings
 
     def check(self, config: RunConfig) -> None:
         config.validate()
+        if config.backend.name == "mlx-lm":
+            mlx.check(config)
+            return
         method_of(config).check(launch_settings(config).model)
 
     def calibrate(self, config: RunConfig, *, before: Callable[[], object] | None = None) -> BatchNoise | None:
@@ -91,7 +116,8 @@ class RuntimeEngine:
         config = config or self.config
         if not self.fits(config):
             raise SpectuiError("this runtime was started for other settings; open an engine for these")
-        yield from self.inner.run(config, stop=stop)
+        events = self.inner.run(config, stop=stop)
+        yield from mlx.say_no_acceptance(events) if isinstance(self.settings, mlx.MlxLaunch) else events
 
     def close(self) -> None:
         self.server.stop()

@@ -10,11 +10,13 @@ from spectui.sessions.protocol import EngineProtocol
 EngineFactory = Callable[[RunConfig], EngineProtocol]
 
 
-def open_engine(config: RunConfig, *, host: str | None = None) -> EngineProtocol:
+def open_engine(config: RunConfig, *, host: str | None = None, recording: str | None = None) -> EngineProtocol:
     """The engine ``config`` asks for: a running server (``--server URL``), a runtime spectui
     starts (``--runtime llama-server``) or models loaded here (llama.cpp or MLX), or either of them on a node reached over SSH (``host``,
     ``spectui.remote``). Every check that can fail on bad input runs here, before
-    anything decodes. Each is imported on use: llama.cpp, MLX, HTTP or SSH load only when asked."""
+    anything decodes. Each is imported on use: llama.cpp, MLX, HTTP or SSH load only when asked.
+    ``recording``: the file the session will be recorded to, when named already (a runtime's
+    server log is kept beside it)."""
     if host:
         from spectui.remote.engine import RemoteEngine
 
@@ -26,7 +28,7 @@ def open_engine(config: RunConfig, *, host: str | None = None) -> EngineProtocol
     if config.backend.is_runtime:
         from spectui.runtime.session import RuntimeEngine
 
-        return RuntimeEngine.load(config)
+        return RuntimeEngine.load(config, recording=recording)
     from spectui.engine.embedded import Engine as EmbeddedEngine
 
     return EmbeddedEngine.load(config)

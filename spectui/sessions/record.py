@@ -72,13 +72,13 @@ def record_session(
     the session (``spectui.cli.profiles``), kept in the header; by default the command's
     (``set_command_provenance``).
     """
+    from spectui.metrics.energy_session import SessionMeter, not_this_sessions
     from spectui.metrics.host import cpu_snapshot, top_other_processes  # psutil: not for --help
 
-    from spectui.metrics.energy_session import SessionMeter, not_this_sessions
-
+    # the energy counters are opened before the engine's clock starts (it starts at the header)
+    meter = SessionMeter()
     events = engine.run(config, stop=stop)
     writer: RecordingWriter | None = None
-    meter: SessionMeter | None = None
     try:
         header = next(events)  # validation happens here: raising now leaves no file
         assert type(header) is Header  # every engine's run starts with its header (EngineProtocol.run)
@@ -100,17 +100,17 @@ def record_session(
         yield header
         # the machine's energy over the session, read on a thread of its own; a node's run
         # (``--host``) is measured on the node, its End arriving with the node's figures
-        meter = SessionMeter(not_this_sessions(header, interleaved=interleaved)) if local else None
-        first_token_pending = meter is not None
+        measuring = meter.start(not_this_sessions(header, interleaved=interleaved)) if local else None
+        first_token_pending = measuring is not None
         away_us = 0
         for ev in events:
             if away_us:
                 ev = shift_event(ev, away_us)
-            if first_token_pending and type(ev) is Step and meter is not None:
-                meter.first_token()  # sets an event: the reading happens on the sampler's thread
+            if first_token_pending and type(ev) is Step and measuring is not None:
+                measuring.first_token()  # sets an event: the reading happens on the sampler's thread
                 first_token_pending = False
-            if type(ev) is End and meter is not None:
-                ev = msgspec.structs.replace(ev, energy=meter.finish(ev.n_tokens))
+            if type(ev) is End and measuring is not None:
+                ev = msgspec.structs.replace(ev, energy=measuring.finish(ev.n_tokens))
             if type(ev) is End and others_before is not None:
                 top = top_other_processes(others_before, time.perf_counter() - started)
                 ev = msgspec.structs.replace(ev, other_processes=top)
@@ -124,7 +124,6 @@ def record_session(
                 yield ev
     finally:
         events.close()  # ends the engine's own threads (memory sampler) at once
-        if meter is not None:
-            meter.close()  # a run that never reached its End: stop the energy sampler too
+        meter.close()  # a run that never reached its End (or a node's): stop the sampler, release the counters
         if writer is not None:
             writer.close()

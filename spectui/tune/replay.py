@@ -87,7 +87,7 @@ def replay(
         room = budget - i - 1  # never draft past the run's budget
         if length.adaptive:
             proposal = drafter.propose(history, min(length.k_max, room)) if room > 0 else None
-            k = min(length.k_for(proposal.match), room) if proposal is not None and proposal.tokens else 0
+            k = length.k_for(proposal, room) if proposal is not None and proposal.tokens else 0
             match = proposal.match if proposal is not None else 0
             tokens = proposal.tokens[:k] if proposal is not None and k > 0 else []
         else:
@@ -109,9 +109,8 @@ def replay(
                 r.kept[j] += j < got
             if on_block is not None:
                 on_block(drafter, i, tokens, got)
-        elif length.adaptive and proposal is not None and proposal.tokens:
-            length.shadow(proposal.tokens[0] == output[i], match)
-        length.update(k, len(tokens), got, step_cost * 1000.0, match)
+        # the draft length follows every proposal it priced on the tokens emitted, as in a run
+        length.update(k, len(tokens), got, step_cost * 1000.0, match, emitted=output[i:i + emitted])
         r.tokens += emitted
         r.cost += step_cost
         history.extend(output[i:i + emitted])

@@ -1,6 +1,7 @@
 """Every rendering of a ``TuneResult`` (``spectui.tune.result``): what ``spectui tune`` prints
-(the curves, a plan per tier with its check, the settings to use in spectui, llama-server and
-mlx_lm), the shorter view the dashboard's tune screen shows (``format_summary``), the plotext
+(the curves, a plan per tier with its check, the settings to use in spectui, and for each
+runtime the command that measures its own settings: nothing is advised for a runtime that
+was not run there, see ``spectui.tune.runtime``), the shorter view the dashboard's tune screen shows (``format_summary``), the plotext
 charts both show, and the JSON ``tune --json`` prints and ``spectui.tune.store`` keeps. The
 screen reads a stored result back into a ``TuneResult`` and renders it here: one renderer."""
 
@@ -12,11 +13,12 @@ from typing import Any
 import msgspec
 
 from spectui.charts import Axis, Panel, Series, render
-from spectui.config import MODEL_FREE
+from spectui.config import MODEL_FREE, RUNTIMES
 from spectui.engine.host.verify_cost import Curve
 from spectui.format import num, section_title, text_table
 from spectui.tune.plan import K_CHOICES, Setting, TierPlan
 from spectui.tune.result import TuneResult, agreement, finite
+from spectui.tune.runtime import MEASURED_METHODS
 
 #: a prediction and its check agree when within this share of each other
 AGREEMENT = 0.15
@@ -146,34 +148,21 @@ def exactness_lines(result: TuneResult) -> list[str]:
 
 
 def settings_lines(result: TuneResult) -> list[str]:
-    """Per tier: spectui's flags, and the llama-server and mlx_lm options that do the same."""
-    llama = result.runtime.get("llama.cpp") or "?"
-    lines = [f"(llama-server: builds with --spec-type, as the llama.cpp {llama} in llama-cpp-python here; "
-             "older builds: --draft-max / --draft-p-min. mlx_lm 0.32: --num-draft-tokens, no model-free drafter, no p-min)"]
+    """Per tier: spectui's flags; then, per runtime, how to measure its own settings. tune ran
+    spectui's loop, not a runtime: a runtime's methods read K in their own ways and are its own
+    code, so a flag translated from spectui's K would be advice nobody measured. Running them
+    here would also load a second copy of the weights beside the engine tune holds."""
+    lines = []
     for p in result.tiers:
-        s = p.best
-        pad = " " * (len(p.tier) + 2)
-        lines.append(f"{p.tier}: spectui       {spectui_flags(s, result)}")
-        if s.drafter == "ar":
-            continue
-        k = s.k if s.k is not None else _fixed_k_for_peers(p)
-        if s.drafter == "ngram":
-            lines.append(f"{pad}llama-server  --spec-type ngram-simple --spec-draft-n-max {k}")
-        elif s.model_free:  # no suffix drafter there: the n-gram pool shared across requests is nearest
-            lines.append(f"{pad}llama-server  --spec-type ngram-mod --spec-draft-n-max {k}   (nearest: no suffix drafter)")
+        lines.append(f"{p.tier}: spectui       {spectui_flags(p.best, result)}")
+    lines.append("runtimes (not run by this tune; each measures its own methods against its own AR):")
+    for name in RUNTIMES:
+        if name in MEASURED_METHODS:
+            lines.append(f"  {name}: spectui tune --runtime {name}   (its n-gram methods at the K values each reads, "
+                         "on one prompt per tier; prints the measured command line)")
         else:
-            p_min = f" --spec-draft-p-min {s.p_min:g}" if s.p_min else ""
-            lines.append(f"{pad}llama-server  -md DRAFT.gguf --spec-draft-n-max {k}{p_min}")
-            lines.append(f"{pad}  (older)     -md DRAFT.gguf --draft-max {k}" + (f" --draft-p-min {s.p_min:g}" if s.p_min else ""))
-            lines.append(f"{pad}mlx_lm        --draft-model DRAFT --num-draft-tokens {k}")
+            lines.append(f"  {name}: spectui compare --runtime {name} --draft runtime:METHOD   (one setting against its own AR)")
     return lines
-
-
-def _fixed_k_for_peers(plan: TierPlan) -> int:
-    """Peers have no cost-aware K: the best fixed K is the nearest thing."""
-    prefix = plan.best.fixed_prefix()
-    fixed = {int(label.split("=")[1]): v for label, v in plan.predicted.items() if label.startswith(prefix)}
-    return max(fixed, key=lambda k: fixed[k]) if fixed else 4
 
 
 def spectui_flags(s: Setting, result: TuneResult) -> str:

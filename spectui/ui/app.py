@@ -35,8 +35,8 @@ from textual.worker import Worker, WorkerState, get_current_worker
 from spectui.config import RunConfig
 from spectui.sessions.notes import Note
 from spectui.sessions.open import EngineFactory
+from spectui.ui.backends import engine_label
 from spectui.ui.controller import TEMPERATURE_STEP, DashboardController
-from spectui.ui.labels import backend_label
 from spectui.ui.messages import (
     CompareRequested,
     DiffRequested,
@@ -285,13 +285,13 @@ class SpectuiApp(App[int]):
         self.memory.keep(mode=self.controller.config.mode)
 
     def action_toggle_backend(self) -> None:
-        """llama.cpp <-> MLX for the next run (the engine thread loads the other backend)."""
+        """llama.cpp -> MLX -> the runtimes for the next run (one that cannot run here: skipped, a line)."""
         restart = self.controller.toggle_backend()
         if restart is None:  # the server decides its own engine; an embedded one is another run
             self.notify("measuring a server: its backend is the server's (restart without --server for an embedded engine)", timeout=4)
             return
         self._restart_after(restart)
-        self.notify(f"backend: {backend_label(self.controller.config.backend.name)}", timeout=2)
+        self.notify(f"backend: {engine_label(self.controller.config)}", timeout=2)
 
     def action_k_up(self) -> None:
         self._restart_after(self.controller.step_k(+1))

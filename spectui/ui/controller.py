@@ -24,7 +24,6 @@ from typing import Any
 import msgspec
 
 from spectui.config import RunConfig
-from spectui.engine.backends import next_backend
 from spectui.errors import SpectuiError
 from spectui.metrics.envelope import Breach, EnvelopeMonitor, header_envelope
 from spectui.metrics.live import LiveRun
@@ -33,6 +32,7 @@ from spectui.recording.schema import Event, Header, MemorySample
 from spectui.sessions.notes import Note
 from spectui.sessions.open import EngineFactory
 from spectui.sessions.runner import SessionRunner
+from spectui.ui.backends import BackendCycle
 from spectui.ui.chat import ChatState
 from spectui.ui.labels import artifact_label
 from spectui.ui.replay import ReplayPlayer
@@ -99,6 +99,8 @@ class DashboardController:
         self.breaches: list[Breach] = []
         #: the conversation typed in the composer (``e``), its turns on screen
         self.chat = ChatState()
+        #: what ``x`` switches to next, and the drafting each kind of engine keeps
+        self.backends = BackendCycle(self.config)
 
     @property
     def running(self) -> bool:
@@ -220,12 +222,17 @@ class DashboardController:
         return self.set_config(mode="ar" if self.config.mode == "spec" else "spec")
 
     def toggle_backend(self) -> bool | None:
-        """The next embedded backend in the registry (llama.cpp, MLX, ...); None for a server,
-        whose backend is the server's own."""
-        b = self.config.backend
-        if b.name == "server" or b.is_runtime:
+        """The next engine that can run here (``spectui.ui.backends``: llama.cpp, MLX, then the
+        runtimes); each one skipped is a notice of one line. None for a server, whose backend
+        is the server's own."""
+        if self.config.backend.name == "server":
             return None
-        return self.set_config(backend=msgspec.structs.replace(b, name=next_backend(b.name)))
+        config, skipped = self.backends.next(self.config)
+        for line in skipped:
+            self.host.notify(line, title="backend", severity="warning", timeout=6)
+        if config is None:
+            return False
+        return self.set_config(backend=config.backend, draft=config.draft)
 
     def step_k(self, delta: int) -> bool:
         d = self.config.draft

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from spectui.lab.sweep import SweepPlan
     from spectui.prompts import PromptSpec
     from spectui.ui.sweep import SweepApp
+    from spectui.ui.watch_app import Feed, WatchApp
+    from spectui.watch.board import WatchBoard
 
 #: Used when the terminal has no truecolor (TERM=xterm-256color, no COLORTERM): its colours
 #: are exact palette entries, where the default theme's would be rounded to neighbours.
@@ -149,6 +151,25 @@ def run_compare(
     else:
         app.on_mount_open = app.action_compare
     return _run_in_terminal(app, theme)
+
+
+# -- the watch dashboard --------------------------------------------------------------------
+# (imported on use: a watch needs neither the engine service nor the run screens)
+
+
+def make_watch_app(board: WatchBoard, feed: Feed, *, theme: str | None = None) -> WatchApp:
+    """The watch dashboard drawing ``board``, fed by ``feed`` (``spectui.watch.feed``)."""
+    from spectui.ui.watch_app import WatchApp
+
+    app = WatchApp(board, feed)
+    _apply_theme(app, theme)
+    return app
+
+
+def run_watch(board: WatchBoard, feed: Feed, *, theme: str | None = None) -> int:
+    """``spectui watch`` (and ``spectui replay`` of a watch): the dashboard until q. The feed
+    is only asked to stop here; the caller waits for it (``finish``) with the terminal back."""
+    return _run_in_terminal(make_watch_app(board, feed, theme=theme), theme)
 
 
 # -- the sweep view -------------------------------------------------------------------------

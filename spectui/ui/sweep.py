@@ -61,7 +61,7 @@ def clock(seconds: float) -> str:
 
 
 def _row_key(point: SweepPoint) -> str:
-    return f"{point.knob}={point.value}"
+    return f"{point.drafter}@{point.knob}={point.value}" if point.drafter else f"{point.knob}={point.value}"
 
 
 def tier_prompts(plan: SweepPlan) -> dict[str, list[str]]:
@@ -183,7 +183,7 @@ class SweepScreen(Screen[None]):
             if section is None:
                 continue
             table = section[0]
-            key = _row_key(SweepPoint(row.knob, row.value))
+            key = _row_key(SweepPoint(row.knob, row.value, row.drafter))
             cells = _cells(row)
             texts = tuple(c.plain for c in cells)
             drawn = self._drawn.get((row.tier, key))
@@ -197,8 +197,9 @@ class SweepScreen(Screen[None]):
                         table.update_cell(key, name, cell, update_width=True)
             self._drawn[(row.tier, key)] = texts
         for tier, (_, knee_line) in self._sections.items():
-            knee = next((k for k in result.knees if k.tier == tier), None)
-            text = f"knee: {knee.detail}" if knee is not None else f"knee: {DASH} (once K points have run)"
+            # one knee per K curve: a grid has one per drafter
+            details = [k.detail for k in result.knees if k.tier == tier]
+            text = "\n".join(f"knee: {d}" for d in details) if details else f"knee: {DASH} (once K points have run)"
             if self._drawn.get((tier, "knee")) != (text,):
                 knee_line.update(text)
                 self._drawn[(tier, "knee")] = (text,)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from spectui.metrics.prometheus import CounterReading
 from spectui.metrics.watch_rates import WatchFold, WatchInterval, WatchTotals
+from spectui.recording.schema import ProcessSample
 from spectui.server.client import ServerClient
 from spectui.watch.source import LiveSlots, Poll, WatchTarget, poll
 
@@ -25,7 +26,8 @@ from spectui.watch.source import LiveSlots, Poll, WatchTarget, poll
 class WatchSample:
     """One tick: seconds since the first reading, the reading, the interval since the previous
     successful reading (None for the first and for a failed read), the live slots where read,
-    and a failed read's message."""
+    a failed read's message, and the server process's numbers (a loopback server whose
+    process was found: ``spectui.watch.process``)."""
 
     index: int
     t_s: float
@@ -33,6 +35,7 @@ class WatchSample:
     interval: WatchInterval | None
     live: LiveSlots | None = None
     error: str = ""
+    process: ProcessSample | None = None
 
 
 class WatchCore:
@@ -43,16 +46,17 @@ class WatchCore:
         self.fold = WatchFold()
         self.n = 0
 
-    def take(self, result: Poll, t_s: float) -> WatchSample:
+    def take(self, result: Poll, t_s: float, process: ProcessSample | None = None) -> WatchSample:
         step = self.fold.add(result.reading) if result.reading is not None else None
-        sample = WatchSample(self.n, t_s - self.t0, result.reading, step, result.live, result.error)
+        sample = WatchSample(self.n, t_s - self.t0, result.reading, step, result.live, result.error, process)
         self.n += 1
         return sample
 
 
 class WatchSampler:
     """Polls ``target`` every ``interval_s`` on a daemon thread, starting at once, and calls
-    ``on_sample`` with each ``WatchSample``; ``done`` is set when it has stopped."""
+    ``on_sample`` with each ``WatchSample``; ``done`` is set when it has stopped. ``process``
+    (``ProcessProbe.read``) is asked for the server process's numbers at each reading."""
 
     def __init__(
         self,
@@ -64,6 +68,7 @@ class WatchSampler:
         max_samples: int | None = None,
         duration_s: float | None = None,
         clock: Callable[[], float] = time.monotonic,
+        process: Callable[[], ProcessSample | None] | None = None,
     ) -> None:
         if interval_s <= 0:
             raise ValueError("interval_s must be > 0")
@@ -74,6 +79,7 @@ class WatchSampler:
         self.max_samples = max_samples
         self.duration_s = duration_s
         self.clock = clock
+        self.process = process
         first = target.first
         # the reading that found the server is the first sample, and the watch's time origin
         self._pending = first
@@ -94,7 +100,7 @@ class WatchSampler:
         if result is None:
             result = poll(self.client, self.target, self.clock)
         t = result.reading.t_s if result.reading is not None else self.clock()
-        return self.core.take(result, t)
+        return self.core.take(result, t, self.process() if self.process is not None else None)
 
     def _finished(self, next_at: float) -> bool:
         """Whether the reading due at ``next_at`` is past the bounds (the last reading falls on
@@ -127,6 +133,11 @@ class WatchSampler:
             raise RuntimeError("WatchSampler already started")
         self._thread = threading.Thread(target=self._run, name="spectui-watch", daemon=True)
         self._thread.start()
+
+    def request_stop(self) -> None:
+        """Ask the thread to end after the reading in progress, without waiting (a UI thread
+        must not wait out a slow server's answer); ``done`` is set when it has."""
+        self._stop.set()
 
     def stop(self) -> None:
         self._stop.set()

@@ -10,15 +10,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from spectui.format import DASH, num, pct
+from spectui.format import DASH, num, pct, size
 from spectui.metrics.prometheus import MetricFamilies
 from spectui.metrics.watch_rates import WatchInterval, WatchTotals
+from spectui.recording.schema import ProcessSample
 from spectui.watch.sampler import WatchSample
 from spectui.watch.source import LiveSlots, WatchTarget
 
 
-def opening_lines(target: WatchTarget, interval_s: float) -> list[str]:
-    """What is being watched, how often, and what this server cannot say."""
+def opening_lines(target: WatchTarget, interval_s: float, *, process: str = "", process_note: str = "") -> list[str]:
+    """What is being watched, how often, what this server cannot say, and its process (a
+    loopback server's, ``spectui.watch.process``) or why there are no process stats."""
     fam = target.families
     about = ", ".join(f"{k} {v}" for k, v in target.identity.items() if k != "server")
     lines = [f"watching {fam.server} at {target.url}" + (f" ({about})" if about else "") + f", every {interval_s:g} s; sending it only GETs"]
@@ -26,6 +28,10 @@ def opening_lines(target: WatchTarget, interval_s: float) -> list[str]:
         lines.append(f"not reported: {figure} ({why})")
     if fam.counts_at_request_end:
         lines.append(f"note: {fam.server} adds a request to its counters when the request finishes: figures move in steps")
+    if process:
+        lines.append(f"server process: {process} (RSS, CPU and threads at each reading)")
+    if process_note:
+        lines.append(f"note: {process_note}")
     return lines
 
 
@@ -77,10 +83,16 @@ def sample_line(fam: MetricFamilies, sample: WatchSample) -> str:
         parts.append(f"accept {pct(step.accept_rate_gauge)}  mean len {num(step.accept_length_gauge, '.2f')} (server's gauges)")
     if step.tokens_per_verify is not None:
         parts.append(f"tokens per verify {step.tokens_per_verify:.2f}")
+    if sample.process is not None:
+        parts.append(process_text(sample.process))
     waiting_for_end = fam.counts_at_request_end and not step.generated_tokens and (step.requests_running or 0) > 0
     if waiting_for_end:
         parts.append(f"(counted when a request finishes: {fam.server} has not finished one in this interval)")
     return "  ".join(parts)
+
+
+def process_text(p: ProcessSample) -> str:
+    return f"server RSS {size(p.rss_bytes)} CPU {p.cpu_pct:.0f}% {p.threads} threads"
 
 
 def _interval_json(step: WatchInterval) -> dict[str, Any]:
@@ -131,10 +143,13 @@ def sample_json(sample: WatchSample) -> dict[str, Any]:
             "speculative": sample.live.speculative,
             "decoded_in_flight": sample.live.decoded_in_flight,
         }
+    if sample.process is not None:
+        p = sample.process
+        out["process"] = {"rss_bytes": p.rss_bytes, "cpu_pct": p.cpu_pct, "threads": p.threads}
     return out
 
 
-def opening_json(target: WatchTarget, interval_s: float) -> dict[str, Any]:
+def opening_json(target: WatchTarget, interval_s: float, *, process: str = "", process_note: str = "", recording: str = "") -> dict[str, Any]:
     fam = target.families
     return {
         "event": "start",
@@ -145,6 +160,9 @@ def opening_json(target: WatchTarget, interval_s: float) -> dict[str, Any]:
         "metric_source": fam.source,
         "counts_at_request_end": fam.counts_at_request_end,
         "not_reported": fam.not_reported,
+        "process": process,
+        "process_note": process_note,
+        "recording": recording,
     }
 
 

@@ -43,6 +43,8 @@ def test_a_runtime_method_runs_exact_and_reports_acceptance_per_block(llama_serv
     assert "--spec-ngram-simple-size-n 2" in props["runtime.command_line"]
     assert "--api-key" not in props["runtime.command_line"]  # the key is never recorded
     assert "--spec-type" not in ar.header.artifacts.server.props["runtime.command_line"]  # AR: a server without it
+    # the server's log sits beside the recording the run named, and the header names it
+    assert props["runtime.log"] == str(tmp_path / "spec.llama-server.log") and (tmp_path / "spec.llama-server.log").stat().st_size
 
     ar_tokens, spec_tokens = ([t for e in r.events if type(e) is Step for t in e.tokens] for r in (ar, spec))
     assert spec_tokens == ar_tokens and len(ar_tokens) >= 32

@@ -6,8 +6,10 @@ from __future__ import annotations
 import pytest
 
 from spectui.config import DraftConfig
-from spectui.engine.loop.draft_length import COST_MIN_SAMPLES, PROBE_AFTER, DraftLength, VerifyCost
-from spectui.metrics.predict import expected_tokens, verify_cost
+from spectui.engine.loop.draft_length import COST_MIN_SAMPLES, MARGIN, PROBE_AFTER, DraftLength, VerifyCost, _expected
+from spectui.engine.loop.pricing import MODEL_CLASS, cell
+from spectui.engine.protocol import SUPPORT_ONCE, Draft
+from spectui.metrics.predict import verify_cost
 
 
 def adaptive(k: int = 4, k_min: int = 1, k_max: int = 16) -> DraftLength:
@@ -67,11 +69,13 @@ def test_k_maximises_expected_tokens_per_cost():
     d = adaptive()
     curve = {n: 1.0 + 0.6 * (n - 1) for n in range(1, 18)}
     teach(d, curve)
-    for _ in range(20):  # a steady 90% per position
-        d._rates(0).observe(9, 10)
-    a = d.acceptance()
-    value = {k: expected_tokens(a, k) / curve[k + 1] for k in range(1, 17)}
-    assert d._choose(0) == max(value, key=value.get)
+    for _ in range(40):  # a steady 90% per position of a draft model's blocks
+        d.update(4, 4, 4, 3400.0)
+        d.update(4, 4, 3, 3400.0)
+    chances = d.calibration.chances(MODEL_CLASS, 16)
+    value = {k: _expected(chances, k) / curve[k + 1] for k in range(1, 17)}
+    best = max(value, key=value.get)
+    assert d.model_k() == (best if value[best] >= 1.0 + MARGIN else 0)
 
 
 def test_bounds_hold():
@@ -83,27 +87,34 @@ def test_bounds_hold():
     d2 = adaptive(k=3, k_min=2, k_max=6)
     teach(d2, {n: 1.0 + 0.5 * (n - 1) for n in range(1, 8)})
     for _ in range(10):
-        d2._rates(0).observe(1, 2)
-    assert d2._choose(0) in (0, 2)  # never 1: either no draft or at least k_min
+        d2.update(2, 2, 1, 1500.0)
+    assert d2.model_k() in (0, 2, 3, 4, 5, 6)  # never 1: either no draft or at least k_min
 
 
 def test_free_guesses_bring_drafting_back():
     d = adaptive()
     teach(d, {n: 1.0 + 0.6 * (n - 1) for n in range(1, 18)})
-    for _ in range(4):
-        d.update(max(d.k, 1), 4, 0, 3000.0)
-    assert d.k == 0
-    for _ in range(12):  # the text turned copyable: the n-gram drafter's guesses land
-        d.shadow(True)
-        d.update(0, 0, 0, 1000.0)
-    assert d.k >= 2
+    text = list(range(100, 140))
+    wrong = Draft(list(range(500, 516)), match=3, support=SUPPORT_ONCE)
+    for _ in range(6):  # proposals that are rejected at once: held back soon
+        k = d.k_for(wrong)
+        d.update(k, k, 0, 1000.0 * (1 + 0.6 * k), emitted=[text[0]])
+    assert d.k_for(wrong) == 0
+    d.update(0, 0, 0, 1000.0, emitted=[text[0]])
+    i = 0
+    while i < 24:  # the text turned copyable: the held-back proposals are followed, and land
+        right = Draft(text[i:i + 16], match=3, support=SUPPORT_ONCE)
+        k = d.k_for(right)
+        d.update(k, k, k, 1000.0 * (1 + 0.6 * k), emitted=text[i:i + k + 1])
+        i += k + 1
+    assert d.k_for(Draft(text[i:i + 16], match=3, support=SUPPORT_ONCE)) >= 1
 
 
 def test_a_draft_model_is_probed_with_backoff():
     d = adaptive()
     teach(d, {n: 1.0 + 0.6 * (n - 1) for n in range(1, 18)})
     d.update(0, 0, 0, 1000.0)
-    assert d.k == 0  # the prior (50% acceptance) does not pay on this cost curve
+    assert d.k == 0  # the prior (35% acceptance) does not pay on this cost curve
     idle = 1
     while d.model_k() == 0:
         d.update(0, 0, 0, 1000.0)
@@ -124,29 +135,29 @@ def test_acceptance_is_kept_per_match_length():
     d = adaptive()
     teach(d, {n: 1.0 + 0.6 * (n - 1) for n in range(1, 18)})
     for _ in range(6):
-        d.update(8, 8, 8, 5200.0, match=4)  # drafts found by a 4-gram: all accepted
+        d.update(8, 8, 8, 5200.0, match=4)  # drafts found by 8+ tokens: all accepted
         d.update(8, 8, 0, 5200.0, match=1)  # drafts found by one token: all rejected
     assert d.k_for(4) >= 8
     assert d.k_for(1) == 0
     assert d.acceptance(4) > 0.9 > 0.1 > d.acceptance(1)
 
 
-
 def test_a_longer_match_starts_from_what_a_shorter_one_earned():
     d = adaptive()
     teach(d, {n: 1.0 + 0.6 * (n - 1) for n in range(1, 18)})
     fresh = d.acceptance(5)  # the prior: nothing has been drafted yet
-    for _ in range(6):
+    for _ in range(12):
         d.update(8, 8, 8, 5200.0, match=3)  # a copy found by a 4-7 token context: all kept
     # the copy runs on and its context grows past 8: still a copy, keep drafting long
-    assert d.acceptance(4) == d.acceptance(3) > 0.9
+    assert d.acceptance(4) >= d.acceptance(3) > 0.9
     assert d.k_for(4) >= 8
     # but a shorter match does not inherit from a longer one, and a poor record is no prior
-    assert d.acceptance(1) == fresh
+    assert d.acceptance(1) < 0.5
     e = adaptive()
     for _ in range(6):
         e.update(8, 8, 0, 5200.0, match=2)
-    assert e.acceptance(4) == fresh
+    assert e.acceptance(4) == fresh or e.acceptance(4) == adaptive().acceptance(4)
+
 
 def test_seed_gives_the_shape_until_the_run_measures():
     seed = (1.0, 1.3, 1.5, 1.6, 2.5)  # a curve with cheap blocks of 2-4 (repacked Q4_0)
@@ -166,9 +177,11 @@ def test_seeded_curve_picks_the_sizes_the_kernel_likes():
     of 4), a high acceptance picks a 4-token block (K=3), no hard-coded rule."""
     seed = (1.0, 1.6, 1.8, 1.9, 3.0, 3.1, 3.2, 3.3, 4.4)
     d = DraftLength(DraftConfig(adaptive=True, k_min=1, k_max=8, cost_seed=seed))
-    for _ in range(6):
-        d._rates(4).observe(7, 10)
-    assert d.k_for(4) == 3
+    for _ in range(10):  # 80% at every position of a 4-7 token match
+        for hit in (1, 1, 1, 1, 0, 1, 1, 1, 1, 0):
+            for j in range(8):
+                d.calibration.observe(cell(3, j), bool(hit))
+    assert d.k_for(3) == 3
 
 
 def test_a_draft_models_cost_aware_k_prices_its_drafting_in_the_run_and_in_tunes_replay():

@@ -20,7 +20,7 @@ from spectui.metrics.stats import summarize
 from spectui.recording.output import grade_recording, output_text, output_tokens
 from spectui.recording.reader import Recording, read_recording
 from spectui.recording.redact import PLACEHOLDER, STAND_IN_BASE, Redactor, redact_recording, write_copy
-from spectui.recording.schema import End, Header, Step
+from spectui.recording.schema import SCHEMA_VERSION, End, Header, Step
 from tests.conftest import REPO, run_cli
 
 #: (baseline, candidate) pairs: one whose outputs part (token 183), one token-identical
@@ -391,4 +391,4 @@ def test_a_shipped_prompt_keeps_its_name_and_any_other_name_goes():
 def test_an_unredacted_header_reads_as_before():
     rec = read_recording(Path(REPO) / "recordings" / "short-control.ar.spectui")
     assert rec.header.redaction is None and rec.header.schema_version < "1.6"
-    assert redact_recording(rec).header.schema_version == "1.6"
+    assert redact_recording(rec).header.schema_version == SCHEMA_VERSION

@@ -83,11 +83,5 @@ def backend_names() -> list[str]:
     return list(_KINDS)
 
 
-def next_backend(name: str) -> str:
-    """The backend after ``name`` in the registry's order (the dashboard's ``x`` cycles them)."""
-    names = backend_names()
-    return names[(names.index(name) + 1) % len(names)] if name in names else names[0]
-
-
 register(BackendKind("llamacpp", "llama.cpp", "spectui.engine.openers:open_llamacpp"))
 register(BackendKind("mlx", "MLX", "spectui.engine.openers:open_mlx", "spectui.engine.openers:mlx_missing"))

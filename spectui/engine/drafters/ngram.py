@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from spectui.engine.protocol import Draft
+from spectui.engine.protocol import SUPPORT_AGREED, SUPPORT_ONCE, SUPPORT_SPLIT, Draft, match_bucket
 
 _EMPTY: list[int] = []
+#: how far back a match is followed to measure its length (``Draft.match``'s last bucket is 16+)
+MATCH_REACH = 32
 
 
 class NgramDrafter:
@@ -21,6 +23,12 @@ class NgramDrafter:
     proposal is a dictionary result read before the update, so each step costs O(n_max + k)
     whatever the history length. The most recent occurrence wins: in edits and rewrites the
     nearest copy is the one being followed.
+
+    A proposal says what it is worth (``Draft.match``, ``Draft.support``): how far back the
+    history agrees with the text before the copied occurrence (up to ``MATCH_REACH`` tokens:
+    a copy under way matches far past ``n_max``, a coincidental n-gram does not) and whether
+    the n-gram was followed by the same token every time before. Both are read in O(1) per
+    n from a second index kept beside the first, plus O(``MATCH_REACH``) per proposal.
     """
 
     name = "ngram"
@@ -37,20 +45,37 @@ class NgramDrafter:
         self._index: dict[int, dict[tuple[int, ...], int]] = {n: {} for n in range(self.n_min, self.n_max + 1)}
         # for each n: where the n-gram ending the history occurred before (end position), or -1
         self._previous: dict[int, int] = {n: -1 for n in self._index}
+        # for each n-gram: the token that followed its latest occurrence, how many occurrences
+        # in a row it followed, and whether another token ever followed the n-gram
+        self._follow: dict[int, dict[tuple[int, ...], tuple[int, int, bool]]] = {n: {} for n in self._index}
+        self._last_key: dict[int, tuple[int, ...] | None] = {n: None for n in self._index}
         self._extend(prompt)
 
     def _extend(self, history: Sequence[int]) -> None:
         hist = self._history
         for j in range(len(hist), len(history)):
-            hist.append(history[j])
+            tok = history[j]
+            hist.append(tok)
             end = j + 1
             for n, index in self._index.items():
+                before = self._last_key[n]
+                if before is not None:  # the n-gram that ended at j was followed by tok
+                    follow = self._follow[n]
+                    seen = follow.get(before)
+                    if seen is None:
+                        follow[before] = (tok, 1, False)
+                    elif seen[0] == tok:
+                        follow[before] = (tok, seen[1] + 1, seen[2])
+                    else:
+                        follow[before] = (tok, 1, True)
                 if end < n:
                     self._previous[n] = -1
+                    self._last_key[n] = None
                     continue
                 key = tuple(hist[end - n:end])
                 self._previous[n] = index.get(key, -1)
                 index[key] = end
+                self._last_key[n] = key
 
     def propose(self, history: Sequence[int], k: int) -> Draft:
         self._extend(history)
@@ -58,8 +83,25 @@ class NgramDrafter:
         for n in range(self.n_max, self.n_min - 1, -1):
             start = self._previous[n]
             if start >= 0:
-                return Draft(hist[start:start + k], match=n)
+                return Draft(hist[start:start + k], match=match_bucket(self._matched(start, n)), support=self._support(n))
         return Draft(_EMPTY)
+
+    def _matched(self, start: int, n: int) -> int:
+        """How many tokens before ``start`` equal the history's last ones (at least ``n``, the
+        n-gram itself; at most ``MATCH_REACH``)."""
+        hist = self._history
+        i, j, m = start - 1 - n, len(hist) - 1 - n, n
+        while m < MATCH_REACH and i >= 0 and hist[i] == hist[j]:
+            i, j, m = i - 1, j - 1, m + 1
+        return m
+
+    def _support(self, n: int) -> int:
+        key = self._last_key[n]
+        seen = self._follow[n].get(key) if key is not None else None
+        if seen is None:  # cannot happen for a found n-gram; a drafter says "once" then
+            return SUPPORT_ONCE
+        _, in_a_row, split = seen
+        return SUPPORT_SPLIT if split else SUPPORT_AGREED if in_a_row >= 2 else SUPPORT_ONCE
 
     def close(self) -> None:
         pass

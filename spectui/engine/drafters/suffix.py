@@ -22,7 +22,7 @@ from array import array
 from collections.abc import Iterable, Sequence
 from typing import Protocol
 
-from spectui.engine.protocol import Draft
+from spectui.engine.protocol import SUPPORT_AGREED, SUPPORT_ONCE, SUPPORT_SPLIT, SUPPORT_UNKNOWN, Draft, match_bucket
 
 _EMPTY: list[int] = []
 
@@ -318,17 +318,6 @@ class Memory(Protocol):
     def save(self) -> bool: ...
 
 
-def match_bucket(n: int) -> int:
-    """``Draft.match`` of a draft found by a context of ``n`` tokens: 0 none, 1 one token,
-    2 two or three, 3 four to seven, 4 eight to fifteen, 5 sixteen or more.
-
-    Acceptance rises with the match length and flattens out, so doubling buckets keep the
-    classes few (each gathers evidence fast) and roughly where the n-gram drafter's match
-    lengths 1 / 2-3 / 4 sit, should a policy run both under one ``DraftLength``.
-    """
-    return min(n.bit_length(), 5)
-
-
 class SuffixDrafter:
     """Draft the most frequent continuation of the longest suffix of the history seen before.
 
@@ -471,17 +460,20 @@ class SuffixDrafter:
         limit = min(k, int(self.max_spec_factor * match + self.max_spec_offset + 1e-9))
         tokens: list[int] = []
         prob = 1.0
+        support = SUPPORT_UNKNOWN
         while sources and len(tokens) < limit:
             tok, score, total = _choose(sources)
             if total == 0:
                 break
+            if not tokens:  # how the context went on before: the proposal's support
+                support = SUPPORT_SPLIT if score < total else SUPPORT_AGREED if total >= 2 else SUPPORT_ONCE
             prob *= score / total
             if prob < self.min_token_prob:
                 break
             tokens.append(tok)
             # each source follows tok; one that never saw it stops counting
             sources = [(index, *nxt) for index, v, n in sources if (nxt := index.step(v, n, tok)) is not None]
-        return Draft(tokens, match=match_bucket(match))
+        return Draft(tokens, match=match_bucket(match), support=support)
 
 
 def _choose(sources: list[tuple[SuffixIndex, int, int]]) -> tuple[int, int, int]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import statistics
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -81,6 +82,34 @@ def measure_curve(
     unit = statistics.median(times[1])
     relative = tuple(statistics.median(times[n]) / unit for n in sizes)
     return Curve(depth=base, unit_us=unit, relative=(1.0, *relative[1:]))
+
+
+#: the sizes a run's own seed is measured at, when none is stored for its thread count (the
+#: rest are interpolated): every size up to 9 (where kernels change their batching on a CPU),
+#: then a few to K = 16. About 45 one-token costs a round.
+SEED_SIZES = (1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 17)
+#: rounds of a run's seed (tune measures five): a few seconds for the embedded model on one thread
+SEED_ROUNDS = 2
+
+
+class SeedNotice(UserWarning):
+    """A run measures its verify-cost curve first (seconds, once per model and thread count):
+    a note, which the CLI prints as one stderr line, not a fault."""
+
+
+def measure_seed(backend: Backend, context: Sequence[int], n_max: int, *, depth: int = 256) -> dict[int, float]:
+    """A verify-cost curve for a run that prices blocks by its seed alone (``--deterministic``)
+    and finds none stored for its thread count: block size -> cost, sizes up to ``n_max``
+    (``SEED_SIZES``). Never a curve measured at another thread count, nor the built-in one
+    (two threads): how much a block costs against one token depends on how the threads
+    share it."""
+    sizes = tuple(n for n in SEED_SIZES if n <= max(n_max, 2))
+    warnings.warn("spectui: this run prices its blocks by a verify-cost curve and none is stored for these "
+                  "settings: measuring one, once (a few seconds; spectui tune measures the whole curve)",
+                  SeedNotice, stacklevel=2)
+    curve = measure_curve(backend, context, depth=depth, rounds=SEED_ROUNDS, sizes=sizes)
+    backend.truncate(0)
+    return dict(zip(sizes, curve.relative))
 
 
 def measure_draft_cost(draft: Backend, context: Sequence[int], target_unit_us: float, *, steps: int = 24) -> float:

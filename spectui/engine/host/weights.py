@@ -35,7 +35,7 @@ from spectui.format import EMBEDDED_MODEL_ALIASES, model_name
 from spectui.models.artifacts import file_sha256
 from spectui.models.cost_curves import curve_key, merge_run_curve
 from spectui.models.gguf import read_gguf
-from spectui.models.json_cache import cache_path, read_entry, write_entry
+from spectui.models.json_cache import cache_path, read_entries, read_entry, write_entry
 from spectui.models.registry import embedded_model_path, resolve_model
 from spectui.prompts import find_prompt
 
@@ -186,10 +186,43 @@ def choice_key(backend: BackendConfig) -> str:
     return f"{file_sha256(embedded_model_path())[:16]}|llamacpp|t{_threads(backend)}|g{backend.n_gpu_layers}"
 
 
-def stored_choice(backend: BackendConfig) -> WeightChoice | None:
-    choice = read_entry(CACHE_NAME, choice_key(backend), WeightChoice)
+def _allowed(choice: WeightChoice | None) -> WeightChoice | None:
     # a type the rule no longer allows (an older spectui's choice) is probed again
     return choice if choice is not None and choice.quant in (choice.shipped, *EMBEDDED_CANDIDATES) else None
+
+
+def stored_choice(backend: BackendConfig) -> WeightChoice | None:
+    return _allowed(read_entry(CACHE_NAME, choice_key(backend), WeightChoice))
+
+
+def stored_types(shipped_sha16: str) -> set[str]:
+    """The weight types some stored choice for the shipped file (sha256 prefix) runs in, under
+    any settings: one thread count's probe must not delete the copy another's choice loads."""
+    types = set()
+    for key, raw in read_entries(CACHE_NAME).items():
+        if not key.startswith(f"{shipped_sha16}|"):
+            continue
+        try:
+            choice = _allowed(msgspec.convert(raw, WeightChoice))
+        except msgspec.ValidationError:
+            continue
+        if choice is not None:
+            types.add(choice.quant.upper())
+    return types
+
+
+def discard_unused_copies(rows: Sequence[WeightRow], shipped_sha16: str) -> list[Path]:
+    """Delete the probe's requantized copies that no stored choice runs (a few hundred MB of
+    cache nothing reads; tune --weights remakes them), and return what went. A copy that any
+    stored choice names stays, whatever settings chose it: alternating ``--deterministic``
+    (one thread) and plain runs would otherwise requantize on every switch."""
+    keep = stored_types(shipped_sha16)
+    gone = []
+    for r in rows:
+        if r.quant.upper() not in keep and r.path != r.source:
+            Path(r.path).unlink(missing_ok=True)
+            gone.append(Path(r.path))
+    return gone
 
 
 def store_choice(backend: BackendConfig, choice: WeightChoice) -> None:
@@ -210,9 +243,7 @@ def probe_embedded(backend: BackendConfig, *, say: Callable[[str], None]) -> Wei
     # what the probe measured seeds the chosen copy's cost-aware K (as a run's own blocks would)
     key = curve_key(file_sha256(chosen.path), "llamacpp", _threads(backend), backend.n_gpu_layers)
     merge_run_curve(key, dict(enumerate(chosen.curve.relative, start=1)))
-    for r in rows:  # the copies not chosen: a few hundred MB of cache nothing reads (tune --weights remakes them)
-        if r.quant.upper() != choice.quant and r.path != r.source:
-            Path(r.path).unlink(missing_ok=True)
+    discard_unused_copies(rows, choice_key(backend).split("|", 1)[0])  # after store_choice: the new choice is kept too
     return choice
 
 

@@ -80,15 +80,16 @@ def _prefill(target: Backend, prompt: Sequence[int], sampler: Sampler, reuse: bo
 
 
 def _propose(active: Drafter, draft_length: DraftLength, history: list[int], limit: int,
-             policy: FallbackPolicy | None) -> tuple[int, Draft, Draft | None]:
-    """(K, the draft to verify, a guess to score instead of verifying) for this step.
+             policy: FallbackPolicy | None) -> tuple[int, Draft]:
+    """(K, the draft to verify) for this step.
 
     A free drafter (n-gram, suffix) is asked first, then as much of its proposal is verified
-    as its match is worth; a K of 0 (no block pays now) keeps its proposal as a guess, scored
-    against what AR produces, so acceptance keeps being measured at no cost. A draft model is
-    not free: K first, priced with what its drafting costs (an adaptive 0 probes it now and
-    then, where a draft never wrong would pay), then the model drafts K tokens.
-    A drafter that fails under the fallback policy leaves the step without a draft.
+    as it is worth (``DraftLength.k_for`` prices it); a K of 0 (no block pays now) holds it
+    back, and the draft length follows it against what AR produces, so acceptance keeps being
+    measured at no cost. A draft model is not free: K first, priced with what its drafting
+    costs (an adaptive 0 probes it now and then, where a draft never wrong would pay), then
+    the model drafts K tokens. A drafter that fails under the fallback policy leaves the step
+    without a draft.
     """
     k = 0
     try:
@@ -96,34 +97,37 @@ def _propose(active: Drafter, draft_length: DraftLength, history: list[int], lim
             return _propose_chained(active, draft_length, history, limit)
         if active.free and draft_length.adaptive:
             proposal = active.propose(history, min(draft_length.k_max, limit)) if limit > 0 else _NO_DRAFT
-            k = min(draft_length.k_for(proposal.match), limit) if proposal.tokens else 0
-            if k > 0:
-                return k, Draft(proposal.tokens[:k], match=proposal.match), None
-            return k, _NO_DRAFT, proposal if proposal.tokens else None
+            k = draft_length.k_for(proposal, limit) if proposal.tokens else 0
+            return k, _cut(proposal, k)
         k = min(draft_length.model_k(), limit)
-        return k, (active.propose(history, k) if k > 0 else _NO_DRAFT), None
+        return k, (active.propose(history, k) if k > 0 else _NO_DRAFT)
     except Exception as exc:
         if policy is None:
             raise
         policy.part_failed("drafter", exc)  # this step goes on without a draft
-        return k, _NO_DRAFT, None
+        return k, _NO_DRAFT
 
 
-def _propose_chained(chain, draft_length: DraftLength, history: list[int], limit: int) -> tuple[int, Draft, Draft | None]:  # noqa: ANN001 - a drafters.chain.ChainDrafter: a layer above the loop
-    """A drafter chain's step (``drafters.chain.ChainDrafter``): the lookup's proposal when its match
+def _propose_chained(chain, draft_length: DraftLength, history: list[int], limit: int) -> tuple[int, Draft]:  # noqa: ANN001 - a drafters.chain.ChainDrafter: a layer above the loop
+    """A drafter chain's step (``drafters.chain.ChainDrafter``): the lookup's proposal when it
     pays, else the draft model's when its tokens repay their drafting, else nothing (the
-    lookup's proposal, if any, is kept as a guess to score)."""
+    lookup's proposal, if any, is followed as a guess)."""
     if limit <= 0:
-        return 0, _NO_DRAFT, None
+        return 0, _NO_DRAFT
     found = chain.lookup.propose(history, min(draft_length.k_max, limit))
     if found.tokens:
-        k = min(draft_length.k_for(found.match), limit)
+        k = draft_length.k_for(found, limit)
         if k > 0:
-            return k, Draft(found.tokens[:k], match=found.match), None
+            return k, _cut(found, k)
     k = min(draft_length.model_k(), limit)
     if k > 0:
-        return k, chain.model.propose(history, k), None
-    return 0, _NO_DRAFT, found if found.tokens else None
+        return k, chain.model.propose(history, k)
+    return 0, _NO_DRAFT
+
+
+def _cut(proposal: Draft, k: int) -> Draft:
+    """The first ``k`` tokens of a lookup's proposal (none for 0)."""
+    return Draft(proposal.tokens[:k], match=proposal.match, support=proposal.support) if k > 0 else _NO_DRAFT
 
 
 def _verify(target: Backend, pending: int, k: int, draft: Draft, sampler: Sampler, with_margins: bool,
@@ -188,6 +192,10 @@ def _clip(block: _Block, eog: frozenset[int] | set[int], budget: int) -> FinishR
     if len(tokens) > budget:
         del tokens[budget:], origins[budget:]
     return finish
+
+
+def _end(t_us: int, reason: FinishReason, emitted: int, draft_length: DraftLength | None) -> End:
+    return End(t_us=t_us, reason=reason, n_tokens=emitted, decisions=draft_length.decisions() if draft_length is not None else None)
 
 
 def decode(
@@ -260,7 +268,7 @@ def decode(
         reason: FinishReason | None = "length" if emitted >= max_tokens else "interrupted" if stop is not None and stop.is_set() else (
             "context" if room < 1 else None)
         if reason is not None:
-            yield End(t_us=t_us, reason=reason, n_tokens=emitted)
+            yield _end(t_us, reason, emitted, draft_length)
             return
 
         # -- policy: which drafter, and a cap on K -------------------------------------
@@ -273,10 +281,10 @@ def decode(
 
         # -- draft ---------------------------------------------------------------------
         t_a = clock()
-        k, draft, guess = 0, _NO_DRAFT, None
+        k, draft = 0, _NO_DRAFT
         if active is not None:  # the budget and the context limit K too
             assert draft_length is not None  # refused on entry: a drafter needs a DraftLength
-            k, draft, guess = _propose(active, draft_length, history, min(k_cap, max_tokens - emitted - 1, room - 1), policy)
+            k, draft = _propose(active, draft_length, history, min(k_cap, max_tokens - emitted - 1, room - 1), policy)
         t_b = clock()
 
         # -- verify, accept or roll back -----------------------------------------------
@@ -292,17 +300,15 @@ def decode(
         if block.margins is not None:
             step.margins_milli, step.runner_up = block.margins[0][: len(tokens)], block.margins[1][: len(tokens)]
         yield step
-        if finish is not None:
-            yield End(t_us=t_us, reason=finish, n_tokens=emitted)
-            return
 
-        # -- learn from the block ------------------------------------------------------
+        # -- learn from the block (the last one too: the end record counts it) ------------
         history.extend(tokens)
         pending = block.next
-        if draft_length is not None:
-            if guess is not None:
-                draft_length.shadow(guess.tokens[0] == pending, guess.match)
+        if draft_length is not None:  # it follows every proposal it priced, held back or not, on the tokens
             draft_length.update(k, n_drafted, block.accepted, (t_c - t_b) / 1000, block.draft.match,
-                                (t_b - t_a) / 1000, block.draft.forwards)
+                                (t_b - t_a) / 1000, block.draft.forwards, tokens)
         if policy is not None:
             policy.observe_block(n_drafted, block.accepted)
+        if finish is not None:
+            yield _end(t_us, finish, emitted, draft_length)
+            return

@@ -3,53 +3,67 @@
 Speculation is not free where the target is compute-bound: on a 2-core CPU, evaluating n
 tokens at once costs about 1 + 0.6 (n - 1) times one token, so a block must land several
 accepted tokens to pay for itself; on a GPU the same curve is nearly flat and long drafts pay.
-The adaptive K therefore measures both sides in the run itself:
+The adaptive K therefore prices every proposal before it is verified, with both sides measured:
 
 * ``VerifyCost`` learns the cost of a block of n tokens from the loop's own verify timings
   (a running median per block size; a one-token AR step is the unit); for sizes not seen yet
-  it follows the curve the run was seeded with (``spectui tune``'s, or earlier runs'), and
-  past that the project's cost model (``spectui.metrics.predict.verify_cost``);
-* the acceptance rate per drafted position is a moving average over recent blocks (every
-  position tried counts once, the first rejected one as a failure), kept per match length
-  of a prompt-lookup draft (a draft found by a 4-gram is worth far more than one found by
-  a single token);
-* each step takes the K that maximises expected tokens per unit of cost,
-  ``expected_tokens(a, K) / cost(K + 1)`` (the same model as the predicted speedup); when no
-  K beats one AR token per unit, it drafts nothing (K = 0).
+  it follows the curve the run was seeded with (``spectui tune``'s, or earlier runs' at this
+  thread count), and past that the project's cost model (``spectui.metrics.predict.verify_cost``);
+* what a proposal is worth comes from what its drafter knows about it (``loop/pricing.py``):
+  acceptance per proposal class (a lookup's match length and how its context went on before)
+  and position in the block, calibrated in the run from what earlier runs of this model and
+  drafter left (``engine/host/proposal_prices.py``);
+* each proposal is verified up to the prefix that maximises expected tokens per unit of cost,
+  and only where that beats one AR token by ``MARGIN``; otherwise it is held back (K = 0).
 
-While it drafts nothing, a free drafter (n-gram lookup) is still asked what it would have
-proposed, and that guess is scored against the token AR produced: acceptance keeps being
-measured at no cost, so speculation resumes as soon as the text turns copyable again. A draft
-model is not free: it is probed with a short draft (``k_min`` tokens) after a run of AR steps instead, the run
-doubling while probes fail.
+Every proposal, verified or not, is then compared with the tokens the run emits, so held-back
+proposals and cut tails keep calibrating at no cost, and speculation resumes as soon as the
+text turns copyable again.
 
-A draft model's K (alone or in a drafter chain, ``DraftConfig.chain``) is priced with what
-drafting costs too: a block of K model tokens costs the verification of K + 1 and K draft
-forwards, each measured in the run against one target token (``model_k``). A draft model that
-costs 0.55-0.63 of its target per token (Qwen2.5-Coder 0.5B for the 1.5B on a 2-core CPU) is
-repaid only where its acceptance is near perfect and verification batches; pricing verification
-alone, the cost-aware K ran that pair at 0.71x AR where AR was there to be had.
+Learn fast, forget slowly: the calibration moves slowly (``pricing.DECAY``), but
+``LOSING_RUN`` blocks in a row that did not pay for themselves switch the run to AR at once.
+It then waits ``PROBE_EVERY`` tokens and verifies one short block (``PROBE_LENGTH``); while
+probes fail the wait doubles (up to ``PROBE_MAX_WAIT``), so a prompt where nothing pays costs
+a bounded, shrinking share of its steps. A held-back proposal that the output follows for
+``RESUME_RUN`` tokens ends the wait early. ``End.decisions`` counts what was held back and why.
+
+A draft model is not free: its K is chosen before it drafts, priced with its positions'
+acceptance and what a drafted token costs (``model_k``: a block of K model tokens costs the
+verification of K + 1 and K draft forwards, each measured in the run against one target
+token). A draft model that costs 0.55-0.63 of its target per token (Qwen2.5-Coder 0.5B for
+the 1.5B on a 2-core CPU) is repaid only where its acceptance is near perfect and verification
+batches. Where none pays it is probed with a short draft (``k_min`` tokens) after a run of AR
+steps instead, the run doubling while probes fail.
 """
 
 from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+
+import msgspec
 
 from spectui.config import DraftConfig
-from spectui.metrics.predict import best_k, seeded_cost
+from spectui.engine.loop.pricing import MODEL_CLASS, Calibration, Tracked, best_prefix, cell, draft_class
+from spectui.engine.protocol import SUPPORT_UNKNOWN, Draft, proposal_class
+from spectui.metrics.predict import seeded_cost
+from spectui.recording.schema import DraftDecisions
 
 #: timings kept per block size; a size's own cost is their median once it has ``COST_MIN_SAMPLES``
 #: (one preempted step on a shared machine must not make a size look 5x dearer for the run)
 COST_WINDOW, COST_MIN_SAMPLES = 9, 3
-#: weight kept by past acceptance evidence per block (0.9: about the last 10 blocks of a match
-#: length). Chosen by replaying the policy over real greedy outputs (``spectui.tune.replay``):
-#: with acceptance kept per match length, a slow, sceptical estimate lost least on prose
-#: (0.97x AR on Q4_1 at worst) and gave up little on copies; a fast one (0.6) chased bursts.
-ACCEPT_DECAY = 0.9
-#: prior acceptance, worth this many tried positions, before the run has any
-PRIOR_ACCEPT, PRIOR_WEIGHT = 0.35, 3.0
+#: a block is drafted only where its expected tokens per unit of cost beat an AR step's one by
+#: this much: what a block costs beyond its evaluation (the rollback, reading K + 1 rows) and
+#: what the calibration cannot know yet
+MARGIN = 0.05
+#: lookup blocks in a row that yielded fewer tokens than they cost: the run switches to AR
+LOSING_RUN = 3
+#: tokens the run then waits before a probe, the probe's length, and the longest wait (it
+#: doubles while probes fail)
+PROBE_EVERY, PROBE_LENGTH, PROBE_MAX_WAIT = 16, 2, 256
+#: tokens in a row of a held-back proposal that the output followed: the backoff ends
+RESUME_RUN = 4
 #: AR steps before a draft model is probed with one token, and the cap of its doubling
 PROBE_AFTER, PROBE_MAX = 8, 128
 
@@ -70,6 +84,8 @@ class VerifyCost:
         self._seed = tuple(seed)
         #: the cost before this run measured a size: the seed, extended by the cost model
         self.prior = seeded_cost(self._seed)
+        #: costs read since the last change (every proposal reads up to ``n_max`` of them)
+        self._memo: dict[int, float] = {}
 
     def observe(self, n: int, us: float) -> None:
         if 0 < n < len(self._us) and us > 0:
@@ -77,7 +93,10 @@ class VerifyCost:
             samples.append(us)
             if len(samples) >= COST_MIN_SAMPLES:
                 ordered = sorted(samples)
-                self._us[n] = ordered[len(ordered) // 2]
+                median = ordered[len(ordered) // 2]
+                if median != self._us[n]:
+                    self._us[n] = median
+                    self._memo.clear()
 
     def _unit(self) -> float:
         if not math.isnan(self._us[1]):
@@ -90,6 +109,12 @@ class VerifyCost:
     def __call__(self, n: int) -> float:
         if n <= 1:
             return 1.0
+        cost = self._memo.get(n)
+        if cost is None:
+            cost = self._memo[n] = self._cost(n)
+        return cost
+
+    def _cost(self, n: int) -> float:
         unit = self._unit()
         if math.isnan(unit):  # nothing measured yet
             return self.prior(n)
@@ -110,97 +135,195 @@ class VerifyCost:
         return {n: us / unit for n, us in enumerate(self._us) if n >= 1 and not math.isnan(us)}
 
 
-class _Acceptance:
-    """Chance that a drafted position is accepted: decayed counts from a prior."""
+class _Step:
+    """What the draft length decided this step, for ``update`` to learn from."""
 
-    __slots__ = ("accepted", "tried")
+    __slots__ = ("drafted", "expected", "probe", "tracked")
 
-    def __init__(self) -> None:
-        self.tried = PRIOR_WEIGHT
-        self.accepted = PRIOR_ACCEPT * PRIOR_WEIGHT
-
-    @property
-    def rate(self) -> float:
-        return self.accepted / self.tried
-
-    def start_from(self, rate: float) -> None:
-        """A prior of ``rate`` (with the prior's weight) where that is above the default."""
-        self.accepted = max(self.accepted, rate * self.tried)
-
-    def observe(self, accepted: int, tried: int) -> None:
-        self.accepted = ACCEPT_DECAY * self.accepted + accepted
-        self.tried = ACCEPT_DECAY * self.tried + tried
+    def __init__(self, tracked: Tracked | None, drafted: int, expected: float, probe: bool = False) -> None:
+        self.tracked, self.drafted, self.expected, self.probe = tracked, drafted, expected, probe
 
 
 class DraftLength:
     """The K of the next step: ``config.k`` when fixed; cost-aware when ``config.adaptive``,
     within ``[k_min, k_max]`` or 0 (no draft this step).
 
-    Acceptance is kept per *match*: the length of the n-gram a prompt-lookup draft was
-    found by (0 for a draft model, which has one). On this project's prompts a draft found
-    by a 4-gram was accepted at 0.6-0.99 per position and one found by a single token at
-    0.03-0.17, so one pooled rate would draft too long after weak matches and too short
-    after strong ones; per match, K follows what the current proposal is worth.
+    A free drafter's proposal is priced as it stands (``k_for``: its class and positions,
+    ``pricing.best_prefix``), a draft model's K before it drafts (``model_k``: its positions,
+    with its drafting paid for). ``prices`` is the calibration earlier runs of this model and
+    drafter left (``pricing.Calibration``'s ``run_counts``, merged); None: the static prior.
     """
 
-    def __init__(self, config: DraftConfig) -> None:
+    def __init__(self, config: DraftConfig, prices: Mapping[str, Sequence[float]] | None = None) -> None:
         self.adaptive = config.adaptive
         self.k = config.k
         self.k_min = config.k_min if config.adaptive else config.k
         self.k_max = config.k_max if config.adaptive else config.k
         self.cost = VerifyCost(self.k_max, config.cost_seed)
         self.learn_cost = config.learn_cost
-        self._by_match: dict[int, _Acceptance] = {}
+        self.calibration = Calibration(prices)
         self._idle = 0  # AR steps since the last draft (draft model only)
         #: a draft model's forwards: one forward's time, relative to one target token
         self._draft_us: deque[float] = deque(maxlen=COST_WINDOW)
         #: its cost before the run timed it (``Engine.draft_price``), or 0: unknown
         self._draft_cost_prior = config.draft_cost
         self._probe_after = PROBE_AFTER
+        self._step: _Step | None = None  # this step's lookup proposal, priced
+        self._model_step: _Step | None = None  # this step's draft-model block, priced
+        self._tracked: Tracked | None = None  # an earlier proposal still compared with the output
+        #: the backoff after losing blocks: blocks lost in a row, tokens emitted so far, the
+        #: token count until which drafting waits (-1: not backing off) and the next wait
+        self._losing = 0
+        self._tokens = 0
+        self._hold_until = -1
+        self._wait = PROBE_EVERY
+        self.decided = DraftDecisions()
         if self.adaptive:  # the first block too is sized by what the prior says pays
-            self.k = self._choose(0)
+            self.k = self._choose(MODEL_CLASS)
 
-    def _rates(self, match: int) -> _Acceptance:
-        rates = self._by_match.get(match)
-        if rates is None:
-            rates = self._by_match[match] = _Acceptance()
-            # A longer match is worth at least what a shorter one has earned: a new class
-            # starts from the nearest shorter one's rate when that beats the prior. Without
-            # it a copy that runs on (the suffix drafter's match grows 4 -> 8 -> 16) fell
-            # back to the prior at each new class and stopped drafting mid-quote.
-            shorter = [m for m in self._by_match if 0 < m < match]
-            if shorter:
-                rates.start_from(self._by_match[max(shorter)].rate)
-        return rates
+    # -- a free drafter's proposal ------------------------------------------------------
+
+    def k_for(self, proposal: Draft | int, limit: int | None = None) -> int:
+        """Tokens to verify of a free drafter's ``proposal`` (at most ``limit``): the prefix
+        that pays best at its calibrated acceptance, or 0 when none beats an AR step by
+        ``MARGIN`` or the backoff holds drafting. A bare match length prices a proposal of
+        ``k_max`` tokens found by it (no tokens: nothing to follow afterwards)."""
+        if not self.adaptive:
+            return self.k
+        draft = Draft([], match=proposal) if isinstance(proposal, int) else proposal
+        n = min(len(draft.tokens) if draft.tokens else self.k_max, self.k_max, self.k_max if limit is None else limit)
+        cls = draft_class(draft)
+        tracked = Tracked(draft.tokens[:n], cls) if draft.tokens and n > 0 else None
+        if n < self.k_min:  # the budget's last tokens: no block fits, nothing was decided
+            self._step = _Step(tracked, 0, 1.0)
+            self.k = 0
+            return 0
+        chances = self.calibration.chances(cls, n)
+        length, value, expected = best_prefix(chances, self.cost, self.k_min)
+        decided = self.decided
+        decided.proposals += 1
+        probe = False
+        if length == 0 or value < 1.0 + MARGIN:
+            decided.low_confidence += 1
+            length = 0
+        elif self._hold_until >= 0 and self._tokens < self._hold_until:
+            decided.backoff += 1
+            length = 0
+        else:
+            if length < n:
+                decided.tail_cut += 1
+                decided.tokens_cut += n - length
+            if self._hold_until >= 0:  # the wait is over: one short block
+                probe = True
+                decided.probes += 1
+                length = min(length, PROBE_LENGTH)
+                expected = _expected(chances, length)
+        self._step = _Step(tracked, length, expected, probe)
+        self.k = length
+        return length
 
     def acceptance(self, match: int = 0) -> float:
-        """Current estimate of the chance that a position drafted after ``match`` is accepted."""
-        return self._rates(match).rate
+        """The chance that the first token of a proposal found by a ``match`` is accepted (0: a
+        draft model's), as calibrated now."""
+        return self.calibration.rates(MODEL_CLASS if match == 0 else proposal_class(match, SUPPORT_UNKNOWN))[0]
+
+    def shadow(self, hit: bool, match: int = 0) -> None:
+        """A guess at the token an AR step produced, scored alone (callers that pass the emitted
+        tokens to ``update`` need not: every proposal is followed there)."""
+        if self.adaptive:
+            self.calibration.observe(cell(proposal_class(match, SUPPORT_UNKNOWN), 0), hit)
+
+    # -- learning from a step ------------------------------------------------------------
 
     def update(self, asked: int, drafted: int, accepted: int, verify_us: float = math.nan, match: int = 0,
-               draft_us: float = math.nan, forwards: int = 0) -> None:
+               draft_us: float = math.nan, forwards: int = 0, emitted: Sequence[int] = ()) -> None:
         """After a step that asked for ``asked`` tokens, got ``drafted`` (found by a ``match``)
-        and kept ``accepted``; ``verify_us`` is what the step's evaluation took (``drafted + 1``
-        tokens), ``draft_us`` what drafting took in ``forwards`` forward passes of a draft model."""
+        and kept ``accepted``, emitting ``emitted``; ``verify_us`` is what the step's evaluation
+        took (``drafted + 1`` tokens), ``draft_us`` what drafting took in ``forwards`` forward
+        passes of a draft model."""
         if not self.adaptive:
             return
         if self.learn_cost:
             self.cost.observe(drafted + 1, verify_us)
             if forwards and draft_us > 0:
                 self._draft_us.append(draft_us / forwards)
+        step, model_step = self._step, self._model_step
+        self._step = self._model_step = None
+        self._tokens += len(emitted) if emitted else accepted + 1
+        lookup_block = drafted > 0 and step is not None and step.drafted == drafted
         if drafted:
-            self._rates(match).observe(accepted, min(accepted + 1, drafted))
-            if self.k == 0:  # that was a probe: back off while probes fail
+            self.decided.blocks += 1
+            planned = step if lookup_block else model_step
+            if planned is not None:
+                self.decided.expected_tokens += planned.expected
+            if self.k == 0 and not lookup_block:  # a draft model's probe: back off while probes fail
                 self._probe_after = PROBE_AFTER if accepted else min(2 * self._probe_after, PROBE_MAX)
             self._idle = 0
         elif asked == 0:
             self._idle += 1
-        self.k = self._choose(match)
+        if lookup_block:
+            assert step is not None
+            self._tracked = None  # the block's own proposal is followed now
+            self._follow(step.tracked, drafted, accepted, emitted)
+            self._block_outcome(accepted + 1 >= self.cost(drafted + 1), step.probe)
+        else:
+            if drafted:  # a draft model's block (or a caller that priced nothing): positions by count
+                cls = MODEL_CLASS if match == 0 or model_step is not None else proposal_class(match, SUPPORT_UNKNOWN)
+                for j in range(min(accepted + 1, drafted)):
+                    self.calibration.observe(cell(cls, j), j < accepted)
+            guess = step.tracked if step is not None else None
+            if self._tracked is not None:
+                # one guess at a time is followed past its first token (the next ones are
+                # mostly the same copy shifted by a token: counted again, a copy of 16 would
+                # weigh 16 times); each new one still has its first token scored
+                if guess is not None and emitted:
+                    self.calibration.observe(guess.cells[0], guess.tokens[0] == emitted[0])
+                self._follow(self._tracked, 0, 0, emitted)
+            elif guess is not None:  # held back: followed as a guess
+                self._follow(guess, 0, 0, emitted)
+            if step is None and model_step is None:  # a caller that priced nothing: K from the counts
+                self.k = self._choose(MODEL_CLASS if match == 0 else proposal_class(match, SUPPORT_UNKNOWN))
 
-    def shadow(self, hit: bool, match: int = 0) -> None:
-        """A free drafter's guess at the token an AR step produced: acceptance evidence."""
-        if self.adaptive:
-            self._rates(match).observe(int(hit), 1)
+    def _follow(self, tracked: Tracked | None, drafted: int, accepted: int, emitted: Sequence[int]) -> None:
+        """Score a proposal against the step's tokens; keep it while it matches. A verified
+        one without ``emitted`` (a caller that passes counts only) is scored by its counts."""
+        if tracked is None:
+            self._tracked = None
+            return
+        if drafted and not emitted:
+            for j in range(min(accepted + 1, drafted)):
+                self.calibration.observe(tracked.cells[j], j < accepted)
+            tracked.next = accepted
+            is_open = accepted == drafted and tracked.next < len(tracked.tokens)
+            self._tracked = tracked if is_open else None
+            return
+        is_open, run = tracked.follow(emitted, self.calibration)
+        self._tracked = tracked if is_open else None
+        if not drafted and run >= RESUME_RUN and self._hold_until >= 0:
+            # a held-back proposal is being copied: the text turned copyable, stop waiting
+            self._hold_until, self._losing = -1, 0
+
+    def _block_outcome(self, won: bool, probe: bool) -> None:
+        """A verified lookup block paid for itself (``won``) or not: the backoff's state."""
+        if probe:
+            if won:
+                self._hold_until, self._wait = -1, PROBE_EVERY
+            else:
+                self._wait = min(2 * self._wait, PROBE_MAX_WAIT)
+                self._hold_until = self._tokens + self._wait
+        elif won:
+            self._losing = 0
+        else:
+            self._losing += 1
+            if self._losing >= LOSING_RUN:
+                self._losing = 0
+                self._hold_until = self._tokens + self._wait
+
+    def decisions(self) -> DraftDecisions | None:
+        """What the run did with its proposals (``End.decisions``); None for a fixed K."""
+        return msgspec.structs.replace(self.decided) if self.adaptive else None
+
+    # -- a draft model -------------------------------------------------------------------
 
     def draft_cost(self) -> float:
         """One draft-model forward in one-token target evaluations: the median of this run's,
@@ -220,19 +343,26 @@ class DraftLength:
         def cost(n: int) -> float:
             return self.cost(n) + (n - 1) * per_token
 
-        self.k = best_k(self.acceptance(0), cost, self.k_min, self.k_max)
+        chances = self.calibration.chances(MODEL_CLASS, self.k_max)
+        length, value, expected = best_prefix(chances, cost, self.k_min)
+        self.k = length if value >= 1.0 + MARGIN else 0
         # a probe measures acceptance: pointless where even a draft that is never wrong
         # would not repay its drafting (the model is too dear here, whatever it proposes)
-        if self.k == 0 and self._idle >= self._probe_after and best_k(1.0, cost, self.k_min, self.k_max) > 0:
+        if self.k == 0 and self._idle >= self._probe_after and best_prefix([1.0] * self.k_max, cost, self.k_min)[0] > 0:
+            self._model_step = _Step(None, self.k_min, _expected(chances, self.k_min))
             return self.k_min
+        self._model_step = _Step(None, self.k, expected) if self.k else None
         return self.k
 
-    def k_for(self, match: int) -> int:
-        """Tokens to verify of a free drafter's proposal found by a ``match``."""
-        if not self.adaptive:
-            return self.k
-        self.k = self._choose(match)
-        return self.k
+    def _choose(self, cls: int) -> int:
+        length, value, _ = best_prefix(self.calibration.chances(cls, self.k_max), self.cost, self.k_min)
+        return length if value >= 1.0 + MARGIN else 0
 
-    def _choose(self, match: int) -> int:
-        return best_k(self.acceptance(match), self.cost, self.k_min, self.k_max)
+
+def _expected(chances: Sequence[float], length: int) -> float:
+    """Expected tokens of a block of the first ``length`` positions of ``chances``."""
+    expected = reach = 1.0
+    for q in chances[:length]:
+        reach *= q
+        expected += reach
+    return expected

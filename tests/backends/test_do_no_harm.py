@@ -1,0 +1,79 @@
+"""Do no harm: a drafter whose proposals are never accepted, though it says they are strong,
+drafts on a bounded share of steps once it has been rejected, and the output is AR's.
+
+The drafter is defined here and added through the public registry (``spectui.engine.drafters``),
+as a user's would be. It claims the strongest class there is (a long match, agreed every time
+before), so the cost-aware K gives it its first blocks; after those it must be held back by
+its calibration (every proposal, held back or not, is followed on the output) and by the
+losing-block backoff, whose probes are short and ever rarer. Costs come from a seed curve with
+``learn_cost`` off, so what is drafted does not depend on this machine's timings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import msgspec
+import pytest
+
+from spectui.config import DraftConfig, RunConfig
+from spectui.engine.drafters import DrafterKind, register, unregister
+from spectui.engine.protocol import SUPPORT_AGREED, Draft, match_bucket
+from spectui.recording.schema import End, Step
+
+pytestmark = pytest.mark.slow
+
+PROMPT = "Write three sentences about the sea."
+#: the embedded model on a 2-core CPU (Q8_0): blocks pay at high acceptance; a GPU-like flat one,
+#: where a block costs little more than a token and only the backoff stops a losing drafter
+CURVES = {"cpu": (1.00, 1.68, 2.30, 2.19, 2.80, 2.59, 3.31, 3.11, 3.72), "flat": tuple(1.0 + 0.05 * n for n in range(17))}
+#: the share of steps after the first rejection that may still draft
+BOUND = 0.15
+
+
+class AlwaysWrongDrafter:
+    """Proposes special tokens a chat answer never holds (SmolLM2's ids 4-11: file and repo
+    markers), with the strongest signals a lookup can give."""
+
+    name = "always-wrong"
+    free = True
+
+    def reset(self, prompt: Sequence[int]) -> None:
+        pass
+
+    def propose(self, history: Sequence[int], k: int) -> Draft:
+        return Draft([4 + (len(history) + i) % 8 for i in range(k)], match=match_bucket(24), support=SUPPORT_AGREED)
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.fixture
+def always_wrong():
+    register(DrafterKind("always-wrong", "always wrong", lambda sources: AlwaysWrongDrafter(), "never right (a test's)"))
+    yield
+    unregister("always-wrong")
+
+
+def _run(engine, config: RunConfig) -> tuple[list[Step], End]:  # noqa: ANN001
+    events = list(engine.run(config, memory_interval_s=None))
+    return [e for e in events if type(e) is Step], next(e for e in events if type(e) is End)
+
+
+@pytest.mark.parametrize("curve", sorted(CURVES))
+def test_a_drafter_never_right_drafts_a_bounded_share_and_the_output_is_ar(engine, always_wrong, curve):
+    base = RunConfig(target=engine.config.target, mode="ar", prompt=PROMPT, max_tokens=80, backend=engine.config.backend)
+    ar_steps, _ = _run(engine, base)
+    draft = DraftConfig(source="always-wrong", adaptive=True, cost_seed=CURVES[curve], learn_cost=False, memory=False)
+    steps, end = _run(engine, msgspec.structs.replace(base, mode="spec", draft=draft))
+
+    assert [t for s in steps for t in s.tokens] == [t for s in ar_steps for t in s.tokens]
+    blocks = [i for i, s in enumerate(steps) if s.drafted]
+    assert blocks, "its claimed strength got it no block at all: the test tests nothing"
+    assert sum(s.accepted for s in steps) == 0
+    after = steps[blocks[0] + 1:]
+    share = sum(1 for s in after if s.drafted) / len(after)
+    assert share <= BOUND, f"drafted on {share:.0%} of the steps after its first rejection"
+    d = end.decisions  # the recording says what was held back, and why
+    assert d is not None and d.blocks == len(blocks) and d.low_confidence + d.backoff > 0
+    assert d.proposals == d.blocks + d.low_confidence + d.backoff
