@@ -105,7 +105,7 @@ def test_write_quant_writes_a_requantized_copy_and_never_overwrites(tmp_path):
         (("--write-quant", "Q9_9", "/tmp/x.gguf"), "unknown weight type"),
         (("--reps", "-1"), "--reps must be >= 0"),
         (("--probe-target",), "--probe-target chooses the model --weights probes"),
-        (("--server", "http://127.0.0.1:9"), "tune measures the embedded engine"),
+        (("--server", "http://127.0.0.1:9"), "tune measures the engines spectui runs"),
     ],
 )
 def test_bad_input_is_one_line(args, message, tmp_path):
