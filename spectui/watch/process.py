@@ -48,6 +48,12 @@ def _serves_loopback(ip: str) -> bool:
     return ip in ("0.0.0.0", "::", "") or is_loopback(ip)
 
 
+def _exposure(ip: str, port: int) -> str:
+    """Said once when the server listens on every interface: it is reachable beyond this machine
+    (spectui's own runtimes bind 127.0.0.1 only)."""
+    return "" if is_loopback(ip) else f"port {port} listens on all interfaces ({ip or '*'}): the server is reachable beyond this machine"
+
+
 def find_listener(port: int) -> Listener:
     """The process listening on TCP ``port`` for loopback connections."""
     hidden = False
@@ -55,7 +61,7 @@ def find_listener(port: int) -> Listener:
         for conn in psutil.net_connections(kind="tcp"):
             if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port and _serves_loopback(conn.laddr.ip):
                 if conn.pid is not None:
-                    return Listener(conn.pid)
+                    return Listener(conn.pid, _exposure(conn.laddr.ip, port))
                 hidden = True  # the socket is there; its owner is not ours to see
     except (psutil.AccessDenied, PermissionError):
         pass  # macOS without root: ask each process instead
@@ -63,7 +69,7 @@ def find_listener(port: int) -> Listener:
         try:
             for own in proc.net_connections(kind="tcp"):
                 if own.status == psutil.CONN_LISTEN and own.laddr and own.laddr.port == port and _serves_loopback(own.laddr.ip):
-                    return Listener(proc.pid)
+                    return Listener(proc.pid, _exposure(own.laddr.ip, port))
         except (psutil.AccessDenied, psutil.NoSuchProcess, psutil.ZombieProcess, PermissionError):
             continue
     if hidden:
@@ -105,7 +111,7 @@ class ProcessProbe:
             self._proc = None
             self.note = f"port {self.port} is held by {self.label}, a forwarder: the server runs behind it, so no process stats"
             return
-        self._proc, self.note = proc, ""
+        self._proc, self.note = proc, found.note
 
     @property
     def found(self) -> bool:
