@@ -213,11 +213,16 @@ class Engine:
 
     def cost_curve(self, *, measure: bool = False, n_max: int = 17, context: Sequence[int] = ()) -> tuple[float, ...]:
         """This target's cached verify-cost curve on this host (relative costs; () where none).
-        ``measure``: where none is cached at these settings, measure one now and cache it (a run
-        that prices blocks by its seed alone must not price them by the curve of another
-        thread count, nor by the built-in one)."""
+        ``measure``: where none is cached at these settings, or the cached one stops short of
+        ``n_max``, measure one now and cache it. A run that prices blocks by its seed alone
+        must not price them by the curve of another thread count, nor by the built-in one;
+        and a run that learns its costs only times the sizes it drafts, so sizes past the
+        cached curve would stay priced by the cost model's slope, which on a CPU is several
+        times steeper than the measured one past n = 10, and long copies would never draft
+        them."""
         curve = load_curve(self.cost_key())
-        if curve is None and measure and context:
+        short = curve is not None and curve.source != "tune" and len(curve.relative) < n_max  # tune's stays
+        if (curve is None or short) and measure and context:
             merge_run_curve(self.cost_key(), measure_seed(self.target, context, n_max))
             curve = load_curve(self.cost_key())
         return tuple(curve.relative) if curve is not None else ()
@@ -232,7 +237,7 @@ class Engine:
         self._cache_owner = config.conversation
         draft = config.draft
         if config.mode == "spec":
-            measure = draft.adaptive and not draft.learn_cost and not draft.cost_seed and not reuse
+            measure = draft.adaptive and not draft.cost_seed and not reuse
             draft = draft.seeded(self.cost_curve(measure=measure, n_max=draft.k_max + 1,
                                                  context=prompt_tokens))
             draft = draft.priced(self.draft_price(config, prompt_tokens, reuse))
