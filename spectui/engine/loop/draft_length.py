@@ -111,7 +111,9 @@ class VerifyCost:
             return 1.0
         cost = self._memo.get(n)
         if cost is None:
-            cost = self._memo[n] = self._cost(n)
+            # never below a shorter block's: a dip in a curve of a few noisy timings (a block
+            # of 6 timed cheaper than one of 4) would otherwise draw every block to its size
+            cost = self._memo[n] = max(self._cost(n), self(n - 1))
         return cost
 
     def _cost(self, n: int) -> float:
