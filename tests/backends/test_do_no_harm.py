@@ -3,7 +3,8 @@ drafts on a bounded share of steps once it has been rejected, and the output is 
 
 The drafter is defined here and added through the public registry (``spectui.engine.drafters``),
 as a user's would be. It claims the strongest class there is (a long match, agreed every time
-before), so the cost-aware K gives it its first blocks; after those it must be held back by
+before), so where blocks are cheap the cost-aware K gives it its first blocks (where they cost
+what they do on a CPU, its prior does not pay and it gets none); after those it must be held back by
 its calibration (every proposal, held back or not, is followed on the output) and by the
 losing-block backoff, whose probes are short and ever rarer. Costs come from a seed curve with
 ``learn_cost`` off, so what is drafted does not depend on this machine's timings.
@@ -69,11 +70,17 @@ def test_a_drafter_never_right_drafts_a_bounded_share_and_the_output_is_ar(engin
 
     assert [t for s in steps for t in s.tokens] == [t for s in ar_steps for t in s.tokens]
     blocks = [i for i, s in enumerate(steps) if s.drafted]
-    assert blocks, "its claimed strength got it no block at all: the test tests nothing"
+    d = end.decisions  # the recording says what was held back, and why
+    assert d is not None and d.proposals == d.blocks + d.low_confidence + d.backoff
+    if not blocks:
+        # where a block costs what it does on this CPU, the static prior of even the strongest
+        # class, priced a deviation down, does not pay: every proposal was held back at once.
+        # The backoff after rejections is what the flat curve tests
+        assert curve == "cpu", "its claimed strength got it no block on a flat curve: the test tests nothing"
+        assert d.blocks == 0 and d.low_confidence == d.proposals > 0
+        return
     assert sum(s.accepted for s in steps) == 0
     after = steps[blocks[0] + 1:]
     share = sum(1 for s in after if s.drafted) / len(after)
     assert share <= BOUND, f"drafted on {share:.0%} of the steps after its first rejection"
-    d = end.decisions  # the recording says what was held back, and why
-    assert d is not None and d.blocks == len(blocks) and d.low_confidence + d.backoff > 0
-    assert d.proposals == d.blocks + d.low_confidence + d.backoff
+    assert d.blocks == len(blocks) and d.low_confidence + d.backoff > 0
