@@ -221,7 +221,8 @@ def test_a_chat_in_tmux_pastes_a_file_and_follows_up(tmp_path, calibrations):
     recordings = tmp_path / "recordings"
     source = (REPO / "spectui" / "ui" / "controller.py").read_text()
     try:
-        status = _launch(tmux, tmp_path, recordings, "--threads", "1", "--max-tokens", "56")
+        # a fixed K, as tests/ui/test_chat.py says why: the conversation feeding the drafter is tested
+        status = _launch(tmux, tmp_path, recordings, "--threads", "1", "--max-tokens", "56", "--k", "4")
         _compose(tmux, tmp_path, paste="Write a Python function that returns the squares of a list of numbers.")
         tmux.wait_for(lambda s: _replied(s, recordings, 1), "the first reply")
         _compose(tmux, tmp_path, typed="Repeat the function you just wrote exactly, word for word.")
