@@ -100,9 +100,9 @@ class SeedNotice(UserWarning):
 def measure_seed(backend: Backend, context: Sequence[int], n_max: int, *, depth: int = 256) -> dict[int, float]:
     """A verify-cost curve for a run that finds none stored for its thread count, or one that
     stops short of its longest block: block size -> cost, sizes up to ``n_max``
-    (``SEED_SIZES`` and ``n_max`` itself). Never a curve measured at another thread count, nor the built-in one
-    (two threads): how much a block costs against one token depends on how the threads
-    share it."""
+    (``SEED_SIZES`` and ``n_max`` itself). Never a curve measured at another thread count,
+    nor the built-in one (two threads): how much a block costs against one token depends on
+    how the threads share it."""
     top = max(n_max, 2)
     sizes = tuple(sorted({n for n in SEED_SIZES if n <= top} | {top}))
     warnings.warn("spectui: this run prices its blocks by a verify-cost curve and none is stored for these "

@@ -23,8 +23,9 @@ What is priced is each rate less one standard deviation of its estimate (``prude
 from a handful of observations, or carried over from runs on other text, is not bet on as if
 measured here, and one whose few observations all hit is not taken as certain (its deviation
 is read half an observation towards 1/2: ``prudent_rate``). Replaying the n-gram drafter over
-35 greedy outputs of 7 kinds of task, after a calibration learned mostly on copy-heavy tasks, the posterior means alone drafted blocks of 16
-on prose: on a curve where every row costs 0.8 of a token, the median summary and code edit
+35 greedy outputs of 7 kinds of task, after a calibration learned mostly on copy-heavy tasks,
+the posterior means alone drafted blocks of 16 on prose: on a curve where every row costs 0.8
+of a token, the median summary and code edit
 ran at 0.8x AR. Priced prudently, every kind's median stayed at AR or above (its worst prompt
 0.93x) and copies kept most of their gain.
 
@@ -53,8 +54,9 @@ DECAY = 0.95
 #: draft model's prior weighs one: its evidence comes from its blocks alone, one probe at a time.
 #: A stored calibration weighs four, not eight: it is what the last few runs' texts did, and
 #: at eight a code edit run after translations drafted blocks of 10-11 at 7-12% acceptance
-#: for its whole 46-64 tokens (0.84x AR); at four its own first proposals, followed for free,
-#: outweigh it within a few steps (0.93-1.00x)
+#: for its whole 46 tokens (0.84x AR); at four its own first proposals, followed for free,
+#: outweigh it within a few steps (0.93-1.00x in 3-round checks, 0.91x in a full run: the
+#: first proposal's rate is still read from other text, benchmarks/categories.py)
 PRIOR_WEIGHT, STORED_WEIGHT, MODEL_PRIOR_WEIGHT = 2.0, 4.0, 1.0
 #: static priors per class: (first token, second token); later positions lean on the one
 #: before. Sceptical on purpose: holding a good proposal back costs only its gain (and its
