@@ -25,9 +25,8 @@ measured here, and one whose few observations all hit is not taken as certain (i
 is read half an observation towards 1/2: ``prudent_rate``). Replaying the n-gram drafter over
 35 greedy outputs of 7 kinds of task, after a calibration learned mostly on copy-heavy tasks,
 the posterior means alone drafted blocks of 16 on prose: on a curve where every row costs 0.8
-of a token, the median summary and code edit
-ran at 0.8x AR. Priced prudently, every kind's median stayed at AR or above (its worst prompt
-0.93x) and copies kept most of their gain.
+of a token, the median summary and code edit ran at 0.8x AR. Priced prudently, every kind's
+median stayed at AR or above (its worst prompt 0.93x) and copies kept most of their gain.
 
 Evidence costs nothing to gather: every proposal, verified or held back, is compared with the
 tokens the run then emits (``Tracked``), position by position until its first miss, so a held
