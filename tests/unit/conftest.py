@@ -8,6 +8,7 @@ tier's wall time on a machine with a second core; the verdict is the same as run
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +21,10 @@ mypy_key = pytest.StashKey[subprocess.Popen]()
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
+    # under pytest-xdist every worker collects every test: one mypy, not one per worker (a
+    # worker without it that gets the test runs mypy there)
+    if os.environ.get("PYTEST_XDIST_WORKER", "gw0") != "gw0":
+        return
     if any(item.nodeid == MYPY_TEST for item in session.items):
         session.config.stash[mypy_key] = subprocess.Popen(
             [sys.executable, "-m", "mypy"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
