@@ -82,7 +82,6 @@ class LaunchSettings:
     ctx: int = 4096
     flash_attn: str = "auto"  # llama.cpp's on / off / auto
     gpu_layers: int = -1  # -1 = llama-server's own default
-    extra: tuple[str, ...] = ()  # more flags, passed as they are
 
     def args(self, port: int) -> list[str]:
         threads = str(self.threads or _usable_cores())
@@ -91,8 +90,10 @@ class LaunchSettings:
             out += ["-ngl", str(self.gpu_layers)]
         if self.method.uses_draft_model:
             out += ["-td", threads, "-tbd", threads]
-        out += ["-np", "1", "--metrics", "--no-slots", "--no-webui", "--host", HOST, "--port", str(port)]
-        return out + self.method.args() + list(self.extra)
+        out += ["-np", "1", "--metrics", "--no-slots", "--no-webui", *self.method.args()]
+        # last, so that no flag before them can move the server off loopback (llama-server
+        # takes the last of a repeated flag)
+        return out + ["--host", HOST, "--port", str(port)]
 
 
 def _usable_cores() -> int:

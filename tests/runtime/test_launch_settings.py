@@ -14,6 +14,7 @@ def test_the_command_line_has_metrics_no_slots_no_webui_loopback_and_no_key():
                  "--host 127.0.0.1", "--port 4567", "--spec-type ngram-mod", "--spec-ngram-mod-n-max 8"):
         assert part in joined
     assert "--api-key" not in joined  # the key travels in the environment, never on argv
+    assert args[-4:] == ["--host", "127.0.0.1", "--port", "4567"]  # last: nothing after them moves the server
     assert "-td" not in args  # no draft model, no draft threads
 
 

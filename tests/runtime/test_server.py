@@ -153,6 +153,9 @@ def test_the_server_wants_its_fresh_key_shows_no_slots_and_the_key_is_nowhere(ll
         assert key not in server.command_line and key not in repr(server)
         assert key.encode() not in Path(f"/proc/{server.pid}/cmdline").read_bytes()
         assert server.props.get("build_info")  # /props, for the header
+        # it listens on loopback only: nothing beyond this machine reaches it, key or not
+        listening = [c.laddr for c in psutil.Process(server.pid).net_connections(kind="inet") if c.status == psutil.CONN_LISTEN]
+        assert listening and all(addr.ip == "127.0.0.1" for addr in listening), listening
     log = tmp_path / "run.llama-server.log"
     assert server.log_path == log and log.stat().st_size > 0 and (log.stat().st_mode & 0o077) == 0
     assert key not in log.read_text(errors="replace")
