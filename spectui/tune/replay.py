@@ -12,7 +12,7 @@ against real runs.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from spectui.config import DraftConfig, RunConfig
@@ -33,6 +33,8 @@ class Replay:
     #: per drafted position j (0-based): blocks that drafted it, and that accepted it
     reached: list[int] = field(default_factory=list)
     kept: list[int] = field(default_factory=list)
+    #: the calibration's observations per cell (``pricing.Calibration.run_counts``)
+    counts: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     @property
     def speedup(self) -> float:
@@ -69,16 +71,19 @@ def replay(
     draft: DraftConfig,
     budget: int = 0,
     on_block: Callable[[Drafter, int, list[int], int], None] | None = None,
+    prices: Mapping[str, Sequence[float]] | None = None,
 ) -> Replay:
     """Replay ``draft`` (prompt lookup or the suffix drafter; K fixed, or cost-aware with
     ``cost`` as its timings) over ``output``, the greedy continuation of ``prompt``;
     ``cost(n)`` is the verify-cost curve. ``budget`` is the run's token budget (0: the
     output's length); an output that ended on an end-of-generation token before it may be
     drafted past, as a real run would. ``on_block(drafter, i, draft, kept)`` sees every
-    verified block (drafted at output position ``i``) before the history moves past it."""
+    verified block (drafted at output position ``i``) before the history moves past it.
+    ``prices``: the stored calibration the run starts from (None: the static prior); what the
+    replayed run observed is left in ``Replay.counts``, as a run would store it."""
     drafter = lookup_drafter(draft)
     drafter.reset(prompt)
-    length = DraftLength(draft)
+    length = DraftLength(draft, prices)
     history = [*prompt, output[0]]
     i, n = 1, len(output)
     budget = budget or n
@@ -115,4 +120,5 @@ def replay(
         r.cost += step_cost
         history.extend(output[i:i + emitted])
         i += emitted
+    r.counts = length.calibration.run_counts()
     return r

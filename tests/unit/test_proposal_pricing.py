@@ -129,8 +129,9 @@ def test_a_run_of_losing_blocks_backs_off_and_probes_a_bounded_share():
             drafted_at.append(tokens)
         d.update(k, k, 0, emitted=[tokens % 97])  # the target's own token, never the draft's
         tokens += 1
-    assert d.decided.backoff > 0
-    # its calibration learns too (held-back proposals are followed): few blocks at all
+    # its calibration learns too (held-back proposals are followed, and what the text did
+    # moves the prior: ``text_odds``), so the first losing block may be its last
+    assert d.decided.backoff + d.decided.low_confidence > 590
     assert len(drafted_at) <= LOSING_RUN + 5
     waits = [b - a for a, b in zip(drafted_at[LOSING_RUN:], drafted_at[LOSING_RUN + 1:])]
     assert all(w >= PROBE_EVERY for w in waits) and all(w2 >= w1 for w1, w2 in zip(waits, waits[1:]))
@@ -210,6 +211,25 @@ def test_calibration_starts_from_what_was_stored_and_counts_this_run():
         stored.observe(cell(3, 0), False)
     assert stored.rates(3)[0] < 0.35
     assert stored.run_counts() == {"3.0": (0.0, 40.0)}
+
+
+def test_what_this_text_did_moves_the_prior_of_classes_it_has_not_reached():
+    """A run whose short matches keep hitting is copying more than the stored runs' texts did:
+    a longer match it has not seen yet is priced up from the stored prior, and one whose short
+    matches miss prices it down. A class's own evidence still counts as it is."""
+    stored = {"2.0": (50.0, 100.0), "4.0": (60.0, 100.0)}
+    copying, editing, unmoved = Calibration(stored), Calibration(stored), Calibration(stored)
+    for _ in range(12):
+        copying.observe(cell(2, 0), True)
+        editing.observe(cell(2, 0), False)
+    assert copying.text_odds() > 3.0 > 1.0 / 3.0 > editing.text_odds()
+    assert unmoved.text_odds() == 1.0
+    assert copying.prudent(4)[0] > unmoved.prudent(4)[0] + 0.1 > editing.prudent(4)[0] + 0.2
+    # hits where the prior expected them say nothing of the text
+    expected = Calibration({"5.0": (999.0, 1000.0)})
+    for _ in range(12):
+        expected.observe(cell(5, 0), True)
+    assert expected.text_odds() == pytest.approx(1.0, abs=0.05)
 
 
 def test_stored_prices_merge_decay_and_cap():

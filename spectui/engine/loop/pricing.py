@@ -66,6 +66,8 @@ STATIC_PRIOR: dict[int, tuple[float, float]] = {
     0: (0.3, 0.5), 1: (0.15, 0.45), 2: (0.4, 0.55), 3: (0.6, 0.7), 4: (0.75, 0.8), 5: (0.85, 0.88),
     6: (0.9, 0.92), MODEL_CLASS: (0.35, 0.35),
 }
+#: observations (half hits, half misses, on both sides) that pull ``text_odds`` towards 1
+TEXT_WEIGHT = 4.0
 #: standard deviations of its estimate a cell's rate is priced below it (``Calibration.prudent``)
 PRUDENCE = 1.0
 #: a proposal's chance of reaching a position below this ends its walk: nothing past it pays
@@ -80,6 +82,13 @@ def prudent_rate(rate: float, n: float, z: float = PRUDENCE) -> float:
     12 on a 3-token match was drafted as if its later tokens could not miss."""
     pulled = (rate * n + 0.5) / (n + 1.0)
     return max(0.0, rate - z * math.sqrt(pulled * (1.0 - pulled) / (n + 1.0)))
+
+
+def _shift(p: float, odds: float) -> float:
+    """``p`` with its odds multiplied by ``odds``."""
+    p = min(max(p, 0.001), 0.999)
+    o = p / (1.0 - p) * odds
+    return o / (1.0 + o)
 
 
 def group(j: int) -> int:
@@ -120,6 +129,11 @@ class Calibration:
                 continue  # an entry of another shape: the static prior stands
             if 0 <= cls <= MODEL_CLASS and 0 <= grp < GROUPS and tries > 0 and 0 <= hits <= tries:
                 self._prior[cls * GROUPS + grp] = (hits / tries, min(tries, STORED_WEIGHT))
+        #: what this run's lookup tokens did against what the prior expected of them:
+        #: [accepted, expected, tried], over every observation (``text_odds``)
+        self._surprise = [0.0, 0.0, 0.0]
+        self._odds = 1.0  # the ``text_odds`` the cached rates were computed with
+        self._prior_mean: dict[int, float] = {}  # cell -> its prior mean, before ``text_odds``
         self._rates: dict[int, list[float]] = {}  # class -> rate per group, until its cells change
         self._prudent: dict[int, list[float]] = {}  # class -> what is priced per group (``prudent``)
 
@@ -135,6 +149,21 @@ class Calibration:
         run[0] += hit
         run[1] += 1.0
         cls = key // GROUPS
+        if cls != MODEL_CLASS and key % GROUPS == 0:
+            expected = self._prior_mean.get(key)
+            if expected is None:
+                self.rates(cls)
+                expected = self._prior_mean[key]
+            self._surprise[0] += hit
+            self._surprise[1] += expected
+            self._surprise[2] += 1.0
+            odds = self.text_odds()
+            if abs(math.log(odds / self._odds)) > 0.02:  # every lookup class's prior moved
+                self._odds = odds
+                for changed in range(TOP_CLASS + 1):
+                    self._rates.pop(changed, None)
+                    self._prudent.pop(changed, None)
+                return
         for changed in (cls,) if cls == MODEL_CLASS or cls == 0 else range(cls, TOP_CLASS + 1):
             self._rates.pop(changed, None)  # the stronger lookup classes lean on this one
             self._prudent.pop(changed, None)
@@ -163,14 +192,30 @@ class Calibration:
                 weight = MODEL_PRIOR_WEIGHT if cls == MODEL_CLASS else PRIOR_WEIGHT
             if weaker is not None:
                 mean = max(mean, weaker[grp])
+            if cls != MODEL_CLASS:
+                self._prior_mean[key] = mean
+                mean = _shift(mean, self._odds)
             hits, tries = self._seen.get(key, (0.0, 0.0))
             rate = (hits + weight * mean) / (tries + weight)
             rates.append(rate)
             priced = rate if cls == MODEL_CLASS else prudent_rate(rate, tries + weight)
-            prudent.append(max(priced, weaker_prudent[grp]) if weaker_prudent is not None else priced)
+            if weaker_prudent is not None:
+                priced = max(priced, weaker_prudent[grp])
+            prudent.append(priced)
         self._rates[cls] = rates
         self._prudent[cls] = prudent
         return rates
+
+    def text_odds(self) -> float:
+        """How much likelier this run's lookup tokens were accepted than the prior expected,
+        as an odds ratio pulled towards 1 by ``TEXT_WEIGHT`` observations. The prior is what
+        other texts did; this text may copy far more (a quote returned with one word changed)
+        or far less (a code edit that renames as it goes). Every lookup cell's prior is moved
+        by it, so a class this run has not reached yet is priced by what the classes it did
+        reach showed of this text, not by the stored runs' texts alone."""
+        hits, expected, n = self._surprise
+        half = TEXT_WEIGHT / 2
+        return ((hits + half) / (n - hits + half)) / ((expected + half) / (n - expected + half))
 
     def prudent(self, cls: int) -> list[float]:
         """``rates`` less ``PRUDENCE`` standard deviations of each estimate: what is priced. A

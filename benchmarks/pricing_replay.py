@@ -1,0 +1,156 @@
+"""Proposal pricing, replayed: the category benchmark's speculative runs predicted in seconds.
+
+    python benchmarks/pricing_replay.py --record [--model embedded|qwen-1.5b] [--max-tokens 64]
+    python benchmarks/pricing_replay.py [--model embedded|qwen-1.5b] [--deterministic] [--measured FILE.json]
+
+Under greedy decoding the target's output does not depend on drafting, so one AR run per
+prompt fixes every block the n-gram drafter and the cost-aware K would draft and how much of
+each would be accepted (``spectui.tune.replay``). ``--record`` runs the target once per
+category prompt (``prompts/categories/``) and keeps each prompt's tokens, its greedy output and
+this host's verify-cost curves (the run's thread count, and one thread for
+``--deterministic``) in ``benchmarks/results/pricing-traces-<model>.json``. Without it, the
+recorded traces are replayed in the category benchmark's order (a warm-up run, then five
+speculative runs a prompt), the stored calibration carried from run to run as
+``engine/host/proposal_prices`` carries it (starting empty: the static prior), and each
+prompt's predicted speedup is the median of its five runs'. ``--deterministic`` replays as
+that flag runs: the static prior, the one-thread curve, nothing stored.
+
+What it does not see: the machine's noise, a run's own per-step overhead, and the measured
+costs moving within a run. It is for reading what a pricing change does to every prompt at
+once before the half hour the real benchmark takes (``benchmarks/categories.py``), not for
+the must-show: ``--measured`` prints a measured run's ratios beside the predicted ones.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+from categories import CATEGORIES, PROMPTS, RESULTS, resolve_target
+from defaults import config, outcome
+
+from spectui.engine.host.proposal_prices import merge
+from spectui.engine.loop.draft_length import VerifyCost
+from spectui.prompts import list_prompts
+from spectui.recording.schema import Step
+from spectui.tune.replay import replay
+
+#: speculative runs a prompt in the category benchmark (after one warm-up run on the first)
+REPS = 5
+
+
+#: the prompt sets: the category benchmark's, and a held-out one (the project's own prompts
+#: and ``benchmarks/unseen``) that a pricing change is checked on before the categories are
+SETS = {"categories": (PROMPTS,), "held-out": (PROMPTS.parent, Path(__file__).resolve().parent / "unseen")}
+
+
+def traces_path(model: str, prompt_set: str = "categories") -> Path:
+    return RESULTS / f"pricing-traces-{model}{'' if prompt_set == 'categories' else '-' + prompt_set}.json"
+
+
+def set_prompts(prompt_set: str) -> list:
+    prompts = [p for folder in SETS[prompt_set] for p in list_prompts(folder)]
+    order = list(CATEGORIES)
+    return sorted(prompts, key=lambda p: (order.index(p.tier) if p.tier in order else len(order), p.name))
+
+
+def record(model: str, max_tokens: int, prompt_set: str) -> int:
+    """Run AR once per prompt of ``prompt_set`` and keep what the replay needs."""
+    from spectui.engine.embedded import Engine
+
+    prompts = set_prompts(prompt_set)
+    target, name = resolve_target(model)
+    flags = ["--max-tokens", str(max_tokens)]
+    first = config(prompts[0].path, "spec", target, flags)
+    curves: dict[str, list[float]] = {}
+    traces: dict[str, list[dict]] = {}
+    for mode, extra in (("default", flags), ("deterministic", [*flags, "--deterministic"])):
+        # --deterministic runs other weights (the shipped file) on one thread: its own outputs
+        probe = config(prompts[0].path, "spec", target, extra)
+        with Engine.load(probe) as engine:
+            # the curve the benchmark's runs start from, measured where the cache falls short
+            curves[mode] = list(engine.cost_curve(measure=True, n_max=probe.draft.k_max + 1,
+                                                  context=engine.prepare_prompt(probe)[1]))
+            traces[mode] = []
+            for p in prompts:
+                cfg = config(p.path, "ar", target, extra)
+                events = list(engine.run(cfg, memory_interval_s=None))
+                output = outcome(events)[3]
+                # each emitted token's margin over its runner-up (thousandths of a logit)
+                margins = [m for e in events if type(e) is Step for m in (e.margins_milli or [])]
+                traces[mode].append({"prompt": p.name, "category": p.tier, "tokens": engine.prepare_prompt(cfg)[1],
+                                     "output": output, "margins": margins})
+                print(f"{mode:13} {p.name:14} {len(output)} tokens", file=sys.stderr)
+    path = traces_path(name, prompt_set)
+    path.write_text(json.dumps({"model": name, "spec": first.describe(), "max_tokens": max_tokens,
+                                "curves": curves, "traces": traces}))
+    print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
+def predict(data: dict, *, deterministic: bool) -> list[dict]:
+    """Each prompt's predicted speedups over the benchmark's runs, in its order."""
+    mode = "deterministic" if deterministic else "default"
+    curve = data["curves"][mode]
+    flags = ["--max-tokens", str(data["max_tokens"]), *(["--deterministic"] if deterministic else [])]
+    traces = data["traces"][mode]
+    draft = config(str(PROMPTS / "copy-1.txt"), "spec", "", flags).draft.seeded(tuple(curve))
+    stored: dict[str, tuple[float, float]] = {}
+    rows = []
+
+    def one(trace: dict) -> float:
+        nonlocal stored
+        cost = VerifyCost(draft.k_max, curve)
+        r = replay(trace["tokens"], trace["output"], cost, draft, data["max_tokens"], prices=None if deterministic else stored)
+        if not deterministic:
+            stored = merge(stored, r.counts)
+        return r.speedup if r.cost else 1.0
+
+    one(traces[0])  # the benchmark's warm-up round
+    for trace in traces:
+        speedups = [one(trace) for _ in range(REPS)]
+        rows.append({"prompt": trace["prompt"], "category": trace["category"], "ratio": statistics.median(speedups),
+                     "first": speedups[0]})
+    return rows
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--model", default="embedded", help="embedded (default) or qwen-1.5b")
+    ap.add_argument("--set", default="categories", choices=SETS, help="the category benchmark's prompts, or the held-out ones")
+    ap.add_argument("--record", action="store_true", help="run the target once per prompt and keep the traces")
+    ap.add_argument("--max-tokens", type=int, default=64)
+    ap.add_argument("--deterministic", action="store_true", help="replay as --deterministic runs")
+    ap.add_argument("--measured", type=Path, help="a categories.py result (.json) to print beside the prediction")
+    args = ap.parse_args()
+    if args.record:
+        return record(args.model, args.max_tokens, args.set)
+    path = traces_path(args.model, args.set)
+    if not path.is_file():
+        print(f"error: no traces at {path}: run with --record first", file=sys.stderr)
+        return 2
+    data = json.loads(path.read_text())
+    rows = predict(data, deterministic=args.deterministic)
+    measured = {}
+    if args.measured is not None:
+        measured = {r["prompt"]: r["ratio"] for r in json.loads(args.measured.read_text())["rows"]}
+    for r in rows:
+        seen = measured.get(r["prompt"])
+        print(f"{r['prompt']:14} {r['category']:10} predicted x{r['ratio']:.2f} (first run x{r['first']:.2f})"
+              + (f"  measured x{seen:.2f}" if seen is not None else ""))
+    print()
+    for c in dict.fromkeys(r["category"] for r in rows):
+        words = CATEGORIES.get(c, c)
+        mine = [r for r in rows if r["category"] == c]
+        if mine:
+            line = f"{words:22} x{statistics.median(r['ratio'] for r in mine):.2f}  worst x{min(r['ratio'] for r in mine):.2f}"
+            seen = [measured[r["prompt"]] for r in mine if r["prompt"] in measured]
+            print(line + (f"  measured x{statistics.median(seen):.2f}" if seen else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
