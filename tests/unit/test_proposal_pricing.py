@@ -92,6 +92,24 @@ def test_drafts_long_blocks_for_high_confidence_copies():
     assert d.k_for(proposal(5, n=5, support=SUPPORT_AGREED)) == 5
 
 
+def test_a_block_that_pays_is_as_long_as_its_later_positions_are_worth():
+    """Late positions are observed only where blocks reach them: on a few observations they
+    are priced low and would cap every block at the measured positions. Whether to draft is
+    priced as measured; how long, with no later position below an earlier one."""
+    steep = tuple(1 + 0.5 * (n - 1) for n in range(1, 18))  # each row costs half a token
+    d = length(steep, prices={"4.2": (1.0, 1.0), "4.3": (1.0, 1.0)})
+    for _ in range(60):  # the first two positions measured near certain in this run
+        d.calibration.observe(cell(4, 0), True)
+        d.calibration.observe(cell(4, 1), True)
+    measured = best_prefix(d.calibration.chances(4, 16), d.cost)[0]
+    assert measured <= 3  # positions 2-3 seen once: priced near a coin
+    k = d.k_for(proposal(4))
+    assert k > measured + 2
+    # a proposal that does not pay as measured is not drafted, however long it could be
+    e = length(steep, prices={"4.0": (30.0, 100.0), "4.1": (95.0, 100.0)})
+    assert e.k_for(proposal(4)) == 0
+
+
 def test_the_tail_that_stops_paying_is_cut():
     d = length(UNBATCHED)
     cls = 4

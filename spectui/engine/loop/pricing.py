@@ -230,10 +230,15 @@ class Calibration:
             prudent = self._prudent[cls]
         return prudent
 
-    def chances(self, cls: int, n: int) -> list[float]:
+    def chances(self, cls: int, n: int, *, lengthen: bool = False) -> list[float]:
         """Per drafted position 0..n-1 of a ``cls`` proposal, the chance it is accepted given
-        the positions before it were."""
+        the positions before it were. ``lengthen``: no later position below an earlier one
+        (conditional acceptance grows along a block), for how long a block that pays is."""
         rates = self.prudent(cls)
+        if lengthen:
+            rates = list(rates)
+            for g in range(1, GROUPS):
+                rates[g] = max(rates[g], rates[g - 1])
         return [rates[g] for g in _GROUP_OF[:n]] if n <= _POSITIONS else [rates[group(j)] for j in range(n)]
 
     def run_counts(self) -> dict[str, tuple[float, float]]:
