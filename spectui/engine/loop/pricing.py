@@ -28,6 +28,12 @@ the posterior means alone drafted blocks of 16 on prose: on a curve where every 
 of a token, the median summary and code edit ran at 0.8x AR. Priced prudently, every kind's
 median stayed at AR or above (its worst prompt 0.93x) and copies kept most of their gain.
 
+The stored prior is what other texts did, and the first token of a proposal is the whole bet:
+a code edit run after translations drafted on their record. So the prior itself is moved by
+this text (``Calibration.text_odds``): the first tokens this run's proposals put forward, against
+what their cells' prior expected, shift every lookup class's prior by one odds ratio, and a
+class the run has not reached yet is priced by what the ones it did reach showed.
+
 Evidence costs nothing to gather: every proposal, verified or held back, is compared with the
 tokens the run then emits (``Tracked``), position by position until its first miss, so a held
 back proposal and the cut tail of a verified one keep calibrating the cells they would have
@@ -129,8 +135,8 @@ class Calibration:
                 continue  # an entry of another shape: the static prior stands
             if 0 <= cls <= MODEL_CLASS and 0 <= grp < GROUPS and tries > 0 and 0 <= hits <= tries:
                 self._prior[cls * GROUPS + grp] = (hits / tries, min(tries, STORED_WEIGHT))
-        #: what this run's lookup tokens did against what the prior expected of them:
-        #: [accepted, expected, tried], over every observation (``text_odds``)
+        #: what the first tokens of this run's lookup proposals did against what the prior
+        #: expected of them: [accepted, expected, tried] (``text_odds``)
         self._surprise = [0.0, 0.0, 0.0]
         self._odds = 1.0  # the ``text_odds`` the cached rates were computed with
         self._prior_mean: dict[int, float] = {}  # cell -> its prior mean, before ``text_odds``
@@ -149,7 +155,7 @@ class Calibration:
         run[0] += hit
         run[1] += 1.0
         cls = key // GROUPS
-        if cls != MODEL_CLASS and key % GROUPS == 0:
+        if cls != MODEL_CLASS and key % GROUPS == 0:  # a lookup proposal's first token
             expected = self._prior_mean.get(key)
             if expected is None:
                 self.rates(cls)
@@ -199,16 +205,15 @@ class Calibration:
             rate = (hits + weight * mean) / (tries + weight)
             rates.append(rate)
             priced = rate if cls == MODEL_CLASS else prudent_rate(rate, tries + weight)
-            if weaker_prudent is not None:
-                priced = max(priced, weaker_prudent[grp])
-            prudent.append(priced)
+            prudent.append(max(priced, weaker_prudent[grp]) if weaker_prudent is not None else priced)
         self._rates[cls] = rates
         self._prudent[cls] = prudent
         return rates
 
     def text_odds(self) -> float:
-        """How much likelier this run's lookup tokens were accepted than the prior expected,
-        as an odds ratio pulled towards 1 by ``TEXT_WEIGHT`` observations. The prior is what
+        """How much likelier the first tokens of this run's lookup proposals were accepted than
+        the prior expected, as an odds ratio pulled towards 1 by ``TEXT_WEIGHT`` observations
+        (first tokens only: a text's misses deep in a block would move every class's first). The prior is what
         other texts did; this text may copy far more (a quote returned with one word changed)
         or far less (a code edit that renames as it goes). Every lookup cell's prior is moved
         by it, so a class this run has not reached yet is priced by what the classes it did
