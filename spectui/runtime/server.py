@@ -59,6 +59,7 @@ from spectui.runtime import lifetime
 from spectui.runtime.build import ServerBinary, spec_types
 from spectui.runtime.methods import RuntimeMethod
 from spectui.server.client import ServerClient, ServerError, parse_server_url
+from spectui.watch.process import is_loopback, listening_addresses
 
 HOST = "127.0.0.1"
 #: How long a model may take to load before the start counts as failed.
@@ -309,7 +310,14 @@ def start(
                 server.stop()
                 raise
             if outcome == "ready":
-                return server
+                exposed = sorted({ip or '*' for ip in listening_addresses(server.pid) if not is_loopback(ip)})
+                if not exposed:
+                    return server
+                # whatever its flags said, a server this process started never serves beyond
+                # this machine: it is stopped, not left listening
+                server.stop()
+                raise SpectuiError(f"{runtime.name} listened on {', '.join(exposed)} (port {port}), beyond "
+                                   f"this machine; spectui's runtimes listen on {HOST} only: stopped (log: {log})")
             server.stop()
             if outcome == "bind" and attempt < attempts:
                 continue

@@ -54,6 +54,23 @@ def _exposure(ip: str, port: int) -> str:
     return "" if is_loopback(ip) else f"port {port} listens on all interfaces ({ip or '*'}): the server is reachable beyond this machine"
 
 
+def listening_addresses(pid: int) -> list[str]:
+    """The addresses process ``pid`` and its children listen on for TCP (a server may serve
+    from a child); [] where they cannot be read."""
+    try:
+        root = psutil.Process(pid)
+        procs = [root, *root.children(recursive=True)]
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return []
+    out: list[str] = []
+    for proc in procs:
+        try:
+            out += [c.laddr.ip for c in proc.net_connections(kind="tcp") if c.status == psutil.CONN_LISTEN and c.laddr]
+        except (psutil.AccessDenied, psutil.NoSuchProcess, psutil.ZombieProcess, PermissionError):
+            continue
+    return out
+
+
 def find_listener(port: int) -> Listener:
     """The process listening on TCP ``port`` for loopback connections."""
     hidden = False
