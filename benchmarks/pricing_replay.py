@@ -1,13 +1,15 @@
 """Proposal pricing, replayed: the category benchmark's speculative runs predicted in seconds.
 
-    python benchmarks/pricing_replay.py --record [--model embedded|qwen-1.5b] [--max-tokens 64]
-    python benchmarks/pricing_replay.py [--model embedded|qwen-1.5b] [--deterministic] [--measured FILE.json]
+    python benchmarks/pricing_replay.py --record [--model embedded|qwen-1.5b] [--set categories|held-out] [--max-tokens 64]
+    python benchmarks/pricing_replay.py [--model embedded|qwen-1.5b] [--set ...] [--deterministic] [--measured FILE.json]
 
 Under greedy decoding the target's output does not depend on drafting, so one AR run per
 prompt fixes every block the n-gram drafter and the cost-aware K would draft and how much of
 each would be accepted (``spectui.tune.replay``). ``--record`` runs the target once per
-category prompt (``prompts/categories/``) and keeps each prompt's tokens, its greedy output and
-this host's verify-cost curves (the run's thread count, and one thread for
+prompt (``--set``: the category benchmark's, or a held-out set) and keeps each prompt's tokens,
+its greedy output, each output token's margin over its runner-up (not read by the replay: the
+target's confidence was tried as a signal and did not separate hits from misses) and this
+host's verify-cost curves (the run's thread count, and one thread for
 ``--deterministic``) in ``benchmarks/results/pricing-traces-<model>.json``. Without it, the
 recorded traces are replayed in the category benchmark's order (a warm-up run, then five
 speculative runs a prompt), the stored calibration carried from run to run as
@@ -97,6 +99,7 @@ def predict(data: dict, *, deterministic: bool) -> list[dict]:
     curve = data["curves"][mode]
     flags = ["--max-tokens", str(data["max_tokens"]), *(["--deterministic"] if deterministic else [])]
     traces = data["traces"][mode]
+    # the defaults' draft settings (any prompt file: the prompt does not enter them)
     draft = config(str(PROMPTS / "copy-1.txt"), "spec", "", flags).draft.seeded(tuple(curve))
     stored: dict[str, tuple[float, float]] = {}
     rows = []

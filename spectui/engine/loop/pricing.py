@@ -155,23 +155,23 @@ class Calibration:
         run[0] += hit
         run[1] += 1.0
         cls = key // GROUPS
+        # the stronger lookup classes lean on this one
+        stale = (cls,) if cls == MODEL_CLASS or cls == 0 else range(cls, TOP_CLASS + 1)
         if cls != MODEL_CLASS and key % GROUPS == 0:  # a lookup proposal's first token
             expected = self._prior_mean.get(key)
             if expected is None:
                 self.rates(cls)
                 expected = self._prior_mean[key]
-            self._surprise[0] += hit
-            self._surprise[1] += expected
-            self._surprise[2] += 1.0
+            surprise = self._surprise
+            surprise[0] += hit
+            surprise[1] += expected
+            surprise[2] += 1.0
             odds = self.text_odds()
             if abs(math.log(odds / self._odds)) > 0.02:  # every lookup class's prior moved
                 self._odds = odds
-                for changed in range(TOP_CLASS + 1):
-                    self._rates.pop(changed, None)
-                    self._prudent.pop(changed, None)
-                return
-        for changed in (cls,) if cls == MODEL_CLASS or cls == 0 else range(cls, TOP_CLASS + 1):
-            self._rates.pop(changed, None)  # the stronger lookup classes lean on this one
+                stale = range(TOP_CLASS + 1)
+        for changed in stale:
+            self._rates.pop(changed, None)
             self._prudent.pop(changed, None)
 
     def rates(self, cls: int) -> list[float]:
@@ -213,11 +213,11 @@ class Calibration:
     def text_odds(self) -> float:
         """How much likelier the first tokens of this run's lookup proposals were accepted than
         the prior expected, as an odds ratio pulled towards 1 by ``TEXT_WEIGHT`` observations
-        (first tokens only: a text's misses deep in a block would move every class's first). The prior is what
-        other texts did; this text may copy far more (a quote returned with one word changed)
-        or far less (a code edit that renames as it goes). Every lookup cell's prior is moved
-        by it, so a class this run has not reached yet is priced by what the classes it did
-        reach showed of this text, not by the stored runs' texts alone."""
+        (first tokens only: a text's misses deep in a block would move every class's first).
+        The prior is what other texts did; this text may copy far more (a quote returned with
+        one word changed) or far less (a code edit that renames as it goes). Every lookup
+        cell's prior is moved by it, so a class this run has not reached yet is priced by what
+        the classes it did reach showed of this text, not by the stored runs' texts alone."""
         hits, expected, n = self._surprise
         half = TEXT_WEIGHT / 2
         return ((hits + half) / (n - hits + half)) / ((expected + half) / (n - expected + half))
