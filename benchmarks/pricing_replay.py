@@ -1,7 +1,7 @@
 """Proposal pricing, replayed: the category benchmark's speculative runs predicted in seconds.
 
     python benchmarks/pricing_replay.py --record [--model embedded|qwen-1.5b] [--set categories|held-out] [--max-tokens 64]
-    python benchmarks/pricing_replay.py [--model embedded|qwen-1.5b] [--set ...] [--deterministic] [--measured FILE.json]
+    python benchmarks/pricing_replay.py [--model embedded|qwen-1.5b] [--set ...] [--categories copy,qa] [--deterministic] [--measured FILE.json]
 
 Under greedy decoding the target's output does not depend on drafting, so one AR run per
 prompt fixes every block the n-gram drafter and the cost-aware K would draft and how much of
@@ -93,12 +93,13 @@ def record(model: str, max_tokens: int, prompt_set: str) -> int:
     return 0
 
 
-def predict(data: dict, *, deterministic: bool) -> list[dict]:
+def predict(data: dict, *, deterministic: bool, categories: list[str] | None = None) -> list[dict]:
     """Each prompt's predicted speedups over the benchmark's runs, in its order."""
     mode = "deterministic" if deterministic else "default"
     curve = data["curves"][mode]
     flags = ["--max-tokens", str(data["max_tokens"]), *(["--deterministic"] if deterministic else [])]
-    traces = data["traces"][mode]
+    # only the categories a benchmark ran, in its order: what the stored calibration carries
+    traces = [t for t in data["traces"][mode] if categories is None or t["category"] in categories]
     # the defaults' draft settings (any prompt file: the prompt does not enter them)
     draft = config(str(PROMPTS / "copy-1.txt"), "spec", "", flags).draft.seeded(tuple(curve))
     stored: dict[str, tuple[float, float]] = {}
@@ -127,6 +128,7 @@ def main() -> int:
     ap.add_argument("--record", action="store_true", help="run the target once per prompt and keep the traces")
     ap.add_argument("--max-tokens", type=int, default=64)
     ap.add_argument("--deterministic", action="store_true", help="replay as --deterministic runs")
+    ap.add_argument("--categories", default="", help="comma-separated: replay only these, as categories.py --categories runs them")
     ap.add_argument("--measured", type=Path, help="a categories.py result (.json) to print beside the prediction")
     args = ap.parse_args()
     if args.record:
@@ -136,7 +138,8 @@ def main() -> int:
         print(f"error: no traces at {path}: run with --record first", file=sys.stderr)
         return 2
     data = json.loads(path.read_text())
-    rows = predict(data, deterministic=args.deterministic)
+    wanted = [c.strip() for c in args.categories.split(",") if c.strip()] or None
+    rows = predict(data, deterministic=args.deterministic, categories=wanted)
     measured = {}
     if args.measured is not None:
         measured = {r["prompt"]: r["ratio"] for r in json.loads(args.measured.read_text())["rows"]}
