@@ -46,20 +46,24 @@ class HttpServer:
         return {}
 
 
-def _children() -> list[psutil.Process]:
-    return [p for p in psutil.Process().children(recursive=True) if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+def _children() -> set[int]:
+    """This process's live children. Session fixtures elsewhere in the suite (a node's sshd, a
+    served model) may already be running, so the tests compare before with after."""
+    return {p.pid for p in psutil.Process().children(recursive=True) if p.is_running() and p.status() != psutil.STATUS_ZOMBIE}
 
 
 def test_a_started_server_listening_beyond_loopback_is_stopped_and_refused(tmp_path):
+    before = _children()
     refused = r"http\.server listened on 0\.0\.0\.0 \(port \d+\), beyond this machine; .* 127\.0\.0\.1 only: stopped"
     with pytest.raises(SpectuiError, match=refused) as err:
         start(HttpServer("0.0.0.0"), log_path=tmp_path / "wide.log")
     assert "\n" not in str(err.value)
-    assert not _children()  # stopped, not left listening
+    assert not _children() - before  # stopped, not left listening
 
 
 def test_a_started_server_on_loopback_is_kept(tmp_path):
+    before = _children()
     with start(HttpServer("127.0.0.1"), log_path=tmp_path / "loopback.log") as server:
         listening = [c.laddr for c in psutil.Process(server.pid).net_connections(kind="tcp") if c.status == psutil.CONN_LISTEN]
         assert [a.ip for a in listening] == ["127.0.0.1"] and listening[0].port == server.port
-    assert not _children()
+    assert not _children() - before
