@@ -93,10 +93,12 @@ def record(model: str, max_tokens: int, prompt_set: str) -> int:
     return 0
 
 
-def predict(data: dict, *, deterministic: bool, categories: list[str] | None = None) -> list[dict]:
-    """Each prompt's predicted speedups over the benchmark's runs, in its order."""
+def predict(data: dict, *, deterministic: bool, categories: list[str] | None = None,
+            curve: list[float] | None = None) -> list[dict]:
+    """Each prompt's predicted speedups over the benchmark's runs, in its order; ``curve``:
+    relative verify costs to price by instead of the recorded ones."""
     mode = "deterministic" if deterministic else "default"
-    curve = data["curves"][mode]
+    curve = curve or data["curves"][mode]
     flags = ["--max-tokens", str(data["max_tokens"]), *(["--deterministic"] if deterministic else [])]
     # only the categories a benchmark ran, in its order: what the stored calibration carries
     traces = [t for t in data["traces"][mode] if categories is None or t["category"] in categories]
@@ -130,6 +132,8 @@ def main() -> int:
     ap.add_argument("--deterministic", action="store_true", help="replay as --deterministic runs")
     ap.add_argument("--categories", default="", help="comma-separated: replay only these, as categories.py --categories runs them")
     ap.add_argument("--measured", type=Path, help="a categories.py result (.json) to print beside the prediction")
+    ap.add_argument("--curve", type=Path,
+                    help="a JSON list of relative verify costs (n = 1, 2, ...) to price by instead of the recorded curve")
     args = ap.parse_args()
     if args.record:
         return record(args.model, args.max_tokens, args.set)
@@ -139,7 +143,14 @@ def main() -> int:
         return 2
     data = json.loads(path.read_text())
     wanted = [c.strip() for c in args.categories.split(",") if c.strip()] or None
-    rows = predict(data, deterministic=args.deterministic, categories=wanted)
+    curve = None
+    if args.curve is not None:
+        try:
+            curve = [float(c) for c in json.loads(args.curve.read_text())]
+        except (OSError, ValueError, TypeError) as e:
+            print(f"error: --curve {args.curve}: not a JSON list of numbers ({e})", file=sys.stderr)
+            return 2
+    rows = predict(data, deterministic=args.deterministic, categories=wanted, curve=curve)
     measured = {}
     if args.measured is not None:
         measured = {r["prompt"]: r["ratio"] for r in json.loads(args.measured.read_text())["rows"]}

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from spectui.engine.protocol import SUPPORT_AGREED, SUPPORT_ONCE, SUPPORT_SPLIT, Draft, match_bucket
+from spectui.engine.drafters.copy_track import CopyTrack
+from spectui.engine.protocol import SUPPORT_AGREED, SUPPORT_ONCE, SUPPORT_RESUMED, SUPPORT_SPLIT, Draft, match_bucket
 
 _EMPTY: list[int] = []
 #: how far back a match is followed to measure its length (``Draft.match``'s last bucket is 16+)
@@ -29,6 +30,11 @@ class NgramDrafter:
     a copy under way matches far past ``n_max``, a coincidental n-gram does not) and whether
     the n-gram was followed by the same token every time before. Both are read in O(1) per
     n from a second index kept beside the first, plus O(``MATCH_REACH``) per proposal.
+
+    It also follows the copy the output is making (``copy_track.CopyTrack``): where the
+    output agreed with that copy at least as far back as with the n-gram's latest occurrence
+    and the two differ, the copy's continuation is proposed (``SUPPORT_RESUMED``); and every
+    proposal is rewritten with the edits the output made to the copy so far.
     """
 
     name = "ngram"
@@ -49,6 +55,7 @@ class NgramDrafter:
         # in a row it followed, and whether another token ever followed the n-gram
         self._follow: dict[int, dict[tuple[int, ...], tuple[int, int, bool]]] = {n: {} for n in self._index}
         self._last_key: dict[int, tuple[int, ...] | None] = {n: None for n in self._index}
+        self._copy = CopyTrack()
         self._extend(prompt)
 
     def _extend(self, history: Sequence[int]) -> None:
@@ -78,13 +85,25 @@ class NgramDrafter:
                 self._last_key[n] = key
 
     def propose(self, history: Sequence[int], k: int) -> Draft:
+        seen = len(self._history)
         self._extend(history)
         hist = self._history
-        for n in range(self.n_max, self.n_min - 1, -1):
-            start = self._previous[n]
-            if start >= 0:
-                return Draft(hist[start:start + k], match=match_bucket(self._matched(start, n)), support=self._support(n))
-        return Draft(_EMPTY)
+        self._copy.follow(hist, seen)
+        found = next(((self._previous[n], n) for n in range(self.n_max, self.n_min - 1, -1) if self._previous[n] >= 0), None)
+        copy = self._copy.proposal(hist, k)
+        if found is not None:
+            start, n = found
+            matched = self._matched(start, n)
+            tokens = self._copy.rewrite(hist, start, k)
+            # the copy's own continuation where it differs, and the output agreed with the
+            # copy at least as far back as with the n-gram's occurrence
+            if copy is None or copy[0][:1] == tokens[:1] or not 0 < matched <= copy[1]:
+                self._copy.proposed(start, len(hist))
+                return Draft(tokens, match=match_bucket(matched), support=self._support(n))
+        self._copy.proposed(-1, -1)
+        if copy is None:
+            return Draft(_EMPTY)
+        return Draft(copy[0], match=match_bucket(copy[1]), support=SUPPORT_RESUMED)
 
     def _matched(self, start: int, n: int) -> int:
         """How many tokens before ``start`` equal the history's last ones (at least ``n``, the
