@@ -2,6 +2,7 @@
 
     python benchmarks/pricing_replay.py --record [--model embedded|qwen-1.5b] [--set categories|held-out] [--max-tokens 64]
     python benchmarks/pricing_replay.py [--model embedded|qwen-1.5b] [--set ...] [--categories copy,qa] [--deterministic] [--measured FILE.json]
+                                        [--curve COSTS.json] [--passes N]
 
 Under greedy decoding the target's output does not depend on drafting, so one AR run per
 prompt fixes every block the n-gram drafter and the cost-aware K would draft and how much of
@@ -16,6 +17,13 @@ speculative runs a prompt), the stored calibration carried from run to run as
 ``engine/host/proposal_prices`` carries it (starting empty: the static prior), and each
 prompt's predicted speedup is the median of its five runs'. ``--deterministic`` replays as
 that flag runs: the static prior, the one-thread curve, nothing stored.
+
+``--curve`` prices by another verify-cost curve (a JSON list, n = 1, 2, ...): kernels cost
+differently by host, and the recorded one may not be this host's (the 1.5B's recorded curve
+has n = 8 at 5.04 one-token costs; measured here with ``measure_curve``, 5 rounds, it is 6.68,
+where the kernels change their batching:
+``results/verify-cost-qwen-1.5b-2026-11-27.json``, two such curves averaged). ``--passes`` replays the benchmark several times in a
+row, the stored calibration carried over, as a real run starts from what earlier runs stored.
 
 What it does not see: the machine's noise, a run's own per-step overhead, and the measured
 costs moving within a run. It is for reading what a pricing change does to every prompt at
@@ -94,9 +102,11 @@ def record(model: str, max_tokens: int, prompt_set: str) -> int:
 
 
 def predict(data: dict, *, deterministic: bool, categories: list[str] | None = None,
-            curve: list[float] | None = None) -> list[dict]:
+            curve: list[float] | None = None, passes: int = 1) -> list[dict]:
     """Each prompt's predicted speedups over the benchmark's runs, in its order; ``curve``:
-    relative verify costs to price by instead of the recorded ones."""
+    relative verify costs to price by instead of the recorded ones; ``passes``: the benchmark
+    run this many times in a row, the stored calibration carried over (a real run starts from
+    what earlier runs of the model stored), the last one reported."""
     mode = "deterministic" if deterministic else "default"
     curve = curve or data["curves"][mode]
     flags = ["--max-tokens", str(data["max_tokens"]), *(["--deterministic"] if deterministic else [])]
@@ -115,11 +125,13 @@ def predict(data: dict, *, deterministic: bool, categories: list[str] | None = N
             stored = merge(stored, r.counts)
         return r.speedup if r.cost else 1.0
 
-    one(traces[0])  # the benchmark's warm-up round
-    for trace in traces:
-        speedups = [one(trace) for _ in range(REPS)]
-        rows.append({"prompt": trace["prompt"], "category": trace["category"], "ratio": statistics.median(speedups),
-                     "first": speedups[0]})
+    for _ in range(passes):
+        rows = []
+        one(traces[0])  # the benchmark's warm-up round
+        for trace in traces:
+            speedups = [one(trace) for _ in range(REPS)]
+            rows.append({"prompt": trace["prompt"], "category": trace["category"], "ratio": statistics.median(speedups),
+                         "first": speedups[0]})
     return rows
 
 
@@ -132,6 +144,8 @@ def main() -> int:
     ap.add_argument("--deterministic", action="store_true", help="replay as --deterministic runs")
     ap.add_argument("--categories", default="", help="comma-separated: replay only these, as categories.py --categories runs them")
     ap.add_argument("--measured", type=Path, help="a categories.py result (.json) to print beside the prediction")
+    ap.add_argument("--passes", type=int, default=1,
+                    help="replay the benchmark this many times, the stored calibration carried over; report the last")
     ap.add_argument("--curve", type=Path,
                     help="a JSON list of relative verify costs (n = 1, 2, ...) to price by instead of the recorded curve")
     args = ap.parse_args()
@@ -150,7 +164,7 @@ def main() -> int:
         except (OSError, ValueError, TypeError) as e:
             print(f"error: --curve {args.curve}: not a JSON list of numbers ({e})", file=sys.stderr)
             return 2
-    rows = predict(data, deterministic=args.deterministic, categories=wanted, curve=curve)
+    rows = predict(data, deterministic=args.deterministic, categories=wanted, curve=curve, passes=max(args.passes, 1))
     measured = {}
     if args.measured is not None:
         measured = {r["prompt"]: r["ratio"] for r in json.loads(args.measured.read_text())["rows"]}
