@@ -145,11 +145,11 @@ class CopyTrack:
         tokens = [t for t, _ in self._stream[:k]]
         return (tokens, self.agreed) if tokens else None
 
-    def rewrite(self, hist: Sequence[int], start: int, k: int, end: int | None = None) -> list[int]:
-        """Up to ``k`` tokens copied from ``hist[start:end]``, the edits made so far applied."""
-        end = len(hist) if end is None else end
+    def rewrite(self, hist: Sequence[int], start: int, k: int) -> list[int]:
+        """Up to ``k`` tokens copied from ``hist[start:]``, the edits made so far applied."""
         if not self.edits:
-            return list(hist[start:min(start + k, end)])
+            return list(hist[start:start + k])
+        end = len(hist)
         out: list[int] = []
         i = start
         while i < end and len(out) < k:
