@@ -59,7 +59,7 @@ from spectui.runtime import lifetime
 from spectui.runtime.build import ServerBinary, spec_types
 from spectui.runtime.methods import RuntimeMethod
 from spectui.server.client import ServerClient, ServerError, parse_server_url
-from spectui.watch.process import is_loopback, listening_addresses
+from spectui.watch.process import is_loopback, listening_sockets
 
 HOST = "127.0.0.1"
 #: How long a model may take to load before the start counts as failed.
@@ -310,14 +310,19 @@ def start(
                 server.stop()
                 raise
             if outcome == "ready":
-                exposed = sorted({ip or '*' for ip in listening_addresses(server.pid) if not is_loopback(ip)})
-                if not exposed:
-                    return server
                 # whatever its flags said, a server this process started never serves beyond
-                # this machine: it is stopped, not left listening
+                # this machine: kept only where it is seen listening on its port and on loopback
+                # alone; otherwise stopped, not left listening
+                sockets = listening_sockets(server.pid)
+                exposed = sorted({ip or "*" for ip, _ in sockets or () if not is_loopback(ip)})
+                if sockets is not None and not exposed and any(p == port for _, p in sockets):
+                    return server
                 server.stop()
-                raise SpectuiError(f"{runtime.name} listened on {', '.join(exposed)} (port {port}), beyond "
-                                   f"this machine; spectui's runtimes listen on {HOST} only: stopped (log: {log})")
+                if exposed:
+                    raise SpectuiError(f"{runtime.name} listened on {', '.join(exposed)} (port {port}), beyond "
+                                       f"this machine; spectui's runtimes listen on {HOST} only: stopped (log: {log})")
+                raise SpectuiError(f"{runtime.name} answered on port {port}, but where its processes listen could not "
+                                   f"be read, so that it listens on {HOST} only is not known: stopped (log: {log})")
             server.stop()
             if outcome == "bind" and attempt < attempts:
                 continue

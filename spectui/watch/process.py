@@ -29,9 +29,12 @@ def is_loopback(host: str) -> bool:
     if host.lower() in ("localhost", "localhost.localdomain", "ip6-localhost"):
         return True
     try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
+        addr = ipaddress.ip_address(host.strip("[]"))
     except ValueError:
         return False
+    # ::ffff:127.0.0.1 is IPv4's loopback seen through an IPv6 socket (not ``is_loopback``)
+    mapped = getattr(addr, "ipv4_mapped", None)
+    return addr.is_loopback or (mapped is not None and mapped.is_loopback)
 
 
 @dataclass(frozen=True)
@@ -54,20 +57,23 @@ def _exposure(ip: str, port: int) -> str:
     return "" if is_loopback(ip) else f"port {port} listens on all interfaces ({ip or '*'}): the server is reachable beyond this machine"
 
 
-def listening_addresses(pid: int) -> list[str]:
-    """The addresses process ``pid`` and its children listen on for TCP (a server may serve
-    from a child); [] where they cannot be read."""
+def listening_sockets(pid: int) -> list[tuple[str, int]] | None:
+    """The (address, port) pairs process ``pid`` and its children listen on for TCP (a server
+    may serve from a child); None where any of them could not be read: a caller that must
+    know where a server listens cannot take what it did not see for nothing."""
     try:
         root = psutil.Process(pid)
         procs = [root, *root.children(recursive=True)]
     except (psutil.NoSuchProcess, psutil.AccessDenied):
-        return []
-    out: list[str] = []
+        return None
+    out: list[tuple[str, int]] = []
     for proc in procs:
         try:
-            out += [c.laddr.ip for c in proc.net_connections(kind="tcp") if c.status == psutil.CONN_LISTEN and c.laddr]
-        except (psutil.AccessDenied, psutil.NoSuchProcess, psutil.ZombieProcess, PermissionError):
-            continue
+            out += [(c.laddr.ip, c.laddr.port) for c in proc.net_connections(kind="tcp") if c.status == psutil.CONN_LISTEN and c.laddr]
+        except psutil.NoSuchProcess:
+            continue  # a child gone since it was listed listens nowhere
+        except (psutil.AccessDenied, psutil.ZombieProcess, PermissionError):
+            return None
     return out
 
 

@@ -14,6 +14,7 @@ import pytest
 
 from spectui.errors import SpectuiError
 from spectui.runtime.server import RuntimeServer, start
+from spectui.watch.process import is_loopback
 
 
 @dataclass(frozen=True)
@@ -67,3 +68,22 @@ def test_a_started_server_on_loopback_is_kept(tmp_path):
         listening = [c.laddr for c in psutil.Process(server.pid).net_connections(kind="tcp") if c.status == psutil.CONN_LISTEN]
         assert [a.ip for a in listening] == ["127.0.0.1"] and listening[0].port == server.port
     assert not _children() - before
+
+
+def test_a_server_whose_listeners_cannot_be_read_is_stopped_not_trusted(tmp_path, monkeypatch):
+    # where the OS refuses to say what a process listens on (a hardened /proc, another user's
+    # child), not seeing a wide listener is no proof that there is none
+    def refused(self, kind="inet"):  # noqa: ANN001, ANN202 - psutil's signature
+        raise psutil.AccessDenied(self.pid)
+
+    before = _children()
+    monkeypatch.setattr(psutil.Process, "net_connections", refused)
+    with pytest.raises(SpectuiError, match=r"http\.server answered on port \d+, but where its processes listen could not be read") as err:
+        start(HttpServer("127.0.0.1"), log_path=tmp_path / "unread.log")
+    assert "\n" not in str(err.value)
+    assert not _children() - before
+
+
+def test_ipv4_loopback_seen_through_an_ipv6_socket_is_loopback():
+    assert is_loopback("::ffff:127.0.0.1") and is_loopback("[::ffff:127.0.0.2]")
+    assert not is_loopback("::ffff:10.0.0.1") and not is_loopback("0.0.0.0") and not is_loopback("::")
