@@ -57,7 +57,7 @@ def test_a_departure_from_a_short_copy_is_not_taken_for_an_edit():
     history += [*quoted, 999, SOURCE[4]]
     track.follow(history, len(SOURCE) + 1)
     assert track.edits == {}
-    assert track.proposal(history, 2) == ([SOURCE[5], SOURCE[6]], 1)  # it follows the copy on
+    assert track.proposal(history, 2) == [SOURCE[5], SOURCE[6]] and track.agreed == 1  # it follows the copy on
 
 
 def test_a_deletion_is_learned_and_rewritten():

@@ -19,7 +19,7 @@ with the edits made so far applied.
   is kept as an edit: the source tokens skipped, and the tokens written instead (a
   substitution, or a deletion; an insertion skips none and is not kept).
 
-What it proposes (``proposal``): the copy's continuation while the output follows it. Every
+What it proposes (``head``, ``proposal``): the copy's continuation while the output follows it. Every
 proposal, the n-gram index's too, is rewritten with the edits made so far (``rewrite``).
 """
 
@@ -135,20 +135,25 @@ class CopyTrack:
 
     # -- proposing -------------------------------------------------------------------
 
-    def proposal(self, hist: Sequence[int], k: int) -> tuple[list[int], int] | None:
-        """(tokens, agreed): the copy's continuation while the output follows it, else None.
-        (Right after an edit, guessing the source past as many tokens as the output wrote was
-        right at 0.25 in copy edits, below the n-gram's occurrence: not proposed.)"""
+    def head(self, hist: Sequence[int]) -> int:
+        """The copy's next token while the output follows it, else -1. (Right after an edit,
+        guessing the source past as many tokens as the output wrote was right at 0.25 in copy
+        edits, below the n-gram's occurrence: nothing is proposed then.)"""
         if self.at < 0 or self.away:
-            return None
-        self._pull(hist, len(hist), k)
-        tokens = [t for t, _ in self._stream[:k]]
-        return (tokens, self.agreed) if tokens else None
+            return -1
+        return self._expect(hist, len(hist))
 
-    def rewrite(self, hist: Sequence[int], start: int, k: int) -> list[int]:
+    def proposal(self, hist: Sequence[int], k: int) -> list[int]:
+        """Up to ``k`` tokens of the copy's continuation (``head`` first; [] where none)."""
+        if self.head(hist) < 0:
+            return []
+        self._pull(hist, len(hist), k)
+        return [t for t, _ in self._stream[:k]]
+
+    def rewrite(self, hist: list[int], start: int, k: int) -> list[int]:
         """Up to ``k`` tokens copied from ``hist[start:]``, the edits made so far applied."""
         if not self.edits:
-            return list(hist[start:start + k])
+            return hist[start:start + k]
         end = len(hist)
         out: list[int] = []
         i = start

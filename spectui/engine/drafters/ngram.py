@@ -90,20 +90,21 @@ class NgramDrafter:
         hist = self._history
         self._copy.follow(hist, seen)
         found = next(((self._previous[n], n) for n in range(self.n_max, self.n_min - 1, -1) if self._previous[n] >= 0), None)
-        copy = self._copy.proposal(hist, k)
+        track = self._copy
+        head = track.head(hist)
         if found is not None:
             start, n = found
             matched = self._matched(start, n)
-            tokens = self._copy.rewrite(hist, start, k)
+            tokens = track.rewrite(hist, start, k)
             # the copy's own continuation where it differs, and the output agreed with the
             # copy at least as far back as with the n-gram's occurrence
-            if copy is None or copy[0][:1] == tokens[:1] or not 0 < matched <= copy[1]:
-                self._copy.proposed(start, len(hist))
+            if head < 0 or tokens[:1] in ([], [head]) or not 0 < matched <= track.agreed:
+                track.proposed(start, len(hist))
                 return Draft(tokens, match=match_bucket(matched), support=self._support(n))
-        self._copy.proposed(-1, -1)
-        if copy is None:
+        track.proposed(-1, -1)
+        if head < 0:
             return Draft(_EMPTY)
-        return Draft(copy[0], match=match_bucket(copy[1]), support=SUPPORT_RESUMED)
+        return Draft(track.proposal(hist, k), match=match_bucket(track.agreed), support=SUPPORT_RESUMED)
 
     def _matched(self, start: int, n: int) -> int:
         """How many tokens before ``start`` equal the history's last ones (at least ``n``, the

@@ -47,8 +47,10 @@ from collections.abc import Callable, Mapping, Sequence
 
 from spectui.engine.protocol import COPY_CLASS, TOP_CLASS, Draft, proposal_class
 
-#: the class of a draft model's tokens (lookup classes are 0..TOP_CLASS)
+#: the class of a draft model's tokens (lookup classes are 0..TOP_CLASS and COPY_CLASS)
 MODEL_CLASS = TOP_CLASS + 1
+#: the classes a lookup proposal's first tokens speak for (``Calibration.text_odds``)
+LOOKUP_CLASSES = (*range(TOP_CLASS + 1), COPY_CLASS)
 #: position groups in a block: 0, 1, 2-3, 4-7, 8+
 GROUPS = 5
 #: weight kept by a cell's past evidence per new observation: slow, since every step adds one
@@ -170,7 +172,7 @@ class Calibration:
             odds = self.text_odds()
             if abs(math.log(odds / self._odds)) > 0.02:  # every lookup class's prior moved
                 self._odds = odds
-                stale = (*range(TOP_CLASS + 1), COPY_CLASS)
+                stale = LOOKUP_CLASSES
         for changed in stale:
             self._rates.pop(changed, None)
             self._prudent.pop(changed, None)
