@@ -1,7 +1,7 @@
 """Do no harm, by category: the defaults (``spectui run --mode spec``, nothing else) against AR
 on seven kinds of request (issue 44's must-show).
 
-    python benchmarks/categories.py [--model embedded|qwen-1.5b|PATH] [--reps 5] [--max-tokens 64]
+    python benchmarks/categories.py [--model embedded|qwen-1.5b|PATH] [--reps 5] [--min-seconds 8] [--max-tokens 64]
                                     [--deterministic] [--categories copy,qa] [--per-category N]
 
 Prompts: ``prompts/categories/`` (tier = category, at least five a category, written plainly
@@ -16,8 +16,11 @@ Both sides come from spectui's own parser (``defaults.config``): the speculative
 exactly ``--mode spec`` and the budget, the AR side ``--mode ar``; ``--deterministic`` goes on
 both. One engine is loaded; one AR + spec round on the first prompt warms it and is dropped;
 then per prompt one AR run is dropped (a prompt's first run is its slowest) and AR and spec
-alternate ``--reps`` times (which goes first alternates, so a drift
-of the machine's speed cancels). A prompt's ratio is the median of its per-round ratios of
+alternate ``--reps`` times (which goes first alternates, so a drift of the machine's speed
+cancels), and more until the AR side has decoded for ``--min-seconds`` (at most three times
+``--reps`` rounds): a round of the embedded model is under a second, and on this shared machine
+five of them left a prompt's median ratio 4-5% from its truth where nothing was drafted
+(0.93-1.08x with the speculative side running token for token as AR). A prompt's ratio is the median of its per-round ratios of
 decode tok/s (prefill excluded); a category's is the median of its prompts' ratios. Greedy, so
 every round's outputs are compared: with ``--deterministic`` they must be identical to AR
 (the must-show); without it an output may part from AR at a near-tie past a few hundred tokens
@@ -41,6 +44,7 @@ from pathlib import Path
 from defaults import config, outcome
 
 from spectui.engine.embedded import Engine
+from spectui.errors import SpectuiError
 from spectui.prompts import list_prompts
 
 REPO = Path(__file__).resolve().parents[1]
@@ -52,6 +56,8 @@ CATEGORIES = {
     "summarize": "summarization", "translate": "translation", "code": "code edits", "copy": "copy-heavy edits",
 }
 FLOOR, FLOOR_DETERMINISTIC = 0.97, 0.95
+#: the most rounds ``--min-seconds`` adds, in multiples of ``--reps``
+MAX_ROUNDS_PER_REP = 3
 COPY_FLOOR = {"embedded": 1.5, "qwen-1.5b": 1.3}
 
 
@@ -87,13 +93,17 @@ def first_difference(a: list[int], b: list[int]) -> int | None:
     return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
 
 
-def measure_prompt(engine: Engine, ar_cfg, spec_cfg, reps: int) -> dict:  # noqa: ANN001 - RunConfigs
+def measure_prompt(engine: Engine, ar_cfg, spec_cfg, reps: int, min_seconds: float = 0.0) -> dict:  # noqa: ANN001 - RunConfigs
+    """``reps`` alternating rounds at least, more until the AR side has decoded for ``min_seconds``
+    (at most ``MAX_ROUNDS_PER_REP`` times ``reps``)."""
     ratios, ar_rates, spec_rates, accept, ks, parted, tokens = [], [], [], [], [], None, 0
     # a prompt's first run decodes slower than the ones after it (measured: 59.6 tok/s against
     # 62.7-67.1 for the next five, math-1), and the first round's first side is spec in three
     # rounds of five: without this dropped run the spec side paid it in most prompts
     run(engine, ar_cfg)
-    for rep in range(reps):
+    ar_seconds = 0.0
+    rep = 0
+    while rep < reps or (ar_seconds < min_seconds and rep < MAX_ROUNDS_PER_REP * reps):
         if rep % 2:
             ar, spec = run(engine, ar_cfg), run(engine, spec_cfg)
         else:
@@ -101,6 +111,8 @@ def measure_prompt(engine: Engine, ar_cfg, spec_cfg, reps: int) -> dict:  # noqa
         where = first_difference(ar[3], spec[3])
         if where is not None and parted is None:
             parted = where
+        rep += 1
+        ar_seconds += len(ar[3]) / ar[0] if ar[0] > 0 else 0.0
         ar_rates.append(ar[0])
         spec_rates.append(spec[0])
         ratios.append(spec[0] / ar[0])
@@ -111,7 +123,7 @@ def measure_prompt(engine: Engine, ar_cfg, spec_cfg, reps: int) -> dict:  # noqa
         "ar_tok_s": statistics.median(ar_rates), "spec_tok_s": statistics.median(spec_rates),
         "ratio": statistics.median(ratios), "ratio_min": min(ratios), "ratio_max": max(ratios), "ratios": ratios,
         "acceptance": statistics.median(accept), "mean_k": statistics.median(ks),
-        "identical": parted is None, "parts_at": parted, "tokens": tokens,
+        "identical": parted is None, "parts_at": parted, "tokens": tokens, "rounds": len(ratios),
     }
 
 
@@ -133,6 +145,8 @@ def main() -> int:
     ap.add_argument("--model", default="embedded", help="embedded (default), qwen-1.5b, or a GGUF path")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--max-tokens", type=int, default=64)
+    ap.add_argument("--min-seconds", type=float, default=8.0,
+                    help="more rounds (up to 3x --reps) until a prompt's AR runs decoded this long (default 8)")
     ap.add_argument("--deterministic", action="store_true", help="--deterministic on both sides (one thread, outputs must be identical)")
     ap.add_argument("--categories", default=",".join(CATEGORIES), help="comma-separated, of: " + ", ".join(CATEGORIES))
     ap.add_argument("--per-category", type=int, default=0, help="the first N prompts of each category (0: all)")
@@ -153,7 +167,17 @@ def main() -> int:
     log = Log()
     first = config(prompts[0].path, "spec", target, flags)
     log(f"categories benchmark, {dt.datetime.now().astimezone().isoformat(timespec='seconds')}")
-    log(f"spec: {first.describe()}; AR: the same with --mode ar; {args.reps} alternating reps, {args.max_tokens} tokens max")
+    log(f"spec: {first.describe()}; AR: the same with --mode ar; {args.reps} alternating reps at least, more (up to"
+        f" {MAX_ROUNDS_PER_REP * args.reps}) until AR decoded {args.min_seconds:g} s; {args.max_tokens} tokens max")
+    try:
+        return measure(args, prompts, target, model, flags, first, log)
+    except SpectuiError as exc:  # e.g. --deterministic refused for weights measured not batch-invariant
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+def measure(args, prompts, target, model, flags, first, log) -> int:  # noqa: ANN001 - main's own values
+    """Load the target, run every prompt, print and write the results; 0 where every must-show held."""
     rows: list[dict] = []
     with Engine.load(first) as engine:
         t = engine.header(first, "", [0]).artifacts.target
@@ -164,11 +188,12 @@ def main() -> int:
         run(engine, config(prompts[0].path, "ar", target, flags))
         for p in prompts:
             row = {"prompt": p.name, "category": p.tier,
-                   **measure_prompt(engine, config(p.path, "ar", target, flags), config(p.path, "spec", target, flags), args.reps)}
+                   **measure_prompt(engine, config(p.path, "ar", target, flags), config(p.path, "spec", target, flags), args.reps, args.min_seconds)}
             rows.append(row)
             log(f"{p.name:14} {p.tier:10} AR {row['ar_tok_s']:6.1f}  spec {row['spec_tok_s']:6.1f}  "
                 f"x{row['ratio']:.2f} ({row['ratio_min']:.2f}-{row['ratio_max']:.2f})  accept {row['acceptance']:.2f}  "
-                f"K {row['mean_k']:.1f}  {row['tokens']} tok  " + ("same" if row["identical"] else f"parts at token {row['parts_at']}"))
+                f"K {row['mean_k']:.1f}  {row['tokens']} tok  {row['rounds']:2} rounds  "
+                + ("same" if row["identical"] else f"parts at token {row['parts_at']}"))
     by_category = {c: statistics.median(r["ratio"] for r in rows if r["category"] == c) for c in CATEGORIES
                    if any(r["category"] == c for r in rows)}
     log()
@@ -187,7 +212,7 @@ def main() -> int:
     (args.out / f"{name}.txt").write_text("\n".join(log.lines) + "\n")
     (args.out / f"{name}.json").write_text(json.dumps({
         "spec": first.describe(), "model": model, "target": {"path": t.path, "quant": t.quant, "origin": t.origin},
-        "deterministic": args.deterministic, "reps": args.reps, "max_tokens": args.max_tokens,
+        "deterministic": args.deterministic, "reps": args.reps, "min_seconds": args.min_seconds, "max_tokens": args.max_tokens,
         "by_category": by_category, "overall": overall, "rows": rows,
         "checks": [{"what": w, "holds": h, "must_show": m} for w, h, m in results],
     }, indent=1))

@@ -10,6 +10,7 @@ always ends with a record saying how.
 from __future__ import annotations
 
 import datetime as dt
+import os
 import threading
 import time
 from collections import deque
@@ -22,7 +23,7 @@ from spectui.config import RunConfig
 from spectui.engine.backends import backend_kind
 from spectui.engine.drafters import DraftSources, make_drafter
 from spectui.engine.drafters.suffix_memory import SuffixMemory
-from spectui.engine.host.noise import batch_noise
+from spectui.engine.host.noise import batch_noise, require_invariant
 from spectui.engine.host.proposal_prices import load_prices, prices_key, save_prices
 from spectui.engine.host.verify_cost import measure_seed
 from spectui.engine.loop.draft_length import DraftLength
@@ -141,13 +142,19 @@ class Engine:
     def calibrate(self, config: RunConfig, *, before: Callable[[], object] | None = None, prompt_tokens: int = 0) -> BatchNoise | None:
         """The batch-shape noise a greedy run of ``config`` is judged against (None for a
         sampled one): cached, or measured now after calling ``before`` (the first greedy run
-        at these settings; ~8 s on the embedded model)."""
-        if not config.sampling.greedy:
+        at these settings; ~8 s on the embedded model). A ``--deterministic`` run, sampled too,
+        is refused here where the noise measured is not nil (``noise.require_invariant``)."""
+        deterministic = config.backend.deterministic
+        if not config.sampling.greedy and not deterministic:
             return None
         reach = (prompt_tokens or len(self.prepare_prompt(config)[1])) + config.max_tokens
         # a conversation's caches hold its turns: measure in a second context, not in them
         scratch = (lambda: self.target.second_context(self.config.backend)) if self.reuses_cache(config) else None
-        return batch_noise(self.target, self.target.artifacts().sha256, reach, before=before, measure_on=scratch)
+        artifacts = self.target.artifacts()
+        noise = batch_noise(self.target, artifacts.sha256, reach, before=before, measure_on=scratch)
+        if deterministic:
+            require_invariant(noise, f"{os.path.basename(artifacts.path) or artifacts.name} ({artifacts.quant or 'its weight type'})")
+        return noise if config.sampling.greedy else None
 
     def warm_up(self, config: RunConfig, *, before: Callable[[], object] | None = None) -> tuple[float, list[int]]:
         """Evaluate once, from an empty cache, each block size ``config``'s run can use that this

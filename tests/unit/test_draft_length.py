@@ -49,6 +49,23 @@ def test_cost_uses_measurements_and_the_prior_beyond_them():
     assert cost(3) == pytest.approx(3.0)
 
 
+def test_cost_table_follows_each_change_and_sizes_past_it_grow_from_the_largest_timed():
+    """The costs are kept as one table per change of a size's median (an AR step's timing moves
+    the unit every few steps): a moved unit, a dip and a size past the table all still hold."""
+    cost = VerifyCost(4)  # the table covers sizes up to 5
+    observe(cost, 1, 1000)
+    observe(cost, 3, 2000)
+    assert cost(4) == pytest.approx(2.0 + verify_cost(4) - verify_cost(3))
+    assert cost(9) == pytest.approx(2.0 + verify_cost(9) - verify_cost(3))  # past the table
+    for _ in range(6):
+        cost.observe(1, 500)  # the one-token step got faster: every size costs more of it
+    assert cost(3) == pytest.approx(4.0)
+    assert cost(9) == pytest.approx(4.0 + verify_cost(9) - verify_cost(3))
+    observe(cost, 5, 1500)  # a dip: 5 timed cheaper than 3
+    assert cost(5) == pytest.approx(cost(4)) and cost(4) > cost(3)
+    assert cost(9) >= cost(5)
+
+
 def test_flat_cost_and_high_acceptance_draft_long():
     d = adaptive()
     teach(d, {n: 1.0 + 0.02 * (n - 1) for n in range(1, 18)})  # a GPU: verifying is nearly free

@@ -68,16 +68,21 @@ def default_threads() -> int:
 def deterministic_guarantee(config: BackendConfig) -> str:
     """What ``--deterministic`` guarantees on this build and device, in one line; a
     ``SpectuiError`` where it cannot hold. On the CPU one thread and flash attention make a
-    block's logits equal one-token-at-a-time logits bit for bit (``spectui.engine.host.noise``
-    measures it). A GPU backend (Metal, CUDA) picks its matrix kernels by the number of
-    tokens in the batch, so a block and single tokens take different reductions there."""
+    block's logits equal one-token-at-a-time logits bit for bit for most weight types, not all:
+    K-quants measured otherwise (``spectui.engine.host.noise`` measures it for each model before
+    its first run, and ``noise.require_invariant`` refuses the run there). A GPU backend (Metal,
+    CUDA) picks its matrix kernels by the number of tokens in the batch, so a block and single
+    tokens take different reductions there."""
     _init_llama()
     if config.n_gpu_layers != 0 and ll.llama_supports_gpu_offload():
         raise SpectuiError(
             "--deterministic cannot hold with GPU offload (Metal/CUDA choose kernels by block size); "
             "add --gpu-layers 0 to run on the CPU, or drop --deterministic"
         )
-    return "llama.cpp CPU, 1 thread, flash attention on: a block's logits equal one-token-at-a-time logits bit for bit"
+    return (
+        "llama.cpp CPU, 1 thread, flash attention on: a block's logits equal one-token-at-a-time logits bit for bit"
+        " (measured before the first run of each model; refused for weights whose kernels are not batch-invariant)"
+    )
 
 
 class LlamaModel:

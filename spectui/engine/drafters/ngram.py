@@ -48,26 +48,32 @@ class NgramDrafter:
 
     def reset(self, prompt: Sequence[int]) -> None:
         self._history: list[int] = []
-        self._index: dict[int, dict[tuple[int, ...], int]] = {n: {} for n in range(self.n_min, self.n_max + 1)}
-        # for each n: where the n-gram ending the history occurred before (end position), or -1
-        self._previous: dict[int, int] = {n: -1 for n in self._index}
-        # for each n-gram: the token that followed its latest occurrence, how many occurrences
-        # in a row it followed, and whether another token ever followed the n-gram
-        self._follow: dict[int, dict[tuple[int, ...], tuple[int, int, bool]]] = {n: {} for n in self._index}
-        self._last_key: dict[int, tuple[int, ...] | None] = {n: None for n in self._index}
+        # one entry per n in [n_min, n_max], in that order (lists, not dicts by n: every
+        # token updates each of them, and this is most of what a held-back step costs)
+        sizes = range(self.n_min, self.n_max + 1)
+        #: each n-gram -> the end position of its latest occurrence
+        self._index: list[dict[tuple[int, ...], int]] = [{} for _ in sizes]
+        #: where the n-gram ending the history occurred before (end position), or -1
+        self._previous: list[int] = [-1 for _ in sizes]
+        #: each n-gram -> the token that followed its latest occurrence, how many occurrences
+        #: in a row it followed, and whether another token ever followed the n-gram
+        self._follow: list[dict[tuple[int, ...], tuple[int, int, bool]]] = [{} for _ in sizes]
+        #: the n-gram ending the history, or None where the history is shorter than n
+        self._last_key: list[tuple[int, ...] | None] = [None for _ in sizes]
+        self._grams = list(zip(sizes, self._index, self._follow))
         self._copy = CopyTrack()
         self._extend(prompt)
 
     def _extend(self, history: Sequence[int]) -> None:
         hist = self._history
+        grams, last_key, previous = self._grams, self._last_key, self._previous
         for j in range(len(hist), len(history)):
             tok = history[j]
             hist.append(tok)
             end = j + 1
-            for n, index in self._index.items():
-                before = self._last_key[n]
+            for g, (n, index, follow) in enumerate(grams):
+                before = last_key[g]
                 if before is not None:  # the n-gram that ended at j was followed by tok
-                    follow = self._follow[n]
                     seen = follow.get(before)
                     if seen is None:
                         follow[before] = (tok, 1, False)
@@ -76,20 +82,21 @@ class NgramDrafter:
                     else:
                         follow[before] = (tok, 1, True)
                 if end < n:
-                    self._previous[n] = -1
-                    self._last_key[n] = None
+                    previous[g] = -1
+                    last_key[g] = None
                     continue
-                key = tuple(hist[end - n:end])
-                self._previous[n] = index.get(key, -1)
+                key = tuple(hist[end - n : end])
+                previous[g] = index.get(key, -1)
                 index[key] = end
-                self._last_key[n] = key
+                last_key[g] = key
 
     def propose(self, history: Sequence[int], k: int) -> Draft:
         seen = len(self._history)
         self._extend(history)
         hist = self._history
         self._copy.follow(hist, seen)
-        found = next(((self._previous[n], n) for n in range(self.n_max, self.n_min - 1, -1) if self._previous[n] >= 0), None)
+        previous, n_min = self._previous, self.n_min
+        found = next(((previous[g], g + n_min) for g in range(len(previous) - 1, -1, -1) if previous[g] >= 0), None)
         track = self._copy
         head = track.head(hist)
         if found is not None:
@@ -116,8 +123,8 @@ class NgramDrafter:
         return m
 
     def _support(self, n: int) -> int:
-        key = self._last_key[n]
-        seen = self._follow[n].get(key) if key is not None else None
+        key = self._last_key[n - self.n_min]
+        seen = self._follow[n - self.n_min].get(key) if key is not None else None
         if seen is None:  # cannot happen for a found n-gram; a drafter says "once" then
             return SUPPORT_ONCE
         _, in_a_row, split = seen

@@ -34,6 +34,7 @@ import msgspec
 import numpy as np
 
 from spectui.engine.protocol import Backend
+from spectui.errors import SpectuiError
 from spectui.models.json_cache import read_entry, write_entry
 from spectui.prompts import list_prompts
 from spectui.recording.schema import BatchNoise
@@ -174,3 +175,21 @@ def batch_noise(
                 scratch.close()
         write_entry(CACHE_NAME, key, msgspec.to_builtins(noise))
     return noise
+
+
+def require_invariant(noise: BatchNoise, weights: str) -> None:
+    """Refuse a ``--deterministic`` run whose settings were measured not to be batch-invariant:
+    one thread and flash attention make the llama.cpp CPU backend's blocks equal single tokens
+    bit for bit only for some weight types. Measured on the x86 AVX2 host this was written on,
+    SmolLM2-135M to depth 128: Q4_0, Q4_1 and Q8_0 differ by 0.0; Q4_K_M by up to 1.01 and Q6_K
+    by 0.79 (with weight repacking on or off), the Qwen2.5-Coder 1.5B Q4_K_M by 0.66 and its
+    greedy speculative output parted from AR at token 37 of a summary."""
+    worst = max(noise.by_depth, default=0.0)
+    if worst > 0:
+        raise SpectuiError(
+            f"--deterministic cannot hold for {weights} here: evaluated in blocks, its logits differ from "
+            f"one token at a time by up to {worst:.2f} (measured to depth {noise.depth} at these settings: "
+            f"{', '.join(f'{k} {v}' for k, v in sorted(noise.settings.items()))}); drop --deterministic "
+            "(greedy outputs may then part from AR at near-ties), or use weights whose kernels are "
+            "invariant here (Q8_0, Q4_0 and Q4_1 measured so on x86; K-quants not)"
+        )

@@ -84,8 +84,12 @@ class VerifyCost:
         self._seed = tuple(seed)
         #: the cost before this run measured a size: the seed, extended by the cost model
         self.prior = seeded_cost(self._seed)
-        #: costs read since the last change (every proposal reads up to ``n_max`` of them)
-        self._memo: dict[int, float] = {}
+        self._prior_table = [1.0, *(self.prior(n) for n in range(1, n_max + 2))]
+        #: the cost of every size up to ``n_max + 1``, built once per change of a size's median:
+        #: every proposal reads up to ``n_max`` of them, and an AR step's timing moves the unit
+        #: every few steps (built size by size, they were a fifth of a held-back step's cost)
+        self._table: list[float] | None = None
+        self._below = 0  # the largest size timed when the table was built
 
     def observe(self, n: int, us: float) -> None:
         if 0 < n < len(self._us) and us > 0:
@@ -96,38 +100,53 @@ class VerifyCost:
                 median = ordered[len(ordered) // 2]
                 if median != self._us[n]:
                     self._us[n] = median
-                    self._memo.clear()
+                    self._table = None
 
     def _unit(self) -> float:
         if not math.isnan(self._us[1]):
             return self._us[1]
         if not self._seed:
             return math.nan
-        ratios = sorted(us / self.prior(n) for n, us in enumerate(self._us) if n >= 2 and not math.isnan(us))
+        ratios = sorted(us / self._prior_table[n] for n, us in enumerate(self._us) if n >= 2 and not math.isnan(us))
         return ratios[len(ratios) // 2] if ratios else math.nan
 
     def __call__(self, n: int) -> float:
         if n <= 1:
             return 1.0
-        cost = self._memo.get(n)
-        if cost is None:
-            # never below a shorter block's: a dip in a curve of a few noisy timings (a block
-            # of 6 timed cheaper than one of 4) would otherwise draw every block to its size
-            cost = self._memo[n] = max(self._cost(n), self(n - 1))
-        return cost
+        table = self.table()
+        if n < len(table):
+            return table[n]
+        # past the sizes kept: the prior's growth from the largest timed one
+        unit, below = self._unit(), self._below
+        cost = self.prior(n) if math.isnan(unit) or below == 0 else self._us[below] / unit + self.prior(n) - self._prior_table[below]
+        return max(cost, self(n - 1))
 
-    def _cost(self, n: int) -> float:
+    def table(self) -> Sequence[float]:
+        """The cost of each size 0..``n_max + 1`` (index = size; 0 and 1 cost one step)."""
+        return self._table if self._table is not None else self._build()
+
+    def _build(self) -> list[float]:
+        """Every size's cost: its own median over the unit where timed, else the nearest timed
+        size below extended as the prior grows from there (the prior itself with none), never
+        below a shorter block's: a dip in a curve of a few noisy timings (a block of 6 timed
+        cheaper than one of 4) would otherwise draw every block to its size."""
         unit = self._unit()
-        if math.isnan(unit):  # nothing measured yet
-            return self.prior(n)
-        own = self._us[n] if n < len(self._us) else math.nan
-        if not math.isnan(own):
-            return own / unit
-        # the nearest measured size below, extended as the prior grows from there
-        below = next((m for m in range(min(n, len(self._us)) - 1, 0, -1) if not math.isnan(self._us[m])), 0)
-        if below == 0:
-            return self.prior(n)
-        return self._us[below] / unit + self.prior(n) - self.prior(below)
+        prior = self._prior_table
+        table = [1.0, 1.0]
+        below = 1 if not math.isnan(self._us[1]) else 0  # the largest timed size so far
+        for n in range(2, len(self._us)):
+            own = self._us[n]
+            if math.isnan(unit):  # nothing measured yet
+                cost = prior[n]
+            elif not math.isnan(own):
+                cost, below = own / unit, n
+            elif below == 0:
+                cost = prior[n]
+            else:
+                cost = self._us[below] / unit + prior[n] - prior[below]
+            table.append(max(cost, table[-1]))
+        self._table, self._below = table, below
+        return table
 
     def measured(self) -> dict[int, float]:
         """The relative costs this run timed itself (block size -> cost), for the cache."""
@@ -201,7 +220,8 @@ class DraftLength:
             self.k = 0
             return 0
         chances = self.calibration.chances(cls, n)
-        length, value, expected = best_prefix(chances, self.cost, self.k_min)
+        cost = self.cost.table().__getitem__  # n <= k_max: every size priced is in the table
+        length, value, expected = best_prefix(chances, cost, self.k_min)
         if length and value >= 1.0 + MARGIN:
             # whether to draft is priced by the rates as measured; how long, by rates where no
             # later position is below an earlier one. Late positions are seen only where
@@ -209,7 +229,7 @@ class DraftLength:
             # block: blocks of 2 on copies of 12-16 tokens (Qwen2.5-Coder 1.5B, predicted copy
             # median 1.17x AR, 1.33x lengthened; benchmarks/pricing_replay.py)
             longer = self.calibration.chances(cls, n, lengthen=True)
-            stretched = best_prefix(longer, self.cost, self.k_min)[0]
+            stretched = best_prefix(longer, cost, self.k_min)[0]
             if stretched > length:
                 length, chances = stretched, longer
                 expected = _expected(longer, length)
