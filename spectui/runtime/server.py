@@ -309,17 +309,17 @@ def start(
             except BaseException:  # Ctrl-C while it loads: it goes too
                 server.stop()
                 raise
-            if outcome == "ready":
+            if outcome in ("ready", _EXPOSED):
                 # whatever its flags said, a server this process started never serves beyond
                 # this machine: kept only where it is seen listening on its port and on loopback
-                # alone; otherwise stopped, not left listening
+                # alone, while it loads (``_wait_ready``) and once ready; otherwise stopped
                 sockets = listening_sockets(server.pid)
-                exposed = sorted({ip or "*" for ip, _ in sockets or () if not is_loopback(ip)})
-                if sockets is not None and not exposed and any(p == port for _, p in sockets):
+                exposed = _beyond_loopback(sockets)
+                if outcome == "ready" and sockets is not None and not exposed and any(p == port for _, p in sockets):
                     return server
                 server.stop()
-                if exposed:
-                    raise SpectuiError(f"{runtime.name} listened on {', '.join(exposed)} (port {port}), beyond "
+                if exposed or outcome == _EXPOSED:
+                    raise SpectuiError(f"{runtime.name} listened on {', '.join(exposed) or 'an address'} (port {port}), beyond "
                                        f"this machine; spectui's runtimes listen on {HOST} only: stopped (log: {log})")
                 raise SpectuiError(f"{runtime.name} answered on port {port}, but where its processes listen could not "
                                    f"be read, so that it listens on {HOST} only is not known: stopped (log: {log})")
@@ -356,8 +356,19 @@ def _spawn(runtime: Runtime, port: int, log_fd: int, log: Path) -> RuntimeServer
     return server
 
 
+#: ``_wait_ready``'s outcome for a server seen listening beyond loopback while it loaded
+_EXPOSED = "exposed"
+
+
+def _beyond_loopback(sockets: list[tuple[str, int]] | None) -> list[str]:
+    """The addresses among ``sockets`` (``listening_sockets``) that are not loopback ones."""
+    return sorted({ip or "*" for ip, _ in sockets or () if not is_loopback(ip)})
+
+
 def _wait_ready(server: RuntimeServer, timeout_s: float) -> str:
-    """"ready", "bind" (the port was taken) or why it failed, as words.
+    """"ready", "bind" (the port was taken), ``_EXPOSED`` (it listened beyond loopback while
+    loading: a model takes minutes to load, and it would be reachable all that time) or why it
+    failed, as words.
 
     Nothing is asked of the port before the server's log says it listens there: until then
     the port may belong to someone else, whose answer would pass for ours."""
@@ -372,6 +383,8 @@ def _wait_ready(server: RuntimeServer, timeout_s: float) -> str:
             return "bind" if failed_bind else f"exited with status {rc} before it was ready"
         if failed_bind:  # a server whose other threads keep it alive after the bind failed
             return "bind"
+        if _beyond_loopback(listening_sockets(server.pid)):
+            return _EXPOSED
         if listening.search(_read_all(server.log_path)):
             try:
                 if runtime.ready(server):

@@ -1,12 +1,13 @@
 """A server spectui starts never serves beyond this machine: whatever its flags say, ``start``
-reads where the started process listens once it is ready, and a server listening on any
-address but loopback is stopped and refused in one line. Real servers (Python's own
+reads where the started process listens while it loads and once it is ready, and a server
+listening on any address but loopback is stopped and refused in one line. Real servers (Python's own
 ``http.server``, so that no model is needed), real sockets."""
 
 from __future__ import annotations
 
 import re
 import sys
+import time
 from dataclasses import dataclass
 
 import psutil
@@ -47,6 +48,14 @@ class HttpServer:
         return {}
 
 
+@dataclass(frozen=True)
+class LoadingServer(HttpServer):
+    """An ``HttpServer`` whose log never says it is ready: a server still loading its model."""
+
+    def listening(self, port: int) -> re.Pattern[str]:
+        return re.compile(r"(?!)")  # matches nothing
+
+
 def _children() -> set[int]:
     """This process's live children. Session fixtures elsewhere in the suite (a node's sshd, a
     served model) may already be running, so the tests compare before with after."""
@@ -60,6 +69,18 @@ def test_a_started_server_listening_beyond_loopback_is_stopped_and_refused(tmp_p
         start(HttpServer("0.0.0.0"), log_path=tmp_path / "wide.log")
     assert "\n" not in str(err.value)
     assert not _children() - before  # stopped, not left listening
+
+
+def test_a_server_listening_beyond_loopback_while_it_loads_is_stopped_at_once(tmp_path):
+    # a model takes minutes to load, and llama-server listens (answering 503) all that time:
+    # a wide listener is refused when seen, not when the model is ready
+    before = _children()
+    started = time.monotonic()
+    with pytest.raises(SpectuiError, match=r"http\.server listened on 0\.0\.0\.0 \(port \d+\), beyond this machine") as err:
+        start(LoadingServer("0.0.0.0"), log_path=tmp_path / "loading.log", ready_timeout_s=120)
+    assert time.monotonic() - started < 60, "refused only once the wait for readiness ran out"
+    assert "\n" not in str(err.value)
+    assert not _children() - before
 
 
 def test_a_started_server_on_loopback_is_kept(tmp_path):
