@@ -117,9 +117,14 @@ class VerifyCost:
         if n < len(table):
             return table[n]
         # past the sizes kept: the prior's growth from the largest timed one
-        unit, below = self._unit(), self._below
-        cost = self.prior(n) if math.isnan(unit) or below == 0 else self._us[below] / unit + self.prior(n) - self._prior_table[below]
-        return max(cost, self(n - 1))
+        return max(self._untimed(n, self.prior(n), self._unit(), self._below), self(n - 1))
+
+    def _untimed(self, n: int, prior_n: float, unit: float, below: int) -> float:
+        """The cost of a size not timed: the nearest timed size ``below`` it, extended as the
+        prior grows from there; the prior itself where nothing below was timed."""
+        if math.isnan(unit) or below == 0:
+            return prior_n
+        return self._us[below] / unit + prior_n - self._prior_table[below]
 
     def table(self) -> Sequence[float]:
         """The cost of each size 0..``n_max + 1`` (index = size; 0 and 1 cost one step)."""
@@ -136,14 +141,10 @@ class VerifyCost:
         below = 1 if not math.isnan(self._us[1]) else 0  # the largest timed size so far
         for n in range(2, len(self._us)):
             own = self._us[n]
-            if math.isnan(unit):  # nothing measured yet
-                cost = prior[n]
-            elif not math.isnan(own):
+            if not math.isnan(unit) and not math.isnan(own):
                 cost, below = own / unit, n
-            elif below == 0:
-                cost = prior[n]
             else:
-                cost = self._us[below] / unit + prior[n] - prior[below]
+                cost = self._untimed(n, prior[n], unit, below)
             table.append(max(cost, table[-1]))
         self._table, self._below = table, below
         return table
