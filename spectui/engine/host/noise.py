@@ -152,13 +152,15 @@ def batch_noise(
     *,
     before: Callable[[], object] | None = None,
     measure_on: Callable[[], Backend] | None = None,
+    budget_s: float = BUDGET_S,
 ) -> BatchNoise:
     """The backend's calibration for a run reaching ``reach`` tokens: cached, or measured now
     (then cached). A measurement is announced first: by calling ``before`` (the dashboard posts
     its own note), else as a ``CalibrationNotice`` warning, which the CLI prints as one stderr
     line, so a headless run never sits silent for seconds.
     ``measure_on`` opens a second context of the same settings to measure in (closed after),
-    leaving ``backend``'s cache as it is."""
+    leaving ``backend``'s cache as it is. ``budget_s`` bounds a measurement's time (a user's
+    first run waits for it; a cached one that ran out is reused as far as it went)."""
     depth = calibration_depth(reach, backend.n_ctx)
     key = noise_key(sha256, noise_settings(backend))
     noise = cached_noise(key, depth)
@@ -169,7 +171,7 @@ def batch_noise(
             warnings.warn(CALIBRATION_NOTICE, CalibrationNotice, stacklevel=2)
         scratch = measure_on() if measure_on is not None else None
         try:
-            noise = measure_batch_noise(scratch or backend, _text_tokens(backend, depth))
+            noise = measure_batch_noise(scratch or backend, _text_tokens(backend, depth), budget_s=budget_s)
         finally:
             if scratch is not None:
                 scratch.close()
