@@ -2,7 +2,7 @@
 
     python benchmarks/pricing_replay.py --record [--model embedded|qwen-1.5b] [--set categories|held-out] [--max-tokens 64]
     python benchmarks/pricing_replay.py [--model embedded|qwen-1.5b] [--set ...] [--categories copy,qa] [--deterministic] [--measured FILE.json]
-                                        [--curve COSTS.json] [--passes N]
+                                        [--curve COSTS.json] [--passes N] [--jitter N]
 
 Under greedy decoding the target's output does not depend on drafting, so one AR run per
 prompt fixes every block the n-gram drafter and the cost-aware K would draft and how much of
@@ -25,6 +25,12 @@ where the kernels change their batching:
 ``results/verify-cost-qwen-1.5b-2026-11-27.json``, two such curves averaged). ``--passes`` replays the benchmark several times in a
 row, the stored calibration carried over, as a real run starts from what earlier runs stored.
 
+The replay is chaotic: one marginal block decided the other way changes the stored calibration
+every later prompt starts from, so a change that is neutral on average moves single prompts by
+up to 0.08. ``--jitter N`` replays the benchmark N times, each with the verify-cost curve moved
+by up to ``JITTER`` per block size (seeded, so reruns agree), and prints each category's median
+and worst averaged over them: a pricing change is read there, not on one replay.
+
 What it does not see: the machine's noise, a run's own per-step overhead, and the measured
 costs moving within a run. It is for reading what a pricing change does to every prompt at
 once before the half hour the real benchmark takes (``benchmarks/categories.py``), not for
@@ -35,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import statistics
 import sys
 from pathlib import Path
@@ -135,6 +142,29 @@ def predict(data: dict, *, deterministic: bool, categories: list[str] | None = N
     return rows
 
 
+#: how far ``--jitter`` moves each block size's cost, either way
+JITTER = 0.06
+
+
+def jittered(data: dict, *, deterministic: bool, categories: list[str] | None, curve: list[float] | None,
+             rounds: int) -> tuple[dict[str, tuple[float, float]], float]:
+    """``predict`` over ``rounds`` jittered copies of the curve: per category, its median and
+    worst prompt averaged over them; and the mean over every prompt and round."""
+    base = curve or data["curves"]["deterministic" if deterministic else "default"]
+    per: dict[str, list[tuple[float, float]]] = {}
+    means = []
+    for seed in range(rounds):
+        rng = random.Random(seed)
+        moved = [base[0], *(c * (1 + rng.uniform(-JITTER, JITTER)) for c in base[1:])]
+        rows = predict(data, deterministic=deterministic, categories=categories, curve=moved)
+        for c in dict.fromkeys(r["category"] for r in rows):
+            ratios = [r["ratio"] for r in rows if r["category"] == c]
+            per.setdefault(c, []).append((statistics.median(ratios), min(ratios)))
+        means.append(statistics.mean(r["ratio"] for r in rows))
+    summary = {c: (statistics.mean(m for m, _ in v), statistics.mean(w for _, w in v)) for c, v in per.items()}
+    return summary, statistics.mean(means)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", default="embedded", help="embedded (default) or qwen-1.5b")
@@ -148,6 +178,8 @@ def main() -> int:
                     help="replay the benchmark this many times, the stored calibration carried over; report the last")
     ap.add_argument("--curve", type=Path,
                     help="a JSON list of relative verify costs (n = 1, 2, ...) to price by instead of the recorded curve")
+    ap.add_argument("--jitter", type=int, default=0, metavar="N",
+                    help="replay N times over jittered cost curves; print the categories' medians averaged")
     args = ap.parse_args()
     if args.record:
         return record(args.model, args.max_tokens, args.set)
@@ -164,6 +196,12 @@ def main() -> int:
         except (OSError, ValueError, TypeError) as e:
             print(f"error: --curve {args.curve}: not a JSON list of numbers ({e})", file=sys.stderr)
             return 2
+    if args.jitter > 0:
+        summary, mean = jittered(data, deterministic=args.deterministic, categories=wanted, curve=curve, rounds=args.jitter)
+        for c, (median, worst) in summary.items():
+            print(f"{CATEGORIES.get(c, c):22} x{median:.3f}  worst x{worst:.2f}  (averaged over {args.jitter} jittered curves)")
+        print(f"{'all prompts':22} x{mean:.3f}")
+        return 0
     rows = predict(data, deterministic=args.deterministic, categories=wanted, curve=curve, passes=max(args.passes, 1))
     measured = {}
     if args.measured is not None:

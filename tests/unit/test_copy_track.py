@@ -4,10 +4,10 @@ applied to the copy's later occurrences. Token ids stand for words; the drafter 
 
 from __future__ import annotations
 
-from spectui.engine.drafters.copy_track import EDIT_CONTEXT, CopyTrack
+from spectui.engine.drafters.copy_track import DEPARTURE_REACH, EDIT_CONTEXT, CopyTrack
 from spectui.engine.drafters.ngram import NgramDrafter
 from spectui.engine.loop.pricing import draft_class
-from spectui.engine.protocol import COPY_CLASS, SUPPORT_RESUMED
+from spectui.engine.protocol import COPY_CLASS, SUPPORT_AGREED, SUPPORT_RESUMED, SUPPORT_SPLIT
 
 #: a source text of distinct ids, long enough that copying it establishes a copy
 SOURCE = list(range(100, 100 + 2 * EDIT_CONTEXT))
@@ -79,3 +79,27 @@ def test_with_nothing_copied_the_drafter_proposes_as_before():
     proposal = drafter.propose(history, 3)
     assert proposal.tokens == [7, 5, 6]
     assert proposal.support != SUPPORT_RESUMED
+
+
+def test_a_match_just_off_the_copy_is_priced_as_a_split_context_until_the_output_follows_it():
+    # "40 41 42 43" occurs twice in the prompt, away from the text being copied: on its own
+    # record a "40" is followed by 41 (agreed); right after the output leaves its copy for it,
+    # that record was made in other text
+    pattern = [40, 41, 42, 43]
+    history = [1, *pattern, 2, *pattern, 4, *SOURCE, 3]
+    fresh = NgramDrafter(1, 4)
+    fresh.reset([*history, 40])
+    alone = fresh.propose([*history, 40], 3)
+    assert alone.tokens == [41, 42, 43] and alone.support == SUPPORT_AGREED
+
+    drafter = NgramDrafter(1, 4)
+    drafter.reset(history)
+    _emit(drafter, history, [*SOURCE[:12], 40])  # copying, then off the copy
+    proposal = drafter.propose(history, 3)
+    assert proposal.tokens == [41, 42, 43] and proposal.support == SUPPORT_SPLIT
+    # the output follows the new proposal: the split price holds DEPARTURE_REACH tokens from the
+    # departure, then the match's own record prices it again
+    for step in range(1, 3):
+        history.append(pattern[step])
+        again = drafter.propose(history, 2)
+        assert again.support == (SUPPORT_SPLIT if step + 1 <= DEPARTURE_REACH else SUPPORT_AGREED), step

@@ -34,7 +34,9 @@ class NgramDrafter:
     It also follows the copy the output is making (``copy_track.CopyTrack``): where the
     output agreed with that copy at least as far back as with the n-gram's latest occurrence
     and the two differ, the copy's continuation is proposed (``SUPPORT_RESUMED``); and every
-    proposal is rewritten with the edits the output made to the copy so far.
+    proposal is rewritten with the edits the output made to the copy so far. Where the output
+    has just left its copy (``CopyTrack.departed``), an n-gram proposal says ``SUPPORT_SPLIT``:
+    its record was made in other text.
     """
 
     name = "ngram"
@@ -107,7 +109,9 @@ class NgramDrafter:
             # copy at least as far back as with the n-gram's occurrence
             if head < 0 or tokens[:1] in ([], [head]) or not 0 < matched <= track.agreed:
                 track.proposed(start, len(hist))
-                return Draft(tokens, match=match_bucket(matched), support=self._support(n))
+                # just off the copy the output was making, a match's record is not this text's
+                support = SUPPORT_SPLIT if track.departed(len(hist)) else self._support(n)
+                return Draft(tokens, match=match_bucket(matched), support=support)
         track.proposed(-1, -1)
         if head < 0:
             return Draft(_EMPTY)
