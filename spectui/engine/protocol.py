@@ -102,7 +102,9 @@ class CacheRebuilt(RuntimeError):
 #: the one drafted), once (one earlier occurrence) or agreed (two or more, all with the token
 #: drafted). On this project's greedy outputs a context seen twice and always followed by the
 #: same token was right at 0.74-0.98 where one seen once was right at 0.23-0.75 for the same
-#: match length, and a split one at 0.08-0.40: as telling as the match length itself.
+#: match length, and a split one at 0.08-0.40: as telling as the match length itself. The
+#: n-gram drafter also says split right after the output left the copy it was making
+#: (``CopyTrack.departed``): the record was made in other text.
 SUPPORT_UNKNOWN, SUPPORT_SPLIT, SUPPORT_ONCE, SUPPORT_AGREED = 0, 1, 2, 3
 #: the continuation of the copy the output is making, where it differs from the n-gram's
 #: latest occurrence and the output agreed with the copy at least as far back
