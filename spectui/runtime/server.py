@@ -59,7 +59,7 @@ from spectui.runtime import lifetime
 from spectui.runtime.build import ServerBinary, spec_types
 from spectui.runtime.methods import RuntimeMethod
 from spectui.server.client import ServerClient, ServerError, parse_server_url
-from spectui.watch.process import is_loopback, listening_sockets
+from spectui.watch.process import beyond_loopback, listening_sockets
 
 HOST = "127.0.0.1"
 #: How long a model may take to load before the start counts as failed.
@@ -309,19 +309,20 @@ def start(
             except BaseException:  # Ctrl-C while it loads: it goes too
                 server.stop()
                 raise
-            if outcome in ("ready", _EXPOSED):
+            if outcome in ("ready", _EXPOSED, _UNSEEN):
                 # whatever its flags said, a server this process started never serves beyond
                 # this machine: kept only where it is seen listening on its port and on loopback
                 # alone, while it loads (``_wait_ready``) and once ready; otherwise stopped
                 sockets = listening_sockets(server.pid)
-                exposed = _beyond_loopback(sockets)
+                exposed = beyond_loopback(sockets or ())
                 if outcome == "ready" and sockets is not None and not exposed and any(p == port for _, p in sockets):
                     return server
                 server.stop()
                 if exposed or outcome == _EXPOSED:
                     raise SpectuiError(f"{runtime.name} listened on {', '.join(exposed) or 'an address'} (port {port}), beyond "
                                        f"this machine; spectui's runtimes listen on {HOST} only: stopped (log: {log})")
-                raise SpectuiError(f"{runtime.name} answered on port {port}, but where its processes listen could not "
+                state = "answered" if outcome == "ready" else "was loading"
+                raise SpectuiError(f"{runtime.name} {state} on port {port}, but where its processes listen could not "
                                    f"be read, so that it listens on {HOST} only is not known: stopped (log: {log})")
             server.stop()
             if outcome == "bind" and attempt < attempts:
@@ -356,19 +357,15 @@ def _spawn(runtime: Runtime, port: int, log_fd: int, log: Path) -> RuntimeServer
     return server
 
 
-#: ``_wait_ready``'s outcome for a server seen listening beyond loopback while it loaded
-_EXPOSED = "exposed"
-
-
-def _beyond_loopback(sockets: list[tuple[str, int]] | None) -> list[str]:
-    """The addresses among ``sockets`` (``listening_sockets``) that are not loopback ones."""
-    return sorted({ip or "*" for ip, _ in sockets or () if not is_loopback(ip)})
+#: ``_wait_ready``'s outcomes for a server seen listening beyond loopback while it loaded, and
+#: for one whose listeners could not be read then (no wide listener seen is no proof of none)
+_EXPOSED, _UNSEEN = "exposed", "unseen"
 
 
 def _wait_ready(server: RuntimeServer, timeout_s: float) -> str:
     """"ready", "bind" (the port was taken), ``_EXPOSED`` (it listened beyond loopback while
-    loading: a model takes minutes to load, and it would be reachable all that time) or why it
-    failed, as words.
+    loading: a model takes minutes to load, and it would be reachable all that time),
+    ``_UNSEEN`` (where it listened could not be read while it loaded) or why it failed, as words.
 
     Nothing is asked of the port before the server's log says it listens there: until then
     the port may belong to someone else, whose answer would pass for ours."""
@@ -383,7 +380,12 @@ def _wait_ready(server: RuntimeServer, timeout_s: float) -> str:
             return "bind" if failed_bind else f"exited with status {rc} before it was ready"
         if failed_bind:  # a server whose other threads keep it alive after the bind failed
             return "bind"
-        if _beyond_loopback(listening_sockets(server.pid)):
+        sockets = listening_sockets(server.pid)
+        if sockets is None:
+            if server.proc.poll() is None:  # not an exit between the two looks: unreadable
+                return _UNSEEN
+            continue  # it exited: the next look says how
+        if beyond_loopback(sockets):
             return _EXPOSED
         if listening.search(_read_all(server.log_path)):
             try:

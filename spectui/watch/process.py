@@ -14,6 +14,7 @@ The process is looked up again when it is gone (the server restarted on the same
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import psutil
@@ -51,6 +52,12 @@ def _serves_loopback(ip: str) -> bool:
     return ip in ("0.0.0.0", "::", "") or is_loopback(ip)
 
 
+def beyond_loopback(sockets: Iterable[tuple[str, int]]) -> list[str]:
+    """The addresses among listening ``sockets`` (``listening_sockets``'s pairs) that accept
+    connections from beyond this machine: a wildcard or any address but loopback ("*" for none)."""
+    return sorted({ip or "*" for ip, _ in sockets if not is_loopback(ip)})
+
+
 def _exposure(ip: str, port: int) -> str:
     """Said once when the server listens on every interface: it is reachable beyond this machine
     (spectui's own runtimes bind 127.0.0.1 only)."""
@@ -70,9 +77,9 @@ def listening_sockets(pid: int) -> list[tuple[str, int]] | None:
     for proc in procs:
         try:
             out += [(c.laddr.ip, c.laddr.port) for c in proc.net_connections(kind="tcp") if c.status == psutil.CONN_LISTEN and c.laddr]
-        except psutil.NoSuchProcess:
-            continue  # a child gone since it was listed listens nowhere
-        except (psutil.AccessDenied, psutil.ZombieProcess, PermissionError):
+        except (psutil.NoSuchProcess, psutil.ZombieProcess):
+            continue  # a child gone since it was listed, or exited and not yet reaped, listens nowhere
+        except (psutil.AccessDenied, PermissionError):
             return None
     return out
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import psutil
 import pytest
@@ -91,16 +91,48 @@ def test_a_started_server_on_loopback_is_kept(tmp_path):
     assert not _children() - before
 
 
+@dataclass(frozen=True)
+class AnsweredServer(HttpServer):
+    """An ``HttpServer`` that notes when it answered: its listeners turn unreadable from then on."""
+
+    answered: list[bool] = field(default_factory=list)
+
+    def ready(self, server: RuntimeServer) -> bool:
+        self.answered.append(True)
+        return True
+
+
 def test_a_server_whose_listeners_cannot_be_read_is_stopped_not_trusted(tmp_path, monkeypatch):
     # where the OS refuses to say what a process listens on (a hardened /proc, another user's
-    # child), not seeing a wide listener is no proof that there is none
+    # child), not seeing a wide listener is no proof that there is none: here read while it
+    # loads, refused once it answered
+    answered: list[bool] = []
+    readable = psutil.Process.net_connections
+
+    def refused(self, kind="inet"):  # noqa: ANN001, ANN202 - psutil's signature
+        if answered:
+            raise psutil.AccessDenied(self.pid)
+        return readable(self, kind)
+
+    before = _children()
+    monkeypatch.setattr(psutil.Process, "net_connections", refused)
+    with pytest.raises(SpectuiError, match=r"http\.server answered on port \d+, but where its processes listen could not be read") as err:
+        start(AnsweredServer("127.0.0.1", answered=answered), log_path=tmp_path / "unread.log")
+    assert "\n" not in str(err.value)
+    assert not _children() - before
+
+
+def test_a_loading_server_whose_listeners_cannot_be_read_is_stopped_at_once(tmp_path, monkeypatch):
+    # unread while it loads, it could be listening wide for the minutes a model takes
     def refused(self, kind="inet"):  # noqa: ANN001, ANN202 - psutil's signature
         raise psutil.AccessDenied(self.pid)
 
     before = _children()
     monkeypatch.setattr(psutil.Process, "net_connections", refused)
-    with pytest.raises(SpectuiError, match=r"http\.server answered on port \d+, but where its processes listen could not be read") as err:
-        start(HttpServer("127.0.0.1"), log_path=tmp_path / "unread.log")
+    started = time.monotonic()
+    with pytest.raises(SpectuiError, match=r"http\.server was loading on port \d+, but where its processes listen could not be read") as err:
+        start(LoadingServer("127.0.0.1"), log_path=tmp_path / "unread-loading.log", ready_timeout_s=120)
+    assert time.monotonic() - started < 60, "refused only once the wait for readiness ran out"
     assert "\n" not in str(err.value)
     assert not _children() - before
 
