@@ -117,9 +117,9 @@ class VerifyCost:
         if n < len(table):
             return table[n]
         # past the sizes kept: the prior's growth from the largest timed one
-        return max(self._untimed(n, self.prior(n), self._unit(), self._below), self(n - 1))
+        return max(self._untimed(self.prior(n), self._unit(), self._below), self(n - 1))
 
-    def _untimed(self, n: int, prior_n: float, unit: float, below: int) -> float:
+    def _untimed(self, prior_n: float, unit: float, below: int) -> float:
         """The cost of a size not timed: the nearest timed size ``below`` it, extended as the
         prior grows from there; the prior itself where nothing below was timed."""
         if math.isnan(unit) or below == 0:
@@ -144,7 +144,7 @@ class VerifyCost:
             if not math.isnan(unit) and not math.isnan(own):
                 cost, below = own / unit, n
             else:
-                cost = self._untimed(n, prior[n], unit, below)
+                cost = self._untimed(prior[n], unit, below)
             table.append(max(cost, table[-1]))
         self._table, self._below = table, below
         return table
