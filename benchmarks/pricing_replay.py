@@ -84,6 +84,7 @@ def record(model: str, max_tokens: int, prompt_set: str) -> int:
     first = config(prompts[0].path, "spec", target, flags)
     curves: dict[str, list[float]] = {}
     traces: dict[str, list[dict]] = {}
+    eog: list[int] = []
     for mode, extra in (("default", flags), ("deterministic", [*flags, "--deterministic"])):
         # --deterministic runs other weights (the shipped file) on one thread: its own outputs
         probe = config(prompts[0].path, "spec", target, extra)
@@ -92,6 +93,7 @@ def record(model: str, max_tokens: int, prompt_set: str) -> int:
             curves[mode] = list(engine.cost_curve(measure=True, n_max=probe.draft.k_max + 1,
                                                   context=engine.prepare_prompt(probe)[1]))
             traces[mode] = []
+            eog = sorted(engine.target.eog_tokens)
             for p in prompts:
                 cfg = config(p.path, "ar", target, extra)
                 events = list(engine.run(cfg, memory_interval_s=None))
@@ -103,7 +105,7 @@ def record(model: str, max_tokens: int, prompt_set: str) -> int:
                 print(f"{mode:13} {p.name:14} {len(output)} tokens", file=sys.stderr)
     path = traces_path(name, prompt_set)
     path.write_text(json.dumps({"model": name, "spec": first.describe(), "max_tokens": max_tokens,
-                                "curves": curves, "traces": traces}))
+                                "eog": eog, "curves": curves, "traces": traces}))
     print(f"wrote {path}", file=sys.stderr)
     return 0
 
@@ -123,11 +125,13 @@ def predict(data: dict, *, deterministic: bool, categories: list[str] | None = N
     draft = config(str(PROMPTS / "copy-1.txt"), "spec", "", flags).draft.seeded(tuple(curve))
     stored: dict[str, tuple[float, float]] = {}
     rows = []
+    eog = frozenset(data["eog"])
 
     def one(trace: dict) -> float:
         nonlocal stored
         cost = VerifyCost(draft.k_max, curve)
-        r = replay(trace["tokens"], trace["output"], cost, draft, data["max_tokens"], prices=None if deterministic else stored)
+        r = replay(trace["tokens"], trace["output"], cost, draft, data["max_tokens"], prices=None if deterministic else stored,
+                   eog=eog)
         if not deterministic:
             stored = merge(stored, r.counts)
         return r.speedup if r.cost else 1.0

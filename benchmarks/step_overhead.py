@@ -32,6 +32,7 @@ from categories import PROMPTS
 from defaults import config
 from pricing_replay import traces_path
 
+from spectui.engine.loop.decode import through_end
 from spectui.engine.loop.draft_length import DraftLength
 from spectui.tune.replay import common_prefix, lookup_drafter
 
@@ -39,7 +40,8 @@ from spectui.tune.replay import common_prefix, lookup_drafter
 UNIT_US = 11_000.0
 
 
-def one_run(trace: dict, draft, curve: list[float], budget: int, rng: random.Random) -> tuple[int, int]:  # noqa: ANN001 - a DraftConfig
+def one_run(trace: dict, draft, curve: list[float], budget: int, rng: random.Random,  # noqa: ANN001 - a DraftConfig
+            eog: frozenset[int]) -> tuple[int, int]:
     """(nanoseconds spent proposing, pricing and learning; steps) over one recorded output."""
     drafter = lookup_drafter(draft)
     drafter.reset(trace["tokens"])
@@ -51,7 +53,7 @@ def one_run(trace: dict, draft, curve: list[float], budget: int, rng: random.Ran
     while i < n:
         room = budget - i - 1
         t0 = clock()
-        proposal = drafter.propose(history, min(length.k_max, room)) if room > 0 else None
+        proposal = through_end(drafter.propose(history, min(length.k_max, room)), eog) if room > 0 else None
         k = length.k_for(proposal, room) if proposal is not None and proposal.tokens else 0
         t1 = clock()
         tokens = proposal.tokens[:k] if proposal is not None and k else []
@@ -83,7 +85,7 @@ def main() -> int:
         rng = random.Random(1)  # the same jitter every round
         spent = steps = 0
         for trace in data["traces"]["default"]:
-            ns, n = one_run(trace, draft, curve, data["max_tokens"], rng)
+            ns, n = one_run(trace, draft, curve, data["max_tokens"], rng, frozenset(data["eog"]))
             spent, steps = spent + ns, steps + n
         per_round.append(spent / steps / 1000)
     print(f"{args.model}: {statistics.median(per_round):.1f} us a step proposing, pricing and learning "

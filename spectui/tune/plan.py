@@ -73,6 +73,7 @@ class PromptData:
     output: list[int]
     blocks: list[tuple[list[float], int, int]] = field(default_factory=list)
     budget: int = 0  # the run's token budget (0: the output's length)
+    eog: frozenset[int] = frozenset()  # the target's end-of-generation tokens: a run drafts none past one
 
 
 @dataclass
@@ -110,7 +111,7 @@ def lookup_predictions(
     out = {}
     name = lookup_name(base)
     for setting in [Setting(name, None), *(Setting(name, k) for k in K_CHOICES)]:
-        r = replay(data.prompt, data.output, cost, setting.draft_config(base, seed), data.budget)
+        r = replay(data.prompt, data.output, cost, setting.draft_config(base, seed), data.budget, eog=data.eog)
         out[setting] = (r.speedup, r.acceptance)
     return out
 
@@ -158,7 +159,7 @@ def per_position(data: Sequence[PromptData], cost: Callable[[int], float], base:
                 for j in range(drafted):
                     count(j, 1, int(j < accepted))
         else:
-            r = replay(d.prompt, d.output, cost, longest, d.budget)
+            r = replay(d.prompt, d.output, cost, longest, d.budget, eog=d.eog)
             for j, (n, k) in enumerate(zip(r.reached, r.kept)):
                 count(j, n, k)
     return [k / n if n else math.nan for n, k in zip(reached, kept)]

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from spectui.config import DraftConfig, RunConfig
 from spectui.engine.drafters import DraftSources, drafter_kind
+from spectui.engine.loop.decode import through_end
 from spectui.engine.loop.draft_length import DraftLength
 from spectui.engine.protocol import Drafter
 
@@ -72,6 +73,7 @@ def replay(
     budget: int = 0,
     on_block: Callable[[Drafter, int, list[int], int], None] | None = None,
     prices: Mapping[str, Sequence[float]] | None = None,
+    eog: frozenset[int] = frozenset(),
 ) -> Replay:
     """Replay ``draft`` (prompt lookup or the suffix drafter; K fixed, or cost-aware with
     ``cost`` as its timings) over ``output``, the greedy continuation of ``prompt``;
@@ -80,7 +82,8 @@ def replay(
     drafted past, as a real run would. ``on_block(drafter, i, draft, kept)`` sees every
     verified block (drafted at output position ``i``) before the history moves past it.
     ``prices``: the stored calibration the run starts from (None: the static prior); what the
-    replayed run observed is left in ``Replay.counts``, as a run would store it."""
+    replayed run observed is left in ``Replay.counts``, as a run would store it. ``eog``: the
+    target's end-of-generation tokens, where a run cuts every proposal (``decode.through_end``)."""
     drafter = lookup_drafter(draft)
     drafter.reset(prompt)
     length = DraftLength(draft, prices)
@@ -91,13 +94,13 @@ def replay(
     while i < n:
         room = budget - i - 1  # never draft past the run's budget
         if length.adaptive:
-            proposal = drafter.propose(history, min(length.k_max, room)) if room > 0 else None
+            proposal = through_end(drafter.propose(history, min(length.k_max, room)), eog) if room > 0 else None
             k = length.k_for(proposal, room) if proposal is not None and proposal.tokens else 0
             match = proposal.match if proposal is not None else 0
             tokens = proposal.tokens[:k] if proposal is not None and k > 0 else []
         else:
             k = min(length.k, room)
-            p = drafter.propose(history, k) if k > 0 else None
+            p = through_end(drafter.propose(history, k), eog) if k > 0 else None
             tokens, match = (p.tokens, p.match) if p is not None else ([], 0)
         got = common_prefix(tokens, output[i:])
         step_cost = cost(len(tokens) + 1)

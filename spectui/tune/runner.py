@@ -12,7 +12,7 @@ import datetime as dt
 import math
 import statistics
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import msgspec
 
@@ -247,6 +247,8 @@ def tune_engine(engine: Engine, config: RunConfig, plan: TunePlan, progress: Pro
         configs = {d.name: configs[d.name] for d in data if d.name in configs}  # only prompts/ prompts are re-run
     else:
         data = collect_outputs(engine, list(configs.values()), progress)
+    eog = frozenset(engine.target.eog_tokens)  # replayed as a run drafts: nothing past the end
+    data = [replace(d, eog=eog) for d in data]
     reach = len(contexts[-1]) + plan.max_tokens
     noise, det_noise, det_cost = measure_exactness(engine, context, reach, curve.unit_us, progress)
     plans = plan_tiers(data, curve, config.draft, draft_cost)

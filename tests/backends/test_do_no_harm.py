@@ -84,3 +84,43 @@ def test_a_drafter_never_right_drafts_a_bounded_share_and_the_output_is_ar(engin
     share = sum(1 for s in after if s.drafted) / len(after)
     assert share <= BOUND, f"drafted on {share:.0%} of the steps after its first rejection"
     assert d.blocks == len(blocks) and d.low_confidence + d.backoff > 0
+
+
+class PastTheEndDrafter:
+    """Proposes the end of generation and then more: a copy of the prompt that runs through its
+    end of turn into the next turn's header."""
+
+    name = "past-the-end"
+    free = True
+
+    def __init__(self, eog: int) -> None:
+        self.eog = eog
+
+    def reset(self, prompt: Sequence[int]) -> None:
+        pass
+
+    def propose(self, history: Sequence[int], k: int) -> Draft:
+        return Draft([self.eog, *(4 + i % 8 for i in range(k - 1))], match=match_bucket(24), support=SUPPORT_AGREED)
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("adaptive", [False, True])
+def test_nothing_past_the_end_of_generation_is_verified(engine, adaptive):
+    """Generation ends at an end-of-generation token whether the target accepts it or not, so a
+    proposal's tokens past one are cut before it is priced or verified (``decode.through_end``):
+    at a fixed K of 6 and at a cost-aware K on a flat curve, no block is longer than one token."""
+    eog = min(engine.target.eog_tokens)
+    register(DrafterKind("past-the-end", "past the end", lambda sources: PastTheEndDrafter(eog), "a test's"))
+    try:
+        base = RunConfig(target=engine.config.target, mode="ar", prompt=PROMPT, max_tokens=40, backend=engine.config.backend)
+        ar_steps, _ = _run(engine, base)
+        draft = (DraftConfig(source="past-the-end", adaptive=True, cost_seed=CURVES["flat"], learn_cost=False, memory=False)
+                 if adaptive else DraftConfig(source="past-the-end", k=6, memory=False))
+        steps, _ = _run(engine, msgspec.structs.replace(base, mode="spec", draft=draft))
+    finally:
+        unregister("past-the-end")
+    assert [t for s in steps for t in s.tokens] == [t for s in ar_steps for t in s.tokens]
+    drafted = [s.drafted for s in steps]
+    assert max(drafted) == 1, drafted  # drafted, and cut at the end of generation

@@ -64,6 +64,18 @@ LOSING_RUN = 3
 PROBE_EVERY, PROBE_LENGTH, PROBE_MAX_WAIT = 16, 2, 256
 #: tokens in a row of a held-back proposal that the output followed: the backoff ends
 RESUME_RUN = 4
+#: the weakest proposal class whose block may run past what its later positions' rates pay,
+#: priced as if no later position were below an earlier one. Late positions are seen only where
+#: blocks reach them, so on a copy under way their few observations, priced prudently, would cap
+#: every block: blocks of 2 on copies of 12-16 tokens (Qwen2.5-Coder 1.5B, predicted copy median
+#: 1.17x AR, 1.33x lengthened; benchmarks/pricing_replay.py). Below it (a match of 4-7 tokens
+#: seen once, or less) the later rates are this text's own word: an answer that restates its
+#: question leaves it at a clause's end, and blocks of 8 lengthened from 3 failed after one
+#: to four tokens (embedded QA). From class 4 (8+ tokens, 4-7 agreed, a copy's continuation)
+#: rather than every class, replayed over 24 jittered curves (benchmarks/pricing_replay.py):
+#: embedded QA's worst prompt 0.97 -> 0.99x, code edits 0.994 -> 1.001x (worst 0.95 -> 0.97),
+#: translation 1.057 -> 1.080x; the 1.5B's copy-heavy 1.438 -> 1.425x, its mean 1.111 -> 1.108x
+LENGTHEN_FROM = 4
 #: AR steps before a draft model is probed with one token, and the cap of its doubling
 PROBE_AFTER, PROBE_MAX = 8, 128
 
@@ -223,12 +235,9 @@ class DraftLength:
         chances = self.calibration.chances(cls, n)
         cost = self.cost.table().__getitem__  # n <= k_max: every size priced is in the table
         length, value, expected = best_prefix(chances, cost, self.k_min)
-        if length and value >= 1.0 + MARGIN:
-            # whether to draft is priced by the rates as measured; how long, by rates where no
-            # later position is below an earlier one. Late positions are seen only where
-            # blocks reach them, so their few observations, priced prudently, would cap every
-            # block: blocks of 2 on copies of 12-16 tokens (Qwen2.5-Coder 1.5B, predicted copy
-            # median 1.17x AR, 1.33x lengthened; benchmarks/pricing_replay.py)
+        if length and value >= 1.0 + MARGIN and cls >= LENGTHEN_FROM:
+            # whether to draft is priced by the rates as measured; how long, for a copy under
+            # way, by rates where no later position is below an earlier one (``LENGTHEN_FROM``)
             longer = self.calibration.chances(cls, n, lengthen=True)
             stretched = best_prefix(longer, cost, self.k_min)[0]
             if stretched > length:
