@@ -46,6 +46,7 @@ import shlex
 import signal
 import socket
 import subprocess
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -66,6 +67,9 @@ HOST = "127.0.0.1"
 READY_TIMEOUT_S = 180.0
 #: How long a stopped server gets to exit on SIGTERM before SIGKILL.
 STOP_GRACE_S = 10.0
+#: how often a started server's listeners are read again for as long as it runs (``guard``): a
+#: server accepted on loopback alone may open another listener later (a second port, a worker)
+GUARD_EVERY_S = 1.0
 #: Ports tried before a start gives up on binding.
 PORT_ATTEMPTS = 5
 #: Server logs without a recording to sit beside: the newest are kept.
@@ -207,6 +211,9 @@ class RuntimeServer:
         self.log_path = log_path
         self.props: dict[str, Any] = {}
         self.started_s = 0.0  # launch to ready, seconds
+        #: why the guard stopped it (it listened beyond loopback, or could no longer be read); ""
+        self.refused = ""
+        self._stopping = threading.Event()
 
     def __repr__(self) -> str:  # never the key
         return f"RuntimeServer(pid={self.pid}, url={self.url!r})"
@@ -232,8 +239,27 @@ class RuntimeServer:
         kwargs = {} if read_timeout_s is None else {"read_timeout_s": read_timeout_s}
         return ServerClient(parse_server_url(self.url), self._api_key, **kwargs)
 
+    def guard(self, every_s: float = GUARD_EVERY_S) -> None:
+        """Read where its processes listen every ``every_s`` for as long as it runs, and stop it
+        (``refused`` says why) where one listens beyond loopback or they can no longer be read:
+        ``start`` saw it on loopback alone, which says nothing of a listener opened later."""
+        threading.Thread(target=self._guard, args=(every_s,), name=f"spectui-guard-{self.pid}", daemon=True).start()
+
+    def _guard(self, every_s: float) -> None:
+        while not self._stopping.wait(every_s):
+            sockets = listening_sockets(self.pid)
+            if self.proc.poll() is not None:
+                return  # it exited: nothing listens
+            exposed = beyond_loopback(sockets) if sockets is not None else []
+            if sockets is None or exposed:
+                where = f"listened on {', '.join(exposed)}, beyond this machine" if exposed else "its listeners could no longer be read"
+                self.refused = f"{self.runtime.name} (port {self.port}) {where}; spectui's runtimes listen on {HOST} only: stopped"
+                self.stop()
+                return
+
     def stop(self) -> int | None:
         """SIGTERM to its process group, SIGKILL after ``STOP_GRACE_S``; its exit status."""
+        self._stopping.set()
         lifetime.forget(self)
         if self.proc.poll() is None:
             lifetime.signal_group(self.proc, signal.SIGTERM)
@@ -251,7 +277,7 @@ class RuntimeServer:
         self.stop()
 
     def last_log_line(self) -> str:
-        return last_log_line(self.log_path)
+        return self.refused or last_log_line(self.log_path)
 
 
 def launch(
@@ -316,6 +342,7 @@ def start(
                 sockets = listening_sockets(server.pid)
                 exposed = beyond_loopback(sockets or ())
                 if outcome == "ready" and sockets is not None and not exposed and any(p == port for _, p in sockets):
+                    server.guard()
                     return server
                 server.stop()
                 if exposed or outcome == _EXPOSED:

@@ -116,8 +116,15 @@ class RuntimeEngine:
         config = config or self.config
         if not self.fits(config):
             raise SpectuiError("this runtime was started for other settings; open an engine for these")
+        if self.server.refused:  # the guard stopped it: it listened beyond this machine
+            raise SpectuiError(self.server.refused)
         events = self.inner.run(config, stop=stop)
-        yield from mlx.say_no_acceptance(events) if isinstance(self.settings, mlx.MlxLaunch) else events
+        try:
+            yield from mlx.say_no_acceptance(events) if isinstance(self.settings, mlx.MlxLaunch) else events
+        except Exception:
+            if self.server.refused:  # stopped mid-run: say why, not that the connection dropped
+                raise SpectuiError(self.server.refused) from None
+            raise
 
     def close(self) -> None:
         self.server.stop()

@@ -140,3 +140,36 @@ def test_a_loading_server_whose_listeners_cannot_be_read_is_stopped_at_once(tmp_
 def test_ipv4_loopback_seen_through_an_ipv6_socket_is_loopback():
     assert is_loopback("::ffff:127.0.0.1") and is_loopback("[::ffff:127.0.0.2]")
     assert not is_loopback("::ffff:10.0.0.1") and not is_loopback("0.0.0.0") and not is_loopback("::")
+
+
+@dataclass(frozen=True)
+class LaterWideServer(HttpServer):
+    """An ``HttpServer`` on loopback that opens a second listener on every interface a second
+    after it said it was serving: accepted by ``start``, then seen by the guard."""
+
+    def argv(self, port: int) -> list[str]:
+        script = ("import http.server, socket, threading, time\n"
+                  f"s = http.server.HTTPServer(('127.0.0.1', {port}), http.server.SimpleHTTPRequestHandler)\n"
+                  f"print('Serving HTTP on 127.0.0.1 port {port}', flush=True)\n"
+                  "threading.Thread(target=s.serve_forever, daemon=True).start()\n"
+                  "time.sleep(1.5)\n"
+                  "wide = socket.socket(); wide.bind(('0.0.0.0', 0)); wide.listen()\n"
+                  "time.sleep(600)\n")
+        return [sys.executable, "-u", "-c", script]
+
+
+def test_a_server_that_listens_beyond_loopback_after_it_was_accepted_is_stopped(tmp_path):
+    before = _children()
+    server = start(LaterWideServer("127.0.0.1"), log_path=tmp_path / "later.log")
+    try:
+        assert server.running and not server.refused  # on loopback alone when it was accepted
+        deadline = time.monotonic() + 30
+        while server.running and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not server.running, "a wide listener opened after the start was left listening"
+        assert re.fullmatch(r"http\.server \(port \d+\) listened on 0\.0\.0\.0, beyond this machine; .* 127\.0\.0\.1 only: stopped",
+                            server.refused), server.refused
+        assert server.last_log_line() == server.refused
+    finally:
+        server.stop()
+    assert not _children() - before
