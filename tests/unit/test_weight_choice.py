@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import msgspec
 import pytest
 
 from spectui.engine.host.verify_cost import Curve
-from spectui.engine.host.weights import CHOICE_BLOCK, WeightRow, choose_weights
+from spectui.engine.host.weights import CHOICE_BLOCK, DISTURBED_BY, WeightRow, choose_weights, disturbed
 
 
 def row(quant: str, token_ms: float, block_cost: float) -> WeightRow:
@@ -69,3 +71,19 @@ def test_a_stored_choice_the_rule_no_longer_allows_is_probed_again(tmp_path, mon
     old = choose_weights([row("Q4_1", 10.0, 6.0), row("Q4_0", 5.0, 2.0)], "Q4_1", by="test")
     store_choice(backend, msgspec.structs.replace(old, quant="Q4_0"))  # what the first cut of the rule stored
     assert stored_choice(backend) is None
+
+
+def test_a_type_measured_while_other_processes_were_busier_is_measured_again():
+    """Types are timed one after another: the shipped Q4_1 timed beside a test collection (a
+    core of two busy elsewhere, 2026-11-28) took 123.5 ms a token against its usual ~15, and
+    F16 was chosen on it. Such a row is the one measured again; load that stayed on through
+    every type, or none known, is not a reason."""
+    def loaded(r: WeightRow, load: int | None) -> WeightRow:
+        return dataclasses.replace(r, other_load=load)
+
+    q41, f16, q80 = HOST[0], HOST[1], HOST[2]
+    assert disturbed([loaded(q41, 52), loaded(f16, 3), loaded(q80, 4)]) == [0]
+    assert disturbed([loaded(q41, 3 + DISTURBED_BY - 1), loaded(f16, 3)]) == []
+    assert disturbed([loaded(q41, 55), loaded(f16, 50), loaded(q80, 52)]) == []  # busy throughout: alike
+    assert disturbed([loaded(q41, 60), loaded(f16, None)]) == []  # nothing to compare with
+    assert disturbed([loaded(q41, 2), loaded(f16, 30), loaded(q80, 45)]) == [1, 2]
