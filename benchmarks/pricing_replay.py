@@ -2,7 +2,7 @@
 
     python benchmarks/pricing_replay.py --record [--model embedded|qwen-1.5b] [--set categories|held-out] [--max-tokens 64]
     python benchmarks/pricing_replay.py [--model embedded|qwen-1.5b] [--set ...] [--categories copy,qa] [--deterministic] [--measured FILE.json]
-                                        [--curve COSTS.json] [--passes N] [--jitter N]
+                                        [--curve COSTS.json] [--passes N] [--jitter N] [--traces FILE.json]
 
 Under greedy decoding the target's output does not depend on drafting, so one AR run per
 prompt fixes every block the n-gram drafter and the cost-aware K would draft and how much of
@@ -17,6 +17,10 @@ speculative runs a prompt), the stored calibration carried from run to run as
 ``engine/host/proposal_prices`` carries it (starting empty: the static prior), and each
 prompt's predicted speedup is the median of its five runs'. ``--deterministic`` replays as
 that flag runs: the static prior, the one-thread curve, nothing stored.
+
+``--traces`` replays another recording: ``pricing-traces-embedded.json`` holds the Q8_0 copy the
+earlier category runs ran; ``pricing-traces-embedded-q4_1.json`` the shipped Q4_1 (recorded with
+``SPECTUI_EMBEDDED_WEIGHTS=shipped``, 2026-11-28), whose steeper curve caps what copies repay.
 
 ``--curve`` prices by another verify-cost curve (a JSON list, n = 1, 2, ...): kernels cost
 differently by host, and the recorded one may not be this host's (the 1.5B's recorded curve
@@ -182,14 +186,16 @@ def main() -> int:
                     help="replay the benchmark this many times, the stored calibration carried over; report the last")
     ap.add_argument("--curve", type=Path,
                     help="a JSON list of relative verify costs (n = 1, 2, ...) to price by instead of the recorded curve")
+    ap.add_argument("--traces", type=Path,
+                    help="replay these recorded traces instead of --model's (e.g. results/pricing-traces-embedded-q4_1.json)")
     ap.add_argument("--jitter", type=int, default=0, metavar="N",
                     help="replay N times over jittered cost curves; print the categories' medians averaged")
     args = ap.parse_args()
     if args.record:
         return record(args.model, args.max_tokens, args.set)
-    path = traces_path(args.model, args.set)
+    path = args.traces or traces_path(args.model, args.set)
     if not path.is_file():
-        print(f"error: no traces at {path}: run with --record first", file=sys.stderr)
+        print(f"error: no traces at {path}" + ("" if args.traces else ": run with --record first"), file=sys.stderr)
         return 2
     data = json.loads(path.read_text())
     wanted = [c.strip() for c in args.categories.split(",") if c.strip()] or None
