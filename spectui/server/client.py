@@ -10,6 +10,7 @@ each become one clear line. Every failure raises ``ServerError``.
 from __future__ import annotations
 
 import http.client
+import ipaddress
 import json
 import socket
 import ssl
@@ -39,6 +40,19 @@ class ServerError(Exception):
     """A server or connection failure, as one line that says what happened."""
 
 
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (a URL's host name or address, or a socket's address) is this machine."""
+    if host.lower() in ("localhost", "localhost.localdomain", "ip6-localhost"):
+        return True
+    try:
+        addr = ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return False  # a name: "127.example.com" is somebody else's machine
+    # ::ffff:127.0.0.1 is IPv4's loopback seen through an IPv6 socket (not ``is_loopback``)
+    mapped = getattr(addr, "ipv4_mapped", None)
+    return addr.is_loopback or (mapped is not None and mapped.is_loopback)
+
+
 @dataclass(frozen=True)
 class ServerURL:
     scheme: str
@@ -52,7 +66,7 @@ class ServerURL:
 
     @property
     def loopback(self) -> bool:
-        return self.host in ("localhost", "::1") or self.host.startswith("127.")
+        return is_loopback(self.host)
 
 
 def parse_server_url(url: str) -> ServerURL:

@@ -20,22 +20,10 @@ from dataclasses import dataclass
 import psutil
 
 from spectui.recording.schema import ProcessSample
+from spectui.server.client import is_loopback
 
 #: listeners whose numbers would not be the server's: the server runs behind them
 FORWARDERS = ("ssh", "docker-proxy", "kubectl", "socat", "rootlessport", "gvproxy", "vpnkit")
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` (a URL's host name or address) is this machine."""
-    if host.lower() in ("localhost", "localhost.localdomain", "ip6-localhost"):
-        return True
-    try:
-        addr = ipaddress.ip_address(host.strip("[]"))
-    except ValueError:
-        return False
-    # ::ffff:127.0.0.1 is IPv4's loopback seen through an IPv6 socket (not ``is_loopback``)
-    mapped = getattr(addr, "ipv4_mapped", None)
-    return addr.is_loopback or (mapped is not None and mapped.is_loopback)
 
 
 @dataclass(frozen=True)
@@ -47,9 +35,18 @@ class Listener:
     note: str = ""
 
 
-def _serves_loopback(ip: str) -> bool:
-    """A listening address that accepts loopback connections: a wildcard or a loopback one."""
-    return ip in ("0.0.0.0", "::", "") or is_loopback(ip)
+def _takes_loopback_connections(ip: str) -> bool:
+    """A listening address a connection to 127.0.0.1 or ::1 can reach: a loopback one or a
+    wildcard. It finds the process behind a watched URL's port; whether a server listens
+    beyond this machine is ``beyond_loopback``'s question (every wildcard does)."""
+    if not ip:
+        return True
+    try:
+        addr = ipaddress.ip_address(ip)
+    except ValueError:
+        return False
+    mapped = getattr(addr, "ipv4_mapped", None)
+    return addr.is_unspecified or (mapped is not None and mapped.is_unspecified) or is_loopback(ip)
 
 
 def beyond_loopback(sockets: Iterable[tuple[str, int]]) -> list[str]:
@@ -89,7 +86,7 @@ def find_listener(port: int) -> Listener:
     hidden = False
     try:
         for conn in psutil.net_connections(kind="tcp"):
-            if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port and _serves_loopback(conn.laddr.ip):
+            if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port and _takes_loopback_connections(conn.laddr.ip):
                 if conn.pid is not None:
                     return Listener(conn.pid, _exposure(conn.laddr.ip, port))
                 hidden = True  # the socket is there; its owner is not ours to see
@@ -98,7 +95,7 @@ def find_listener(port: int) -> Listener:
     for proc in psutil.process_iter():
         try:
             for own in proc.net_connections(kind="tcp"):
-                if own.status == psutil.CONN_LISTEN and own.laddr and own.laddr.port == port and _serves_loopback(own.laddr.ip):
+                if own.status == psutil.CONN_LISTEN and own.laddr and own.laddr.port == port and _takes_loopback_connections(own.laddr.ip):
                     return Listener(proc.pid, _exposure(own.laddr.ip, port))
         except (psutil.AccessDenied, psutil.NoSuchProcess, psutil.ZombieProcess, PermissionError):
             continue

@@ -15,7 +15,7 @@ import pytest
 
 from spectui.errors import SpectuiError
 from spectui.runtime.server import RuntimeServer, start
-from spectui.watch.process import is_loopback
+from spectui.watch.process import beyond_loopback, is_loopback
 
 
 @dataclass(frozen=True)
@@ -140,6 +140,8 @@ def test_a_loading_server_whose_listeners_cannot_be_read_is_stopped_at_once(tmp_
 def test_ipv4_loopback_seen_through_an_ipv6_socket_is_loopback():
     assert is_loopback("::ffff:127.0.0.1") and is_loopback("[::ffff:127.0.0.2]")
     assert not is_loopback("::ffff:10.0.0.1") and not is_loopback("0.0.0.0") and not is_loopback("::")
+    # every wildcard is beyond loopback for a started server, IPv4's through an IPv6 socket too
+    assert beyond_loopback([("0.0.0.0", 1), ("::", 2), ("", 3), ("::ffff:0.0.0.0", 4), ("127.0.0.1", 5)]) == ["*", "0.0.0.0", "::", "::ffff:0.0.0.0"]
 
 
 @dataclass(frozen=True)

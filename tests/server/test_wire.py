@@ -170,6 +170,10 @@ def test_server_urls():
     assert (u.scheme, u.host, u.port, u.prefix, str(u), u.loopback) == ("http", "127.0.0.1", 8080, "", "http://127.0.0.1:8080", True)
     proxied = parse_server_url("https://models.example.org/llm/v1")
     assert (proxied.port, proxied.prefix, proxied.loopback) == (443, "/llm", False)
+    # a run's header names this machine only for a server on it: a name that starts like an
+    # address is somebody else's; IPv4's loopback through an IPv6 address is this machine
+    assert not parse_server_url("http://127.example.com:8080").loopback
+    assert parse_server_url("http://[::ffff:127.0.0.1]:8080").loopback and parse_server_url("http://localhost:1").loopback
     for bad in ("127.0.0.1:8080", "ftp://h:1", "http://:8080", "http://h:1?x=1", "http://u:p@h:1"):
         with pytest.raises(SpectuiError):
             parse_server_url(bad)
