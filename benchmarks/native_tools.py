@@ -24,8 +24,8 @@ from pathlib import Path
 
 from spectui.runtime.build import OFFLINE_FLAGS, STEP, BuildError, build_root, cmake_build, source_tree
 
-#: llama-server too: the server-session tests run against it when it is built (``python
-#: benchmarks/native_tools.py`` builds everything; ``tests/server/test_llama_server.py``)
+#: llama-server too, into the build folder spectui's runtime uses (``spectui runtime build``
+#: builds it alone; ``python benchmarks/native_tools.py`` builds everything)
 TOOLS = ("llama-bench", "llama-completion", "llama-lookup", "llama-speculative-simple", "llama-server")
 
 

@@ -37,6 +37,39 @@ def model_path() -> str:
     return embedded_model_path()
 
 
+def user_cache() -> str:
+    """spectui's cache folder as it is outside the tests (the XDG_CACHE_HOME set above aside)."""
+    import platformdirs
+
+    saved = os.environ.pop("XDG_CACHE_HOME", None)
+    try:
+        return platformdirs.user_cache_dir("spectui", appauthor=False)
+    finally:
+        if saved is not None:
+            os.environ["XDG_CACHE_HOME"] = saved
+
+
+@pytest.fixture(scope="session")
+def llama_server_binary():
+    """The llama-server the runtime starts: found, or built once (minutes; a line per phase).
+
+    The one cache the tests share with the user's: a developer or CI machine pays the build
+    once per llama-cpp-python version (``~/.cache/spectui/llama.cpp/<version>/build``).
+    ``$SPECTUI_LLAMA_SERVER`` or a ``llama-server`` on ``$PATH`` is used instead when there is
+    one (``find_server``'s order). A fixture, not a skip decided at collection: on a clean
+    machine the build happens when the first test asks for it, so every test that needs a real
+    llama-server runs there too."""
+    from pathlib import Path
+
+    from spectui.runtime.build import STEP, find_server
+
+    def progress(fraction: float, text: str) -> None:
+        if not text.startswith(STEP):
+            print(f"[llama-server build {fraction:.0%}] {text}", file=sys.stderr, flush=True)
+
+    return find_server(progress=progress, cache=Path(user_cache()))
+
+
 @pytest.fixture(scope="session")
 def engine(model_path, calibrations):
     """A target and a draft model context over the same weights (the only registry model).
@@ -201,6 +234,8 @@ FAST_MODULES = {
 }
 #: fixtures that load a model (or start the engine thread on one)
 MODEL_FIXTURES = {"engine", "mlx_engine", "any_engine", "runner", "llama", "tuned", "calibrations"}
+#: fixtures that build a program (minutes on a clean machine)
+BUILD_FIXTURES = {"llama_server_binary"}
 
 
 def pytest_collection_modifyitems(config, items):  # noqa: ANN001
@@ -213,7 +248,7 @@ def pytest_collection_modifyitems(config, items):  # noqa: ANN001
         if folder == "server":
             item.add_marker(pytest.mark.server)
         slow_folder = folder in SLOW_FOLDERS or (folder in ("functional", "ui") and module not in FAST_MODULES)
-        if slow_folder or MODEL_FIXTURES & set(getattr(item, "fixturenames", ())):
+        if slow_folder or (MODEL_FIXTURES | BUILD_FIXTURES) & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
 
 

@@ -1,10 +1,7 @@
-"""``spectui run --server`` against the real ``llama-server`` binary, when it is built.
+"""``spectui run --server`` against the real ``llama-server`` binary.
 
-``python benchmarks/native_tools.py`` builds llama.cpp's programs, llama-server among them,
-from the installed llama-cpp-python source package (the same vendored llama.cpp) into the user
-cache; ``SPECTUI_LLAMA_BIN`` may name another build's folder. Without one these tests skip (a
-clean CI machine has none): the recorded llama-server formats are covered by the stand-in
-servers of ``test_faults``/``test_wire``; here the real program answers.
+The binary is ``llama_server_binary`` (tests/conftest.py): found, or built once from the
+installed llama-cpp-python source package (the same vendored llama.cpp) into the user cache.
 
 Checked: the server is recognised as llama-server (``/props``), its greedy output equals the
 embedded engine's, its own prompt timing is the Prefill, and with n-gram drafting on the
@@ -15,9 +12,6 @@ the Prometheus counters).
 from __future__ import annotations
 
 import json
-import os
-from importlib.metadata import version
-from pathlib import Path
 
 import pytest
 
@@ -28,17 +22,6 @@ from tests.server.conftest import start_server
 
 PROMPT = "Fix the typos and return the text: The quick brwon fox jumsp over the lazy dgo near the rivr bank."
 MAX_TOKENS = 24
-
-
-def llama_server() -> str | None:
-    folder = os.environ.get("SPECTUI_LLAMA_BIN") or str(
-        Path.home() / ".cache" / "spectui" / "llama.cpp" / version("llama-cpp-python") / "build" / "bin"
-    )
-    path = Path(folder) / "llama-server"
-    return str(path) if path.exists() else None
-
-
-pytestmark = pytest.mark.skipif(llama_server() is None, reason="llama-server is not built (python benchmarks/native_tools.py)")
 
 
 def server_args(model_path: str, *extra: str) -> list[str]:
@@ -68,8 +51,8 @@ NGRAM = ("--spec-type", "ngram-simple", "--spec-ngram-simple-size-n", "2", "--sp
 
 
 @pytest.mark.parametrize("spec", [(), NGRAM], ids=["ar", "ngram-simple"])
-def test_llama_server_is_exact_and_reports_what_it_drafted(model_path, server_logs, embedded, tmp_path, spec):
-    server = start_server(server_args(model_path, *spec), "/health", server_logs, program=llama_server())
+def test_llama_server_is_exact_and_reports_what_it_drafted(llama_server_binary, model_path, server_logs, embedded, tmp_path, spec):
+    server = start_server(server_args(model_path, *spec), "/health", server_logs, program=llama_server_binary.path)
     try:
         out, rec = run_against(server, tmp_path, *(("--mode", "spec") if spec else ()))
     finally:

@@ -164,6 +164,7 @@ def _launch(tmux: Tmux, tmp_path, recordings, *args: str) -> Path:  # noqa: ANN0
         f"{sys.executable} -m spectui run {' '.join(args)}; echo $? > {status_file}'"
     )
     tmux("new-session", "-d", "-s", "e2e", "-x", "110", "-y", "34", "-c", str(REPO), command)
+    tmux("resize-window", "-t", "e2e", "-x", "110", "-y", "34")  # a tmux that made it 80x24 (seen once in CI)
     tmux("set-option", "-t", "e2e", "remain-on-exit", "on")
     tmux.wait_for(lambda s: header_state(s) == "idle" and "Quit" in s, "the dashboard")
     return status_file
@@ -225,8 +226,12 @@ def test_a_chat_in_tmux_pastes_a_file_and_follows_up(tmp_path, calibrations):
         status = _launch(tmux, tmp_path, recordings, "--threads", "1", "--max-tokens", "56", "--k", "4")
         _compose(tmux, tmp_path, paste="Write a Python function that returns the squares of a list of numbers.")
         tmux.wait_for(lambda s: _replied(s, recordings, 1), "the first reply")
-        _compose(tmux, tmp_path, typed="Repeat the function you just wrote exactly, word for word.")
-        tmux.wait_for(lambda s: _replied(s, recordings, 2) and "› Repeat the function" in s, "the second reply")
+        follow_up = "Repeat the function you just wrote exactly, word for word."
+        _compose(tmux, tmp_path, typed=follow_up)
+        # the turn's recording says what was sent: the user's line on screen scrolls away under
+        # a reply as long as the pane is short (one CI host drew the pane 80x24, not 110x34)
+        tmux.wait_for(lambda s: _replied(s, recordings, 2), "the second reply")
+        assert read_recording(_turn_files(recordings)[-1]).header.config.prompt == follow_up
         (chat,) = {p.parent for p in _turn_files(recordings)}
 
         # a new conversation, opened with a pasted file of about 3,000 tokens

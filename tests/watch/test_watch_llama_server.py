@@ -35,30 +35,16 @@ REQUESTS = 3
 MAX_TOKENS = 32
 
 
-def llama_server() -> str | None:
-    """The llama-server spectui would run (``spectui.runtime.build.find_server``: an explicit
-    ``$SPECTUI_LLAMA_SERVER``, one on ``$PATH``, or spectui's cached build in the user's cache,
-    which tests/conftest.py sets aside for every other cache), never building one."""
-    from spectui.runtime.build import BuildError, find_server
-    from tests.runtime.conftest import user_cache
-
-    try:
-        return find_server(build=False, cache=user_cache()).path
-    except BuildError:
-        return None
-
-
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.server,
-    pytest.mark.skipif(llama_server() is None, reason="no llama-server found (spectui runtime build)"),
 ]
 
 
 @pytest.fixture
-def spec_server(model_path, tmp_path):
+def spec_server(llama_server_binary, model_path, tmp_path):
     args = ["-m", model_path, "-c", "2048", "-t", "2", "-np", "1", "--metrics", "--no-webui", "--spec-type", "ngram-simple"]
-    server = start_server(args, "/health", str(tmp_path), program=llama_server())
+    server = start_server(args, "/health", str(tmp_path), program=llama_server_binary.path)
     yield server
     server.stop()
 

@@ -24,22 +24,21 @@ from spectui.watch.record import read_watch
 from tests.conftest import REPO
 from tests.server.conftest import start_server
 from tests.ui.test_tmux_e2e import Tmux, words
-from tests.watch.test_watch_llama_server import complete, llama_server
+from tests.watch.test_watch_llama_server import complete
 
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.server,
     pytest.mark.ui,
     pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed"),
-    pytest.mark.skipif(llama_server() is None, reason="no llama-server found (spectui runtime build)"),
 ]
 WAIT_S = 120.0
 
 
 @pytest.fixture
-def spec_server(model_path, tmp_path):
+def spec_server(llama_server_binary, model_path, tmp_path):
     args = ["-m", model_path, "-c", "2048", "-t", "2", "-np", "1", "--metrics", "--no-webui", "--spec-type", "ngram-simple"]
-    server = start_server(args, "/health", str(tmp_path), program=llama_server())
+    server = start_server(args, "/health", str(tmp_path), program=llama_server_binary.path)
     yield server
     server.stop()
 
