@@ -22,7 +22,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from spectui.runtime.build import OFFLINE_FLAGS, STEP, BuildError, build_root, cmake_build, source_tree
+from spectui.runtime.build import OFFLINE_FLAGS, build_root, source_tree
+from spectui.runtime.cmake import STEP, BuildError, cmake_build
 
 #: llama-server too, into the build folder spectui's runtime uses (``spectui runtime build``
 #: builds it alone; ``python benchmarks/native_tools.py`` builds everything)

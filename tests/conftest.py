@@ -61,7 +61,8 @@ def llama_server_binary():
     llama-server runs there too."""
     from pathlib import Path
 
-    from spectui.runtime.build import STEP, find_server
+    from spectui.runtime.build import find_server
+    from spectui.runtime.cmake import STEP
 
     def progress(fraction: float, text: str) -> None:
         if not text.startswith(STEP):

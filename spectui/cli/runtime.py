@@ -21,6 +21,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "build", help="build llama-server from the installed llama-cpp-python's llama.cpp into the user cache (once per version)"
     )
     build.add_argument("--force", action="store_true", help="build again even when this version is built")
+    build.add_argument("--static", action="store_true",
+                       help="compile llama.cpp whole into the binary instead of linking the installed llama-cpp-python's "
+                            "libraries (twice the build time; its own compile of ggml)")
     build.add_argument("--sdist", metavar="FILE", default=None,
                        help="a llama-cpp-python source package (.tar.gz) on disk, instead of downloading it (also: $SPECTUI_LLAMA_CPP_SDIST)")
     build.set_defaults(func=cmd_build)
@@ -39,7 +42,7 @@ def cmd_build(args: argparse.Namespace) -> int:
         print(f"already built: {done.label}: {done.path} (--force builds again)")
         return 0
     with _BuildProgress(f"compiling llama-server (llama-cpp-python {version})") as progress:
-        done = build_server(progress=progress, sdist=args.sdist, force=args.force)
+        done = build_server(progress=progress, sdist=args.sdist, force=args.force, static=args.static)
     print(f"built {done.label} in {done.build_seconds / 60:.1f} min: {done.path}")
     return 0
 
@@ -63,7 +66,7 @@ class _BuildProgress:
 
     def __call__(self, fraction: float, text: str) -> None:
         from spectui.cli.progress import Progress
-        from spectui.runtime.build import COMPILE_START, STEP
+        from spectui.runtime.cmake import COMPILE_START, STEP
 
         if not text.startswith(STEP):
             if self.bar is not None:
@@ -78,7 +81,7 @@ class _BuildProgress:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    from spectui.runtime.build import find_server, spec_types
+    from spectui.runtime.build import LINKED, STATIC, find_server, spec_types
 
     binary = find_server(args.llama_server, build=False)
     types = spec_types(binary.path)
@@ -97,6 +100,9 @@ def cmd_info(args: argparse.Namespace) -> int:
         f"  version: {binary.version or 'unknown'}, commit {binary.commit or 'unknown'}",
         f"  --spec-type: {', '.join(types) if types else 'none listed (a llama-server older than --spec-type)'}",
     ]
+    if binary.links:
+        lines.append("  links: " + {LINKED: "the installed llama-cpp-python's libraries (the embedded engine's own)",
+                                     STATIC: "llama.cpp compiled into it"}.get(binary.links, binary.links))
     if binary.cmake_args:
         lines.append(f"  CMAKE_ARGS: {' '.join(binary.cmake_args)}")
     print("\n".join(lines), file=sys.stdout)

@@ -17,11 +17,15 @@ CMake finds the commit and ``llama-server --version`` names it. ``$SPECTUI_LLAMA
 runs offline (no prebuilt web UI, no OpenSSL, no tests or examples), builds the one target
 under ``nice`` with two jobs (``$CMAKE_BUILD_PARALLEL_LEVEL`` overrides), and takes
 ``$CMAKE_ARGS`` as llama-cpp-python's own build does (``-DGGML_CUDA=on`` on a CUDA machine).
-A record beside the build (``spectui-build.json``) keeps the version, commit, flags and time;
-a second process that asks meanwhile waits on a lock and then uses the finished build.
+It links the libraries llama-cpp-python installed (libllama, libggml*, libmtmd: the embedded
+engine's own) and compiles only what lies between them and llama-server (``linked.py``), about
+half the time of compiling llama.cpp whole, which it does instead when linking does not fit.
+A record beside the build (``spectui-build.json``) keeps the version, commit, flags, what it
+links and its time; a second process that asks meanwhile waits on a lock and then uses the
+finished build.
 
-``source_tree`` and ``cmake_build`` are shared with ``benchmarks/native_tools.py``, which builds
-llama.cpp's other programs from the same unpacked source.
+``source_tree`` is shared with ``benchmarks/native_tools.py``, which builds llama.cpp's other
+programs from the same unpacked source (``cmake.py`` runs CMake for both).
 """
 
 from __future__ import annotations
@@ -37,13 +41,14 @@ import sys
 import tarfile
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from spectui import storage
-from spectui.errors import SpectuiError
 from spectui.paths import cache_dir
+from spectui.runtime.cmake import BuildError, ProgressFn, cmake_build, run_logged
+from spectui.runtime.linked import NotLinkable, build_linked, installed_libraries
 
 SERVER = "llama-server"
 #: The user's own binary, when no ``--llama-server`` is given.
@@ -62,21 +67,15 @@ OFFLINE_FLAGS = (
     "-DBUILD_SHARED_LIBS=OFF",  # static: the binary needs no libllama from elsewhere
 )
 RECORD_NAME = "spectui-build.json"
+#: what a build record's ``links`` says: the installed llama-cpp-python's shared libraries
+#: (``linked.py``), or llama.cpp compiled whole into the binary
+LINKED = "llama-cpp-python"
+STATIC = "static"
 _VENDOR = "vendor/llama.cpp"
 _GITDIR = ".git/modules/vendor/llama.cpp"
 
-#: ``progress(fraction 0..1, what is being done)``: a phase ("configuring (cmake)"), or a
-#: compile step that starts with ``STEP`` ("compiling: server-context.cpp")
-ProgressFn = Callable[[float, str], None]
-STEP = "compiling: "
-#: the share of the progress where compiling starts (download, unpack and configure before it)
-COMPILE_START = 0.1
 
 _RECORD_KIND = storage.json_kind("spectui's llama-server build record", lambda doc: isinstance(doc, dict) and "llama_cpp_python" in doc)
-
-
-class BuildError(SpectuiError):
-    """A binary not found, or a build that failed: one line naming its log."""
 
 
 @dataclass(frozen=True)
@@ -91,6 +90,9 @@ class ServerBinary:
     llama_cpp_python: str = ""
     build_seconds: float = 0.0
     cmake_args: tuple[str, ...] = field(default=())
+    #: a "built" binary's llama.cpp libraries: ``LINKED`` (the installed llama-cpp-python's,
+    #: the embedded engine's own) or ``STATIC`` (compiled into it); "" unknown
+    links: str = ""
 
     @property
     def label(self) -> str:
@@ -145,8 +147,18 @@ def find_server(
 
 
 def describe(path: str, origin: str) -> ServerBinary:
+    """The binary at ``path`` as it says it is; one of spectui's builds (named by path, or on
+    ``$PATH``) also as its build record says (what it links, its source, its time)."""
     version, commit = probe_version(path)
-    return ServerBinary(path=path, origin=origin, version=version, commit=commit)
+    return ServerBinary(path=path, origin=origin, version=version, commit=commit, **_built_as(read_record(Path(path).parent.parent) or {}))
+
+
+def _built_as(record: dict) -> dict:
+    """What a build record adds to a binary's description."""
+    return {
+        "llama_cpp_python": str(record.get("llama_cpp_python", "")), "build_seconds": float(record.get("build_seconds", 0.0)),
+        "cmake_args": tuple(record.get("cmake_args", ())), "links": str(record.get("links", "")),
+    }
 
 
 def built_server(version: str | None = None, *, cache: Path | None = None) -> ServerBinary | None:
@@ -159,11 +171,7 @@ def built_server(version: str | None = None, *, cache: Path | None = None) -> Se
     version_said, commit = str(record.get("version", "")), str(record.get("commit", ""))
     if not version_said:  # a record written before this version of spectui read the new format
         version_said, commit = probe_version(str(binary))[0], commit or probe_version(str(binary))[1]
-    return ServerBinary(
-        path=str(binary), origin="built", version=version_said, commit=commit,
-        llama_cpp_python=str(record.get("llama_cpp_python", "")), build_seconds=float(record.get("build_seconds", 0.0)),
-        cmake_args=tuple(record.get("cmake_args", ())),
-    )
+    return ServerBinary(path=str(binary), origin="built", version=version_said, commit=commit, **_built_as(record))
 
 
 def read_record(build: Path) -> dict | None:
@@ -220,10 +228,12 @@ def _run_quietly(cmd: list[str]) -> str:
 
 
 def build_server(
-    *, progress: ProgressFn | None = None, sdist: str | None = None, force: bool = False, cache: Path | None = None
+    *, progress: ProgressFn | None = None, sdist: str | None = None, force: bool = False, cache: Path | None = None,
+    static: bool = False,
 ) -> ServerBinary:
     """Build llama-server from the installed llama-cpp-python's vendored llama.cpp into the
-    user cache (once per version; ``force`` builds again). Returns the built binary."""
+    user cache (once per version; ``force`` builds again), linked to the installed libraries
+    unless ``static`` asks for llama.cpp compiled whole into it. Returns the built binary."""
     version = installed_llama_cpp_python()
     build = server_build_dir(version, cache)
     say = progress or (lambda _f, _t: None)
@@ -236,7 +246,10 @@ def build_server(
         started = time.monotonic()
         source, commit = source_tree(version, progress=say, sdist=sdist, cache=cache)
         extra = tuple(shlex.split(os.environ.get("CMAKE_ARGS", "")))
-        cmake_build(source, build, [SERVER], [*OFFLINE_FLAGS, *extra], progress=say)
+        shutil.rmtree(build, ignore_errors=True)  # a build of other settings leaves nothing to mix in
+        links = None if static else _build_linked(source, build, extra, say)
+        if links is None:
+            cmake_build(source, build, [SERVER], [*OFFLINE_FLAGS, *extra], progress=say)
         binary = build / "bin" / SERVER
         if not binary.is_file():
             raise BuildError(f"the build ended without {binary}; see {build / 'build.log'}")
@@ -245,7 +258,8 @@ def build_server(
         record = {
             "llama_cpp_python": version, "version": number, "commit": built_commit or commit[:7],
             "commit_full": commit, "cmake_args": list(extra), "flags": list(OFFLINE_FLAGS),
-            "build_seconds": round(seconds, 1), "built_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            "links": links or STATIC, "build_seconds": round(seconds, 1),
+            "built_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         }
         storage.write_atomic(build / RECORD_NAME, json.dumps(record, indent=1) + "\n", _RECORD_KIND, own_dir=False)
         say(1.0, f"built in {seconds / 60:.1f} min")
@@ -253,6 +267,26 @@ def build_server(
     if built is None:
         raise BuildError(f"the build finished but left no llama-server under {server_build_dir(version, cache)}")
     return built
+
+
+def _build_linked(source: Path, build: Path, extra: Sequence[str], say: ProgressFn) -> str | None:
+    """llama-server linked to the installed llama-cpp-python's libraries (``linked.py``): the
+    ``links`` value of the record, or None, the build folder emptied, when it cannot be (said in
+    a line: the whole static build follows)."""
+    libraries = installed_libraries()
+    if libraries is None:
+        say(0.05, "llama-cpp-python installed no shared libraries to link: building llama.cpp whole")
+        return None
+    try:
+        build_linked(source, build, [*OFFLINE_FLAGS, *extra], SERVER, libraries, progress=say)
+        if probe_version(str(build / "bin" / SERVER))[0]:
+            return LINKED
+        reason = "the linked llama-server did not start"
+    except (NotLinkable, BuildError) as exc:
+        reason = str(exc)
+    say(0.05, f"linking llama-cpp-python's libraries did not work ({reason}): building llama.cpp whole")
+    shutil.rmtree(build, ignore_errors=True)
+    return None
 
 
 def source_tree(
@@ -287,7 +321,7 @@ def _download(version: str, folder: Path, log: Path) -> Path:
     # --no-binary names the one package: with ":all:" pip would also build its build tools
     # (CMake among them) from source to read the package's metadata
     public = version.split("+", 1)[0]
-    _check([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", "llama-cpp-python", "-d", str(folder),
+    run_logged([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", "llama-cpp-python", "-d", str(folder),
             f"llama-cpp-python=={public}"], log, "pip download")
     found = sorted(folder.glob("llama_cpp_python-*.tar.gz"))
     if not found:
@@ -316,83 +350,6 @@ def _unpack(archive: Path, dest: Path) -> None:
         raise BuildError(f"unpacking {archive.name} failed: {exc}") from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-
-
-#: ``[ 45%] Building ...`` (Makefiles) or ``[45/180] Building ...`` (Ninja)
-_PERCENT = re.compile(r"^\[\s*(\d+)%\]\s*(.*)")
-_FRACTION = re.compile(r"^\[(\d+)/(\d+)\]\s*(.*)")
-
-
-def cmake_build(source: Path, build: Path, targets: Sequence[str], flags: Sequence[str], *, progress: ProgressFn | None = None,
-                jobs: int | None = None) -> None:
-    """Configure ``source`` into ``build`` with ``flags`` and build ``targets``, niced, with
-    ``jobs`` parallel jobs (default ``$CMAKE_BUILD_PARALLEL_LEVEL``, else 2). The output goes
-    to ``configure.log`` / ``build.log`` in ``build``; a failure is one line naming the log."""
-    say = progress or (lambda _f, _t: None)
-    if shutil.which("cmake") is None:
-        raise BuildError("cmake is not installed: it builds llama-server (or pass --llama-server PATH)")
-    build.mkdir(parents=True, exist_ok=True)
-    jobs = jobs or int(os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL") or 2)
-    nice = ["nice", "-n", "10"] if shutil.which("nice") else []
-    say(0.05, "configuring (cmake)")
-    _check([*nice, "cmake", "-S", str(source), "-B", str(build), *flags], build / "configure.log", "cmake configure")
-    say(COMPILE_START, f"compiling {', '.join(targets)} ({jobs} jobs{', under nice' if nice else ''})")
-    cmd = [*nice, "cmake", "--build", str(build), "--target", *targets, "-j", str(jobs)]
-    log_path = build / "build.log"
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
-                                stdin=subprocess.DEVNULL)
-        assert proc.stdout is not None
-        try:
-            for line in proc.stdout:
-                log.write(line)
-                done = _build_fraction(line)
-                if done is not None:
-                    say(COMPILE_START + (1 - COMPILE_START) * done[0], f"{STEP}{done[1]}")
-            rc = proc.wait()
-        except BaseException:  # Ctrl-C: the compilers go too
-            proc.kill()
-            proc.wait()
-            raise
-    if rc:
-        raise BuildError(f"cmake --build failed (exit {rc}): {_last_line(log_path)}; see {log_path}")
-
-
-def _build_fraction(line: str) -> tuple[float, str] | None:
-    m = _PERCENT.match(line)
-    if m:
-        return int(m.group(1)) / 100, _short_step(m.group(2))
-    m = _FRACTION.match(line)
-    if m and int(m.group(2)):
-        return int(m.group(1)) / int(m.group(2)), _short_step(m.group(3))
-    return None
-
-
-def _short_step(text: str) -> str:
-    """``Building CXX object tools/server/CMakeFiles/.../server-context.cpp.o`` -> ``server-context.cpp``."""
-    words = text.strip().split()
-    name = os.path.basename(words[-1]) if words else ""
-    return name[:-2] if name.endswith(".o") else name
-
-
-def _check(cmd: list[str], log_path: Path, what: str) -> None:
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(log_path, "w") as log:
-        try:
-            rc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL).returncode
-        except OSError as exc:
-            raise BuildError(f"{what}: {exc}") from None
-    if rc:
-        raise BuildError(f"{what} failed (exit {rc}): {_last_line(log_path)}; see {log_path}")
-
-
-def _last_line(path: Path) -> str:
-    try:
-        lines = [ln.strip() for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
-    except OSError:
-        return "no log"
-    errors = [ln for ln in lines if "error" in ln.lower()]
-    return (errors or lines or ["no output"])[-1][:300]
 
 
 def record_of(binary: ServerBinary) -> dict:

@@ -22,7 +22,8 @@ from spectui.engine.host.weights import resolve_target
 from spectui.errors import SpectuiError
 from spectui.recording.schema import BatchNoise, Event
 from spectui.runtime import mlx_lm_server as mlx
-from spectui.runtime.build import BuildError, find_server
+from spectui.runtime.build import find_server
+from spectui.runtime.cmake import BuildError
 from spectui.runtime.engine import runtime_engine
 from spectui.runtime.methods import RuntimeMethod
 from spectui.runtime.server import LaunchSettings, RuntimeServer, launch, start

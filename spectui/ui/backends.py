@@ -29,7 +29,8 @@ from spectui.ui.labels import backend_label
 
 def llama_server_missing(backend: BackendConfig) -> str:
     """Why no llama-server can start now ("" where one can): found without building one."""
-    from spectui.runtime.build import BuildError, find_server
+    from spectui.runtime.build import find_server
+    from spectui.runtime.cmake import BuildError
 
     try:
         find_server(backend.runtime_binary or None, build=False)

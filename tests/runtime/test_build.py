@@ -19,14 +19,16 @@ import pytest
 
 from spectui.errors import SpectuiError
 from spectui.runtime.build import (
+    LINKED,
     ServerBinary,
-    _build_fraction,
     find_server,
     installed_llama_cpp_python,
     read_record,
     source_tree,
     spec_types,
 )
+from spectui.runtime.cmake import _build_fraction
+from spectui.runtime.linked import installed_libraries
 from spectui.runtime.methods import METHODS
 from tests.conftest import run_cli
 
@@ -104,6 +106,9 @@ def test_the_built_binary_names_the_vendored_commit_and_lists_every_method(llama
         assert record is not None and record["llama_cpp_python"] == installed_llama_cpp_python()
         assert record["commit_full"] and record["commit_full"].startswith(b.commit)  # the sdist's HEAD, as --version says
         assert "-DLLAMA_USE_PREBUILT_UI=OFF" in record["flags"] and record["build_seconds"] > 0
+        # linked to the installed llama-cpp-python's libraries (linked.py), which this venv has
+        assert installed_libraries() is not None and record["links"] == LINKED == b.links
+        assert {p.name for p in installed_libraries().iterdir()} <= {p.name for p in Path(b.path).parent.iterdir()}
 
 
 @pytest.mark.slow
@@ -116,5 +121,7 @@ def test_runtime_info_and_build_say_which_binary_runs(llama_server_binary: Serve
     assert "ngram-mod" in doc["spec_types"] and "draft-mtp" in doc["spec_types"]
     text = run_cli("runtime", "info", "--llama-server", llama_server_binary.path).stdout
     assert f"llama-server: {llama_server_binary.path}" in text and "--spec-type: none, draft-simple" in text
+    if llama_server_binary.origin == "built":  # named by its path, still described by its build record
+        assert "links: the installed llama-cpp-python's libraries (the embedded engine's own)" in text
     bad = run_cli("runtime", "info", "--llama-server", "/nonexistent/llama-server")
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "no executable llama-server there" in bad.stderr

@@ -15,7 +15,6 @@ from spectui.prompts import list_prompts
 from spectui.recording.reader import read_recording
 from spectui.ui.launch import make_app, make_sweep_app
 from spectui.ui.sweep import SweepScreen
-from tests.runtime.conftest import llama_server_binary  # noqa: F401 - the session fixture, found or built once
 
 from .conftest import real_config, visible, wait_until
 

@@ -1,0 +1,129 @@
+"""Running CMake on llama.cpp's source: configure, compile targets, read the progress from
+CMake's own lines, and say a failure in one line that names its log.
+
+Shared by the runtime's llama-server build (``build.py``, ``linked.py``) and
+``benchmarks/native_tools.py``, which builds llama.cpp's other programs from the same source.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from spectui.errors import SpectuiError
+
+#: ``progress(fraction 0..1, what is being done)``: a phase ("configuring (cmake)"), or a
+#: compile step that starts with ``STEP`` ("compiling: server-context.cpp")
+ProgressFn = Callable[[float, str], None]
+STEP = "compiling: "
+#: the share of the progress where compiling starts (download, unpack and configure before it)
+COMPILE_START = 0.1
+
+
+class BuildError(SpectuiError):
+    """A binary not found, or a build that failed: one line naming its log."""
+
+
+def default_jobs() -> int:
+    return int(os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL") or 2)
+
+
+def _nice() -> list[str]:
+    # the build shares the machine with whatever the user runs (a measured decode among them)
+    return ["nice", "-n", "10"] if shutil.which("nice") else []
+
+
+def configure(source: Path, build: Path, flags: Sequence[str], *, progress: ProgressFn | None = None) -> None:
+    """``cmake -S source -B build flags`` (its output in ``build/configure.log``)."""
+    if shutil.which("cmake") is None:
+        raise BuildError("cmake is not installed: it builds llama-server (or pass --llama-server PATH)")
+    build.mkdir(parents=True, exist_ok=True)
+    (progress or (lambda _f, _t: None))(0.05, "configuring (cmake)")
+    run_logged([*_nice(), "cmake", "-S", str(source), "-B", str(build), *flags], build / "configure.log", "cmake configure")
+
+
+def compile_targets(build: Path, targets: Sequence[str], *, progress: ProgressFn | None = None, jobs: int | None = None,
+                    span: tuple[float, float] = (COMPILE_START, 1.0), log_mode: str = "w") -> None:
+    """``cmake --build build --target targets``, niced, ``jobs`` at once (default
+    ``$CMAKE_BUILD_PARALLEL_LEVEL``, else 2). CMake's own percentages are reported across
+    ``span`` of the whole progress; the output goes to ``build/build.log`` (``log_mode`` "a"
+    adds to it)."""
+    say = progress or (lambda _f, _t: None)
+    lo, hi = span
+    cmd = [*_nice(), "cmake", "--build", str(build), "--target", *targets, "-j", str(jobs or default_jobs())]
+    log_path = build / "build.log"
+    with open(log_path, log_mode) as log:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
+                                stdin=subprocess.DEVNULL)
+        assert proc.stdout is not None
+        try:
+            for line in proc.stdout:
+                log.write(line)
+                done = _build_fraction(line)
+                if done is not None:
+                    say(lo + (hi - lo) * done[0], f"{STEP}{done[1]}")
+            rc = proc.wait()
+        except BaseException:  # Ctrl-C: the compilers go too
+            proc.kill()
+            proc.wait()
+            raise
+    if rc:
+        raise BuildError(f"cmake --build failed (exit {rc}): {_last_line(log_path)}; see {log_path}")
+
+
+def cmake_build(source: Path, build: Path, targets: Sequence[str], flags: Sequence[str], *, progress: ProgressFn | None = None,
+                jobs: int | None = None) -> None:
+    """Configure ``source`` into ``build`` with ``flags`` and build ``targets`` with everything
+    they depend on (``configure`` then ``compile_targets``)."""
+    say = progress or (lambda _f, _t: None)
+    jobs = jobs or default_jobs()
+    configure(source, build, flags, progress=say)
+    say(COMPILE_START, f"compiling {', '.join(targets)} ({jobs} jobs{', under nice' if _nice() else ''})")
+    compile_targets(build, targets, progress=say, jobs=jobs)
+
+
+#: ``[ 45%] Building ...`` (Makefiles) or ``[45/180] Building ...`` (Ninja)
+_PERCENT = re.compile(r"^\[\s*(\d+)%\]\s*(.*)")
+_FRACTION = re.compile(r"^\[(\d+)/(\d+)\]\s*(.*)")
+
+
+def _build_fraction(line: str) -> tuple[float, str] | None:
+    m = _PERCENT.match(line)
+    if m:
+        return int(m.group(1)) / 100, _short_step(m.group(2))
+    m = _FRACTION.match(line)
+    if m and int(m.group(2)):
+        return int(m.group(1)) / int(m.group(2)), _short_step(m.group(3))
+    return None
+
+
+def _short_step(text: str) -> str:
+    """``Building CXX object tools/server/CMakeFiles/.../server-context.cpp.o`` -> ``server-context.cpp``."""
+    words = text.strip().split()
+    name = os.path.basename(words[-1]) if words else ""
+    return name[:-2] if name.endswith(".o") else name
+
+
+def run_logged(cmd: list[str], log_path: Path, what: str) -> None:
+    """Run ``cmd`` with its output in ``log_path``; a failure is one line naming the log."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "w") as log:
+        try:
+            rc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL).returncode
+        except OSError as exc:
+            raise BuildError(f"{what}: {exc}") from None
+    if rc:
+        raise BuildError(f"{what} failed (exit {rc}): {_last_line(log_path)}; see {log_path}")
+
+
+def _last_line(path: Path) -> str:
+    try:
+        lines = [ln.strip() for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
+    except OSError:
+        return "no log"
+    errors = [ln for ln in lines if "error" in ln.lower()]
+    return (errors or lines or ["no output"])[-1][:300]
