@@ -25,8 +25,8 @@ from pathlib import Path
 from spectui.runtime.build import OFFLINE_FLAGS, build_root, source_tree
 from spectui.runtime.cmake import STEP, BuildError, cmake_build
 
-#: llama-server too, into the build folder spectui's runtime uses (``spectui runtime build``
-#: builds it alone; ``python benchmarks/native_tools.py`` builds everything)
+#: llama-server too, compiled whole (static) like every tool here; spectui's runtime build of
+#: it (``spectui runtime build``) is its own, linked to llama-cpp-python's libraries
 TOOLS = ("llama-bench", "llama-completion", "llama-lookup", "llama-speculative-simple", "llama-server")
 
 

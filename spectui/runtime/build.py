@@ -48,7 +48,7 @@ from pathlib import Path
 from spectui import storage
 from spectui.paths import cache_dir
 from spectui.runtime.cmake import BuildError, ProgressFn, cmake_build, run_logged
-from spectui.runtime.linked import NotLinkable, build_linked, installed_libraries
+from spectui.runtime.linked import NotLinkable, build_linked, installed_libraries, shared_flags
 
 SERVER = "llama-server"
 #: The user's own binary, when no ``--llama-server`` is given.
@@ -257,7 +257,7 @@ def build_server(
         seconds = time.monotonic() - started
         record = {
             "llama_cpp_python": version, "version": number, "commit": built_commit or commit[:7],
-            "commit_full": commit, "cmake_args": list(extra), "flags": list(OFFLINE_FLAGS),
+            "commit_full": commit, "cmake_args": list(extra), "flags": shared_flags(OFFLINE_FLAGS) if links else list(OFFLINE_FLAGS),
             "links": links or STATIC, "build_seconds": round(seconds, 1),
             "built_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         }

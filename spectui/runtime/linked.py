@@ -50,6 +50,11 @@ class LinkPlan:
     compile: tuple[str, ...]  #: the rest, in the order they are built (dependencies first)
 
 
+def shared_flags(flags: Sequence[str]) -> list[str]:
+    """``flags`` asking for shared libraries, and for Make (``<target>/fast`` is a Makefile rule)."""
+    return [*(f for f in flags if not f.startswith("-DBUILD_SHARED_LIBS")), "-DBUILD_SHARED_LIBS=ON", "-G", "Unix Makefiles"]
+
+
 def installed_libraries() -> Path | None:
     """The folder of llama.cpp's shared libraries that llama-cpp-python installed (its
     ``llama_cpp/lib``), found without importing it; None when there is none."""
@@ -150,9 +155,8 @@ def build_linked(source: Path, build: Path, flags: Sequence[str], target: str, l
     say = progress or (lambda _f, _t: None)
     build.mkdir(parents=True, exist_ok=True)
     (build / _GRAPH_OPTIONS[0]).write_text(_GRAPH_OPTIONS[1])
-    shared = [f for f in flags if not f.startswith("-DBUILD_SHARED_LIBS")]
     graph = build / GRAPH
-    configure(source, build, [*shared, "-DBUILD_SHARED_LIBS=ON", "-G", "Unix Makefiles", f"--graphviz={graph}"], progress=say)
+    configure(source, build, [*shared_flags(flags), f"--graphviz={graph}"], progress=say)
     link_plan = plan(build / f"{GRAPH}.{target}", target, libraries)
     check_links(build, link_plan, libraries)
     bin_dir = build / "bin"
