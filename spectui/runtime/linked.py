@@ -161,10 +161,10 @@ def build_linked(source: Path, build: Path, flags: Sequence[str], target: str, l
     check_links(build, link_plan, libraries)
     bin_dir = build / "bin"
     bin_dir.mkdir(exist_ok=True)
-    for lib in libraries.iterdir():  # all of them: a backend ggml loads at run time is found beside the binary
-        if _LIBRARY_FILE.match(lib.name):
-            shutil.copy2(lib, bin_dir / lib.name, follow_symlinks=False)
-    linked = sorted({lib.name.split(".", 1)[0] for lib in libraries.iterdir() if _LIBRARY_FILE.match(lib.name)})
+    files = [lib for lib in libraries.iterdir() if _LIBRARY_FILE.match(lib.name)]
+    for lib in files:  # all of them: a backend ggml loads at run time is found beside the binary
+        shutil.copy2(lib, bin_dir / lib.name, follow_symlinks=False)
+    linked = sorted({lib.name.split(".", 1)[0] for lib in files})
     say(COMPILE_START, f"linking the installed llama-cpp-python's {', '.join(linked)}; compiling {', '.join(link_plan.compile)}")
     weights = [_objects(build, t) for t in link_plan.compile]
     total, done = sum(weights), 0
