@@ -40,17 +40,29 @@ class ServerError(Exception):
     """A server or connection failure, as one line that says what happened."""
 
 
+def _address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """``host`` as an IP address (an IPv4 one seen through an IPv6 socket, ``::ffff:127.0.0.1``,
+    as the IPv4 address it is), or None for a name."""
+    try:
+        addr = ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return None
+    mapped = getattr(addr, "ipv4_mapped", None)
+    return mapped if mapped is not None else addr
+
+
 def is_loopback(host: str) -> bool:
     """Whether ``host`` (a URL's host name or address, or a socket's address) is this machine."""
     if host.lower() in ("localhost", "localhost.localdomain", "ip6-localhost"):
         return True
-    try:
-        addr = ipaddress.ip_address(host.strip("[]"))
-    except ValueError:
-        return False  # a name: "127.example.com" is somebody else's machine
-    # ::ffff:127.0.0.1 is IPv4's loopback seen through an IPv6 socket (not ``is_loopback``)
-    mapped = getattr(addr, "ipv4_mapped", None)
-    return addr.is_loopback or (mapped is not None and mapped.is_loopback)
+    addr = _address(host)  # a name such as "127.example.com" is somebody else's machine
+    return addr is not None and addr.is_loopback
+
+
+def is_wildcard(host: str) -> bool:
+    """Whether a listening socket's address is every interface (``0.0.0.0``, ``::``, "")."""
+    addr = _address(host) if host else None
+    return not host or (addr is not None and addr.is_unspecified)
 
 
 @dataclass(frozen=True)

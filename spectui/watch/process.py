@@ -13,14 +13,13 @@ The process is looked up again when it is gone (the server restarted on the same
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 import psutil
 
 from spectui.recording.schema import ProcessSample
-from spectui.server.client import is_loopback
+from spectui.server.client import is_loopback, is_wildcard
 
 #: listeners whose numbers would not be the server's: the server runs behind them
 FORWARDERS = ("ssh", "docker-proxy", "kubectl", "socat", "rootlessport", "gvproxy", "vpnkit")
@@ -39,14 +38,7 @@ def _takes_loopback_connections(ip: str) -> bool:
     """A listening address a connection to 127.0.0.1 or ::1 can reach: a loopback one or a
     wildcard. It finds the process behind a watched URL's port; whether a server listens
     beyond this machine is ``beyond_loopback``'s question (every wildcard does)."""
-    if not ip:
-        return True
-    try:
-        addr = ipaddress.ip_address(ip)
-    except ValueError:
-        return False
-    mapped = getattr(addr, "ipv4_mapped", None)
-    return addr.is_unspecified or (mapped is not None and mapped.is_unspecified) or is_loopback(ip)
+    return is_wildcard(ip) or is_loopback(ip)
 
 
 def beyond_loopback(sockets: Iterable[tuple[str, int]]) -> list[str]:
