@@ -138,13 +138,14 @@ def check_links(build: Path, link_plan: LinkPlan, libraries: Path) -> None:
                     raise NotLinkable(f"{target} links {name}, which the installed llama-cpp-python does not have")
 
 
-def _objects(build: Path, target: str) -> int:
-    """How many sources ``target`` compiles (from compile_commands.json): its share of the progress."""
+def _objects(build: Path, targets: Sequence[str]) -> list[int]:
+    """How many sources each of ``targets`` compiles (from compile_commands.json): its share of
+    the progress (1 each where the file is not there)."""
     try:
-        commands = json.loads((build / "compile_commands.json").read_text())
-    except (OSError, ValueError):
-        return 1
-    return max(1, sum(f"/CMakeFiles/{target}.dir/" in str(c.get("output") or c.get("command", "")) for c in commands))
+        outputs = [str(c.get("output") or c.get("command", "")) for c in json.loads((build / "compile_commands.json").read_text())]
+    except (OSError, ValueError, AttributeError):
+        return [1] * len(targets)
+    return [max(1, sum(f"CMakeFiles/{t}.dir/" in o for o in outputs)) for t in targets]
 
 
 def build_linked(source: Path, build: Path, flags: Sequence[str], target: str, libraries: Path, *,
@@ -166,7 +167,7 @@ def build_linked(source: Path, build: Path, flags: Sequence[str], target: str, l
         shutil.copy2(lib, bin_dir / lib.name, follow_symlinks=False)
     linked = sorted({lib.name.split(".", 1)[0] for lib in files})
     say(COMPILE_START, f"linking the installed llama-cpp-python's {', '.join(linked)}; compiling {', '.join(link_plan.compile)}")
-    weights = [_objects(build, t) for t in link_plan.compile]
+    weights = _objects(build, link_plan.compile)
     total, done = sum(weights), 0
     for i, (name, weight) in enumerate(zip(link_plan.compile, weights)):
         lo = COMPILE_START + (1 - COMPILE_START) * done / total

@@ -12,6 +12,7 @@ build's cue (seconds: three one-line sources). The real llama-server is built th
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -19,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from spectui.runtime import build as build_mod
-from spectui.runtime.linked import LinkPlan, NotLinkable, build_linked, check_links, plan, read_graph
+from spectui.runtime.linked import LinkPlan, NotLinkable, _objects, build_linked, check_links, plan, read_graph
 
 # CMake's --graphviz output for one target, trimmed (labels with an alias on a second line,
 # interface and system nodes, a custom target, edges written more than once)
@@ -161,3 +162,13 @@ def test_a_project_it_cannot_link_leaves_an_empty_folder_for_the_whole_build(pro
     assert not build.exists()
     assert "linking llama-cpp-python's libraries did not work (none of the libraries llama-server links" in said[-1]
     assert said[-1].endswith("building llama.cpp whole")
+
+
+def test_each_targets_share_of_the_progress_is_its_count_of_sources(tmp_path):
+    commands = [{"directory": str(tmp_path / "common"), "file": f"{name}.cpp",
+                 "command": f"/usr/bin/c++ -O3 -o CMakeFiles/{target}.dir/{name}.cpp.o -c {name}.cpp"}
+                for target, name in [("llama-common", "arg"), ("llama-common", "chat"), ("llama-common-base", "build-info"),
+                                     ("server-context", "server-task")]]
+    (tmp_path / "compile_commands.json").write_text(json.dumps(commands))
+    assert _objects(tmp_path, ["llama-common", "llama-common-base", "server-context", "llama-ui-assets"]) == [2, 1, 1, 1]
+    assert _objects(tmp_path / "nowhere", ["a", "b"]) == [1, 1]
