@@ -9,8 +9,8 @@ vendored source. This measures what the choice costs at run time: decode and pro
 llama-server itself reports them (``timings``), greedy, on the embedded model.
 
 The linked binary is the runtime's cached build (built if missing, as ``spectui runtime build``
-does); the static one is ``--static-bin`` or built once into ``<cache>/llama.cpp/<version>/
-build-static``. Both servers alternate round by round (one fresh process a round each, a
+does); the static one is ``--static-bin`` or the llama-server among llama.cpp's tools that
+``native_tools.py`` builds once, compiled whole. Both servers alternate round by round (one fresh process a round each, a
 warm-up request first), ``--reps`` rounds; medians, and each output checked to be identical.
 Results: ``benchmarks/results/server-link-<date>.txt``.
 """
@@ -20,8 +20,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import os
-import shlex
 import statistics
 import subprocess
 import sys
@@ -29,9 +27,10 @@ import time
 import urllib.request
 from pathlib import Path
 
+import native_tools as nt
+
 from spectui.models.registry import embedded_model_path
-from spectui.runtime.build import LINKED, OFFLINE_FLAGS, SERVER, build_root, built_server, find_server, source_tree
-from spectui.runtime.cmake import STEP, cmake_build
+from spectui.runtime.build import LINKED, SERVER, built_server, find_server
 from spectui.runtime.server import free_port
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -39,22 +38,6 @@ RESULTS = Path(__file__).resolve().parent / "results"
 PROMPT = ("The lighthouse stood at the edge of the northern cliffs for more than two hundred years. Its keepers "
           "came and went, each leaving a logbook full of storms, ships and the slow turning of the seasons. ") * 3 + \
          "One winter night, the newest keeper opened the oldest logbook and read"
-
-
-def static_server(version_dir: Path) -> str:
-    build = version_dir / "build-static"
-    binary = build / "bin" / SERVER
-    if binary.is_file():
-        return str(binary)
-
-    def progress(_fraction: float, text: str) -> None:
-        if not text.startswith(STEP):
-            print(f"static build: {text}", file=sys.stderr, flush=True)
-
-    source, _ = source_tree(version_dir.name, progress=progress)
-    extra = shlex.split(os.environ.get("CMAKE_ARGS", ""))
-    cmake_build(source, build, [SERVER], [*OFFLINE_FLAGS, *extra], progress=progress)
-    return str(binary)
 
 
 def request(url: str, body: dict) -> dict:
@@ -103,7 +86,7 @@ def main() -> int:
     if linked.links != LINKED:
         raise SystemExit(f"the runtime's llama-server ({linked.path}) is not linked to llama-cpp-python's libraries: "
                          "spectui runtime build --force")
-    static = args.static_bin or static_server(build_root())
+    static = args.static_bin or str(nt.ensure_tools(log=lambda text: print(text, file=sys.stderr)) / SERVER)
     model = embedded_model_path()
     binaries = {"linked": linked.path, "static": static}
     rows: dict[str, dict[str, list[float]]] = {k: {"decode": [], "prompt": []} for k in binaries}
