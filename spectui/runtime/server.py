@@ -87,15 +87,20 @@ class LaunchSettings:
     ctx: int = 4096
     flash_attn: str = "auto"  # llama.cpp's on / off / auto
     gpu_layers: int = -1  # -1 = llama-server's own default
+    #: slots (``-np``): clients served at once, each with a context of ``ctx`` tokens and, for a
+    #: speculative method, a drafting state of its own (a workload's clients)
+    parallel: int = 1
 
     def args(self, port: int) -> list[str]:
         threads = str(self.threads or _usable_cores())
-        out = ["-m", self.model, "-c", str(self.ctx), "-t", threads, "-tb", threads, "-fa", self.flash_attn]
+        # llama-server splits ``-c`` between its slots: each slot gets the context a run asks for
+        ctx = str(self.ctx * self.parallel)
+        out = ["-m", self.model, "-c", ctx, "-t", threads, "-tb", threads, "-fa", self.flash_attn]
         if self.gpu_layers >= 0:
             out += ["-ngl", str(self.gpu_layers)]
         if self.method.uses_draft_model:
             out += ["-td", threads, "-tbd", threads]
-        out += ["-np", "1", "--metrics", "--no-slots", "--no-webui", *self.method.args()]
+        out += ["-np", str(self.parallel), "--metrics", "--no-slots", "--no-webui", *self.method.args()]
         # last, so that no flag before them can move the server off loopback (llama-server
         # takes the last of a repeated flag)
         return out + ["--host", HOST, "--port", str(port)]

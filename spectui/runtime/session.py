@@ -42,13 +42,14 @@ def method_of(config: RunConfig) -> RuntimeMethod:
     )
 
 
-def launch_settings(config: RunConfig) -> LaunchSettings:
+def launch_settings(config: RunConfig, *, parallel: int = 1) -> LaunchSettings:
+    """The server ``config`` runs on; ``parallel``: its slots (clients served at once)."""
     b = config.backend
     method = method_of(config)  # a bad method is refused before the target's weights are probed
     model = resolve_target(config.target, b).path
     return LaunchSettings(
         model=model, method=method, threads=b.n_threads, ctx=b.n_ctx, flash_attn=b.flash_attn,
-        gpu_layers=b.n_gpu_layers,
+        gpu_layers=b.n_gpu_layers, parallel=parallel,
     )
 
 
@@ -64,13 +65,13 @@ class RuntimeEngine:
         self.draft_model = None  # the runtime drafts: spectui loads no model
 
     @classmethod
-    def load(cls, config: RunConfig, *, recording: str | None = None) -> RuntimeEngine:
+    def load(cls, config: RunConfig, *, recording: str | None = None, parallel: int = 1) -> RuntimeEngine:
         """Find (or build, once) the runtime, refuse what cannot work from the model files,
-        start it and probe it. Every failure is one line."""
+        start it and probe it; ``parallel``: llama-server's slots. Every failure is one line."""
         config.validate()
         if config.backend.name == "mlx-lm":
             return cls._load_mlx(config, recording)
-        settings = launch_settings(config)
+        settings = launch_settings(config, parallel=parallel)
         try:
             binary = find_server(config.backend.runtime_binary or None)
         except BuildError as exc:
@@ -100,7 +101,7 @@ class RuntimeEngine:
             return False
         if isinstance(self.settings, mlx.MlxLaunch):  # compared without exporting anything
             return config.target == self.config.target and mlx.method_of(config) == self.settings.method
-        return launch_settings(config) == self.settings
+        return launch_settings(config, parallel=self.settings.parallel) == self.settings
 
     def check(self, config: RunConfig) -> None:
         config.validate()
