@@ -3,7 +3,7 @@
 A watch of ``http://127.0.0.1:PORT`` (or ``localhost``) watches a server on this machine: the
 process listening on that TCP port is found with psutil (``net_connections``, which reads
 ``/proc/net/tcp*`` and maps each socket to the process holding it; where that is refused,
-each process's own ``net_connections``), and each reading takes its resident memory, CPU since
+each process's own ``net_connections``, ``connections`` before psutil 6.0), and each reading takes its resident memory, CPU since
 the previous reading and thread count. Reading another user's process may be refused: the
 watch then says so once and goes on without these numbers. A listener that is ``ssh`` (a
 tunnel ``ssh -L``) or a container proxy is named as it is: its numbers are not the server's.
@@ -53,6 +53,13 @@ def _exposure(ip: str, port: int) -> str:
     return "" if is_loopback(ip) else f"port {port} listens on all interfaces ({ip or '*'}): the server is reachable beyond this machine"
 
 
+def own_connections(proc: psutil.Process, kind: str = "tcp") -> list:
+    """``proc``'s sockets: ``Process.net_connections`` (psutil 6.0 and later), else the
+    ``connections`` it was called before (psutil 5.9, still a distribution's package)."""
+    read = getattr(proc, "net_connections", None) or proc.connections
+    return list(read(kind=kind))
+
+
 def listening_sockets(pid: int) -> list[tuple[str, int]] | None:
     """The (address, port) pairs process ``pid`` and its children listen on for TCP (a server
     may serve from a child); None where any of them could not be read: a caller that must
@@ -60,16 +67,16 @@ def listening_sockets(pid: int) -> list[tuple[str, int]] | None:
     try:
         root = psutil.Process(pid)
         procs = [root, *root.children(recursive=True)]
-    except (psutil.NoSuchProcess, psutil.AccessDenied):
+    except (psutil.Error, OSError):
         return None
     out: list[tuple[str, int]] = []
     for proc in procs:
         try:
-            out += [(c.laddr.ip, c.laddr.port) for c in proc.net_connections(kind="tcp") if c.status == psutil.CONN_LISTEN and c.laddr]
+            out += [(c.laddr.ip, c.laddr.port) for c in own_connections(proc) if c.status == psutil.CONN_LISTEN and c.laddr]
         except (psutil.NoSuchProcess, psutil.ZombieProcess):
             continue  # a child gone since it was listed, or exited and not yet reaped, listens nowhere
-        except (psutil.AccessDenied, PermissionError):
-            return None
+        except (psutil.Error, OSError):
+            return None  # refused, or the OS's tables could not be read: not seen is not "nowhere"
     return out
 
 
@@ -86,7 +93,7 @@ def find_listener(port: int) -> Listener:
         pass  # macOS without root: ask each process instead
     for proc in psutil.process_iter():
         try:
-            for own in proc.net_connections(kind="tcp"):
+            for own in own_connections(proc):
                 if own.status == psutil.CONN_LISTEN and own.laddr and own.laddr.port == port and _takes_loopback_connections(own.laddr.ip):
                     return Listener(proc.pid, _exposure(own.laddr.ip, port))
         except (psutil.AccessDenied, psutil.NoSuchProcess, psutil.ZombieProcess, PermissionError):
