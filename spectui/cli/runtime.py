@@ -5,6 +5,10 @@ the llama.cpp that package vendors (``spectui.runtime.build``: the network is ne
 the source package), with a progress display on stderr. ``spectui runtime info`` says which
 binary a run would start and what it is: path, where it comes from, llama.cpp version and
 commit, and the ``--spec-type`` values it accepts (from its ``--help``); it never builds.
+
+``register`` also installs the runtimes' exit hooks (``spectui.runtime.lifetime``): it runs on
+the main thread before any command, and any command may start a runtime or a build (a run, a
+compare, the dashboard from a worker thread, where signal handlers cannot be installed).
 """
 
 from __future__ import annotations
@@ -15,6 +19,9 @@ import sys
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from spectui.runtime.lifetime import install_exit_hooks
+
+    install_exit_hooks()
     p = sub.add_parser("runtime", help="the llama-server spectui starts: build it once from the vendored llama.cpp, or show which one runs")
     actions = p.add_subparsers(dest="runtime_command", required=True, metavar="{build,info}")
     build = actions.add_parser(

@@ -36,8 +36,6 @@ What a shared machine needs (issue 43):
 
 from __future__ import annotations
 
-import contextlib
-import datetime as dt
 import functools
 import os
 import re
@@ -55,9 +53,9 @@ from typing import Any, Protocol
 
 from spectui import storage
 from spectui.errors import SpectuiError
-from spectui.paths import cache_dir
 from spectui.runtime import lifetime
 from spectui.runtime.build import ServerBinary, spec_types
+from spectui.runtime.logs import last_log_line, log_file, read_all, read_tail
 from spectui.runtime.methods import RuntimeMethod
 from spectui.server.client import ServerClient, ServerError, parse_server_url
 from spectui.watch.process import beyond_loopback, listening_sockets
@@ -72,8 +70,6 @@ STOP_GRACE_S = 10.0
 GUARD_EVERY_S = 1.0
 #: Ports tried before a start gives up on binding.
 PORT_ATTEMPTS = 5
-#: Server logs without a recording to sit beside: the newest are kept.
-KEEP_LOGS = 20
 _BIND_FAILED = "couldn't bind HTTP server socket"
 
 
@@ -125,7 +121,8 @@ class StartFailed(Exception):
 
 
 class Runtime(Protocol):
-    """One runtime's part of a start; ``start`` does the rest."""
+    """One runtime's part of a start; ``start`` does the rest. A runtime may also have a
+    ``workdir()``, the folder its process starts in (else this process's working directory)."""
 
     @property
     def name(self) -> str:
@@ -251,15 +248,24 @@ class RuntimeServer:
         threading.Thread(target=self._guard, args=(every_s,), name=f"spectui-guard-{self.pid}", daemon=True).start()
 
     def _guard(self, every_s: float) -> None:
+        # fails closed: whatever goes wrong while it reads, the server is stopped, never left
+        # running unguarded by a thread that ended on an error nobody saw
         while not self._stopping.wait(every_s):
-            sockets = listening_sockets(self.pid)
-            if self.proc.poll() is not None:
-                return  # it exited: nothing listens
-            exposed = beyond_loopback(sockets) if sockets is not None else []
+            try:
+                sockets, why_unread = read_listeners(self.pid)
+                if self.proc.poll() is not None:
+                    return  # it exited: nothing listens
+                exposed = beyond_loopback(sockets) if sockets is not None else []
+            except Exception as exc:  # noqa: BLE001 - any error is a server that can no longer be watched
+                sockets, why_unread, exposed = None, _said(exc), []
             if sockets is None or exposed:
-                where = f"listened on {', '.join(exposed)}, beyond this machine" if exposed else "its listeners could no longer be read"
+                unread = "its listeners could no longer be read" + (f" ({why_unread})" if why_unread else "")
+                where = f"listened on {', '.join(exposed)}, beyond this machine" if exposed else unread
                 self.refused = f"{self.runtime.name} (port {self.port}) {where}; spectui's runtimes listen on {HOST} only: stopped"
-                self.stop()
+                try:
+                    self.stop()
+                except Exception:  # noqa: BLE001 - stopped the hard way rather than left running
+                    lifetime.signal_group(self.proc, signal.SIGKILL)
                 return
 
     def stop(self) -> int | None:
@@ -323,7 +329,7 @@ def start(
     """Start ``runtime`` on a free loopback port and return it ready; the log goes to
     ``log_path``, else beside ``recording`` (``NAME.<runtime>.log``), else to the user cache.
     A failure is a ``SpectuiError`` of one line, after the process is gone."""
-    log = _log_file(log_path, recording, runtime)
+    log = log_file(log_path, recording, runtime.name, runtime.log_folder)
     try:
         fd = storage.create_new(log, private=True)  # the log may quote prompts: 0600
     except FileExistsError:
@@ -344,7 +350,7 @@ def start(
                 # whatever its flags said, a server this process started never serves beyond
                 # this machine: kept only where it is seen listening on its port and on loopback
                 # alone, while it loads (``_wait_ready``) and once ready; otherwise stopped
-                sockets = listening_sockets(server.pid)
+                sockets, _why = read_listeners(server.pid)
                 exposed = beyond_loopback(sockets or ())
                 if outcome == "ready" and sockets is not None and not exposed and any(p == port for _, p in sockets):
                     server.guard()
@@ -383,10 +389,29 @@ def accepted_types(path: str) -> tuple[str, ...]:
 def _spawn(runtime: Runtime, port: int, log_fd: int, log: Path) -> RuntimeServer:
     api_key = secrets.token_urlsafe(32) if runtime.takes_key() else ""
     argv = runtime.argv(port)
-    proc = lifetime.spawn(argv, env=runtime.environment(api_key), stdout=log_fd)
-    server = RuntimeServer(runtime, proc, argv, port, api_key, log)
-    lifetime.keep(server)
+    workdir = getattr(runtime, "workdir", None)  # optional: a runtime that must not start where the user is
+    proc = lifetime.spawn(argv, env=runtime.environment(api_key), stdout=log_fd, cwd=workdir() if workdir else None)
+    try:  # registered with ``lifetime`` already: an interruption here leaves nothing behind
+        server = RuntimeServer(runtime, proc, argv, port, api_key, log)
+        lifetime.keep(server)
+    except BaseException:
+        lifetime.signal_group(proc, signal.SIGKILL)
+        proc.wait()
+        raise
     return server
+
+
+def read_listeners(pid: int) -> tuple[list[tuple[str, int]] | None, str]:
+    """``listening_sockets`` failing closed: any error reads as "could not be read" (None),
+    with the error in words ("" where it was only refused)."""
+    try:
+        return listening_sockets(pid), ""
+    except Exception as exc:  # noqa: BLE001 - an unexpected error must not pass for loopback alone
+        return None, _said(exc)
+
+
+def _said(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"[:200].replace("\n", " ")
 
 
 #: ``_wait_ready``'s outcomes for a server seen listening beyond loopback while it loaded, and
@@ -407,19 +432,19 @@ def _wait_ready(server: RuntimeServer, timeout_s: float) -> str:
     pause = 0.05
     while True:
         rc = server.proc.poll()
-        failed_bind = runtime.bind_failed(_read_tail(server.log_path))
+        failed_bind = runtime.bind_failed(read_tail(server.log_path))
         if rc is not None:
             return "bind" if failed_bind else f"exited with status {rc} before it was ready"
         if failed_bind:  # a server whose other threads keep it alive after the bind failed
             return "bind"
-        sockets = listening_sockets(server.pid)
+        sockets, _why = read_listeners(server.pid)
         if sockets is None:
             if server.proc.poll() is None:  # not an exit between the two looks: unreadable
                 return _UNSEEN
             continue  # it exited: the next look says how
         if beyond_loopback(sockets):
             return _EXPOSED
-        if listening.search(_read_all(server.log_path)):
+        if listening.search(read_all(server.log_path)):
             try:
                 if runtime.ready(server):
                     server.started_s = time.monotonic() - started
@@ -432,68 +457,3 @@ def _wait_ready(server: RuntimeServer, timeout_s: float) -> str:
             return f"was not ready within {timeout_s:.0f} s"
         time.sleep(pause)
         pause = min(pause * 1.5, 0.5)
-
-
-def _read_all(path: Path, limit: int = 4 << 20) -> str:
-    try:
-        with open(path, "rb") as f:
-            return f.read(limit).decode("utf-8", "replace")
-    except OSError:
-        return ""
-
-
-def _log_file(log_path: str | os.PathLike[str] | None, recording: str | os.PathLike[str] | None, runtime: Runtime) -> Path:
-    if log_path is not None:
-        path = Path(log_path)
-        storage.prepare_dir(path.parent)
-        return path
-    if recording is not None:
-        rec = Path(recording)
-        folder = storage.prepare_dir(rec.parent, private=True)
-        base = f"{rec.stem}.{runtime.name}"
-    else:
-        folder = storage.prepare_dir(cache_dir() / runtime.log_folder, private=True)
-        _prune_logs(folder, runtime.name)
-        base = f"{runtime.name}-{dt.datetime.now():%Y%m%d-%H%M%S}-{os.getpid()}"
-    path = folder / f"{base}.log"
-    n = 2
-    while path.exists() and path.stat().st_size:  # never over another run's log
-        path = folder / f"{base}-{n}.log"
-        n += 1
-    return path
-
-
-def _prune_logs(folder: Path, name: str) -> None:
-    logs = sorted(folder.glob(f"{name}-*.log"), key=lambda p: p.stat().st_mtime)
-    for old in logs[:-KEEP_LOGS]:
-        with contextlib.suppress(OSError):
-            old.unlink()
-
-
-def _read_tail(path: Path, n: int = 16384) -> str:
-    try:
-        with open(path, "rb") as f:
-            f.seek(0, os.SEEK_END)
-            f.seek(max(0, f.tell() - n))
-            return f.read().decode("utf-8", "replace")
-    except OSError:
-        return ""
-
-
-#: Words of a log line that says what went wrong: the first group names a cause, the second
-#: often only that something failed ("failed to load model" after the "error loading model:
-#: <why>" line), so a line of the first group wins.
-_CAUSE = ("error", "abort", "assert", "exception", "invalid", "terminate", "unknown", "not supported")
-_FAILED = ("failed", "couldn't", "cannot", "doesn't", "not found")
-_GENERIC = ("exiting due to", "cleaning up before exit")
-
-
-def last_log_line(path: str | os.PathLike[str]) -> str:
-    """The last line of a server log that says what went wrong (else its last line)."""
-    lines = [ln.strip() for ln in _read_tail(Path(path)).splitlines() if ln.strip()]
-    lines = [ln for ln in lines if not any(g in ln for g in _GENERIC)] or lines
-    for words in (_CAUSE, _FAILED):
-        telling = [ln for ln in lines if any(w in ln.lower() for w in words)]
-        if telling:
-            return telling[-1][:300]
-    return (lines or ["(the log is empty)"])[-1][:300]
