@@ -43,6 +43,7 @@ import sys
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 
 from spectui import storage
 from spectui.config import BackendConfig, RunConfig
@@ -52,10 +53,12 @@ from spectui.models.artifacts import file_sha256
 from spectui.models.gguf import read_gguf
 from spectui.models.tokenizer import TextTokenizer
 from spectui.models.vocab import VocabFacts, draft_incompatibility
-from spectui.paths import cache_dir
+from spectui.paths import cache_dir, state_dir
 from spectui.recording.schema import End, Event
 from spectui.runtime.engine import runtime_props
+from spectui.runtime.leftovers import remove_leftovers
 from spectui.runtime.methods import METHODS, MLX_LM_METHODS, PREFIX
+from spectui.runtime.ownership import folder_and_files, require_owned
 from spectui.runtime.server import HOST, READY_TIMEOUT_S, RuntimeServer, StartFailed
 from spectui.server.client import READ_TIMEOUT_S, ServerError
 from spectui.server.engine import ServerEngine
@@ -184,16 +187,30 @@ def check_pair(target: str, draft: str) -> None:
         raise SpectuiError(f"{os.path.basename(draft)} cannot draft for {os.path.basename(target)}: {mismatch}")
 
 
+#: an export in progress: ``.<name>.<pid>.tmp`` beside where it will be renamed to
+_EXPORTING = re.compile(r"\..+\.(?P<pid>\d+)\.tmp")
+
+
 def model_dir(path: str) -> str:
     """``path`` as an mlx-lm directory: itself, or its GGUF exported once into the user cache
     (``mlx-lm/models/<sha256[:16]>/<name>``). The export is written beside and renamed into
-    place, so a directory there is a whole one."""
+    place, so a directory there is a whole one; one a crashed export left half-written is
+    removed at the next (``spectui.runtime.leftovers``). An export is loaded only while it is
+    the user's alone (``spectui.runtime.ownership``)."""
     if os.path.isdir(path):
         return path
-    folder = storage.prepare_dir(cache_dir() / "mlx-lm" / "models" / file_sha256(path)[:16])
+    models = cache_dir() / "mlx-lm" / "models"
+    folder = storage.prepare_dir(models / file_sha256(path)[:16])
+    for other in models.iterdir():
+        remove_leftovers(other, _EXPORTING)
     out = folder / os.path.basename(path).removesuffix(".gguf")
-    if out.is_dir():
-        return str(out)
+    if not out.is_dir():
+        _export(path, folder, out)
+    require_owned(folder_and_files(out), f"the MLX export of {os.path.basename(path)}", f"remove {out} and spectui exports it again")
+    return str(out)
+
+
+def _export(path: str, folder: Path, out: Path) -> None:
     from spectui.engine.backends.mlx_gguf import export_mlx_model
 
     tmp = folder / f".{out.name}.{os.getpid()}.tmp"
@@ -206,7 +223,6 @@ def model_dir(path: str) -> str:
             raise storage.disk_error(out, exc) from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return str(out)
 
 
 # -- the launch -------------------------------------------------------------------------------
@@ -252,6 +268,12 @@ def ignored_settings(config: RunConfig) -> tuple[str, ...]:
     return tuple(name for name, set_ in given if set_)
 
 
+def python_path_without_relative(value: str) -> str:
+    """``PYTHONPATH`` without its empty or relative entries: those name a folder relative to
+    wherever the process starts, the very lookup ``MlxLmServer.workdir`` keeps out."""
+    return os.pathsep.join(p for p in value.split(os.pathsep) if p and os.path.isabs(p))
+
+
 def _server_module() -> list[str]:
     """``-m mlx_lm server`` where mlx-lm has a ``__main__`` (looked for on disk: finding a
     submodule's spec would import mlx-lm here, 1.7 s for nothing), else ``-m mlx_lm.server``."""
@@ -271,15 +293,28 @@ class MlxLmServer:
     log_folder: str = "mlx-lm/logs"
 
     def argv(self, port: int) -> list[str]:
-        out = [sys.executable, *_server_module(), "--model", self.launch.model]
+        # absolute: the server starts in a folder of its own (``workdir``), not where these were named
+        out = [sys.executable, *_server_module(), "--model", os.path.abspath(self.launch.model)]
         m = self.launch.method
         if m.speculative:
-            out += ["--draft-model", self.launch.draft_dir] + (["--num-draft-tokens", str(m.k)] if m.k is not None else [])
+            out += ["--draft-model", os.path.abspath(self.launch.draft_dir)] + (["--num-draft-tokens", str(m.k)] if m.k is not None else [])
         return out + ["--host", HOST, "--port", str(port)]
+
+    def workdir(self) -> str:
+        """Where it starts: ``python -m`` puts its working directory first on ``sys.path``, so in
+        the user's folder a planted ``mlx_lm/`` or ``mlx/`` would be imported instead of the
+        installed package (and serve unauthenticated). A private folder of spectui's instead."""
+        return str(storage.prepare_dir(state_dir() / "mlx-lm" / "run", private=True, own=True))
 
     def environment(self, api_key: str) -> dict[str, str]:
         hub = storage.prepare_dir(cache_dir() / "mlx-lm" / "empty-hub-cache")
-        return {**os.environ, "HF_HUB_CACHE": str(hub), "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
+        env = {**os.environ, "HF_HUB_CACHE": str(hub), "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
+        safe_path = python_path_without_relative(env.get("PYTHONPATH", ""))
+        if safe_path:
+            env["PYTHONPATH"] = safe_path
+        else:
+            env.pop("PYTHONPATH", None)
+        return env
 
     def takes_key(self) -> bool:
         return False
