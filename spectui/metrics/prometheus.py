@@ -225,6 +225,8 @@ class CounterReading:
     decode_calls: float | None = None
     #: the server process's start (Unix seconds) where it says: its change marks a restart
     started_at: float | None = None
+    #: what this reading left out of the server's answer, in words ("" = nothing)
+    note: str = ""
 
     @property
     def speculative_series(self) -> bool:
@@ -235,20 +237,39 @@ class CounterReading:
         return any(v is not None for v in values) or bool(self.accepted_per_position)
 
 
-def per_position(exposition: Exposition, name: str | None) -> tuple[float, ...]:
-    """A ``position``-labelled counter as a tuple indexed by position; positions the server did
-    not list read 0 (llama.cpp and vLLM list every position from 0 to the longest draft)."""
+#: The most draft positions a reading keeps. The tuple is as long as the highest position a
+#: server names, and the label is the server's to write: one ``position="1000000000"`` would
+#: otherwise cost gigabytes per reading, every reading recorded. Drafters draft a few to a few
+#: dozen tokens a step (llama.cpp's --draft-max defaults to 16, vLLM's
+#: num_speculative_tokens is single digits, tree drafters stay under 64), so 256 leaves room
+#: for any of them while a reading stays a few kilobytes.
+MAX_DRAFT_POSITIONS = 256
+
+
+def per_position(exposition: Exposition, name: str | None) -> tuple[tuple[float, ...], str]:
+    """A ``position``-labelled counter as a tuple indexed by position, and a note ("" when
+    none) on what was left out; positions the server did not list read 0 (llama.cpp and vLLM
+    list every position from 0 to the longest draft). Positions from ``MAX_DRAFT_POSITIONS``
+    on are left out, never allocated."""
     if name is None:
-        return ()
+        return (), ""
     values: dict[int, float] = {}
+    beyond = 0
     for key, value in exposition.by_label(name, "position").items():
         try:
-            values[int(key)] = value
+            position = int(key)
         except ValueError:
             continue  # not a position number: not something these servers write
+        if position >= MAX_DRAFT_POSITIONS:
+            beyond += 1
+            continue
+        values[position] = value
+    note = (
+        f"{beyond} series of {name} name a draft position of {MAX_DRAFT_POSITIONS} or more; left out" if beyond else ""
+    )
     if not values or min(values) < 0:
-        return ()
-    return tuple(values.get(i, 0.0) for i in range(max(values) + 1))
+        return (), note
+    return tuple(values.get(i, 0.0) for i in range(max(values) + 1)), note
 
 
 def read_counters(
@@ -266,6 +287,7 @@ def read_counters(
     if started_at is None:
         started_at = exposition.total(PROCESS_START)
     rate_gauge, length_gauge = mean(families.accept_rate_gauge), mean(families.accept_length_gauge)
+    positions, note = per_position(exposition, families.accepted_per_position)
     if length_gauge is not None and length_gauge < 1:
         # a mean accepted length counts the bonus token, so it is at least 1 wherever something
         # was verified: SGLang's 0 means no speculative batch in its last logging interval
@@ -281,10 +303,11 @@ def read_counters(
         drafts=total(families.drafts),
         draft_tokens=total(families.draft_tokens),
         accepted_tokens=total(families.accepted_tokens),
-        accepted_per_position=per_position(exposition, families.accepted_per_position),
+        accepted_per_position=positions,
         accept_rate_gauge=rate_gauge,
         accept_length_gauge=length_gauge,
         verify_calls=total(families.verify_calls),
         decode_calls=total(families.decode_calls),
         started_at=started_at,
+        note=note,
     )

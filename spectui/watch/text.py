@@ -88,6 +88,8 @@ def sample_line(fam: MetricFamilies, sample: WatchSample) -> str:
     waiting_for_end = fam.counts_at_request_end and not step.generated_tokens and (step.requests_running or 0) > 0
     if waiting_for_end:
         parts.append(f"(counted when a request finishes: {fam.server} has not finished one in this interval)")
+    if sample.reading is not None and sample.reading.note:
+        parts.append(f"({sample.reading.note})")
     return "  ".join(parts)
 
 
@@ -134,6 +136,8 @@ def sample_json(sample: WatchSample) -> dict[str, Any]:
             )
         }  # fmt: skip
         out["counters"]["accepted_per_position"] = list(r.accepted_per_position)
+        if r.note:
+            out["note"] = r.note
     if sample.interval is not None:
         out["interval"] = _interval_json(sample.interval)
     if sample.live is not None:
