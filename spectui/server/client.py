@@ -5,15 +5,23 @@ Why by hand: the measurement is the arrival time of each chunk, so the reader mu
 event over the moment its line arrives (no client library buffering in between), and the
 failure modes (refused, timed out, HTTP error, connection lost mid-stream, malformed data) must
 each become one clear line. Every failure raises ``ServerError``.
+
+A server's bytes are bounded in size and in time. A socket timeout bounds one silence, not an
+exchange: a server that sends a byte every few seconds never trips it. So every request also
+has a deadline (``_Deadline``): a GET must be answered whole within its timeout, and each line
+of a stream must arrive whole within the read timeout, the stream within ``STREAM_DEADLINE_S``.
+A body larger than ``MAX_BODY_BYTES`` is refused in one line, never parsed in part.
 """
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import ipaddress
 import json
 import socket
 import ssl
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -21,17 +29,25 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from spectui.errors import SpectuiError
-from spectui.server.wire import error_message
+from spectui.server.wire import error_message, parse_json
 
 #: Seconds to wait for a TCP connection.
 CONNECT_TIMEOUT_S = 10.0
 #: Longest silence tolerated while a completion streams: a long prompt's prefill on a slow node
 #: sends nothing until the first token, so this is generous; a stalled server still ends.
 READ_TIMEOUT_S = 120.0
-#: Probes (``/props``, ``/metrics`` ...) answer at once or not at all.
+#: Probes (``/props``, ``/metrics`` ...) answer at once or not at all: the whole answer, headers
+#: and body, within this.
 PROBE_TIMEOUT_S = 10.0
 #: A line longer than this is not a chunk any server sends: refused rather than buffered.
 MAX_LINE_BYTES = 1 << 20
+#: A GET's body: the largest answer spectui reads (a busy vLLM's ``/metrics`` is some hundred
+#: kilobytes, ``/props`` and ``/slots`` less); a larger one is refused, not cut and parsed.
+MAX_BODY_BYTES = 1 << 20
+#: The longest a completion may stream. Each line has the read timeout already; this ends a
+#: server that keeps a stream open forever with keepalive comments. Generous: a run of many
+#: thousand tokens on a slow CPU takes an hour or two.
+STREAM_DEADLINE_S = 6 * 3600.0
 #: An error body is read up to this size for its message.
 MAX_ERROR_BYTES = 64 << 10
 
@@ -116,9 +132,9 @@ class Reply:
         return self.status == 200
 
     def json(self) -> Any:
-        """The body as JSON, or None when it is not JSON."""
+        """The body as JSON, or None when it is not JSON (or nests past what spectui reads)."""
         try:
-            return json.loads(self.text)
+            return parse_json(self.text)
         except ValueError:
             return None
 
@@ -175,6 +191,59 @@ class SSEParser:
         return self._dispatch()
 
 
+class _Deadline:
+    """Shuts a request's socket down when its time is up, so a read blocked on a trickling
+    server returns at once; ``expired`` then tells a deadline from the server hanging up.
+    One waiting thread per request: ``extend`` moves the deadline without a new thread (a
+    stream extends it at each line)."""
+
+    def __init__(self, seconds: float, total_s: float | None = None) -> None:
+        self.seconds = seconds
+        self.total_s = total_s
+        now = time.monotonic()
+        self._end = now + total_s if total_s is not None else None
+        self._at = self._bound(now + seconds)
+        self._sock: socket.socket | None = None
+        self._done = threading.Event()
+        self.expired = False
+        threading.Thread(target=self._wait, name="spectui-http-deadline", daemon=True).start()
+
+    def _bound(self, at: float) -> float:
+        return at if self._end is None else min(at, self._end)
+
+    @property
+    def total_passed(self) -> bool:
+        """Whether the whole exchange's time (not only a line's) is what ran out."""
+        return self._end is not None and time.monotonic() >= self._end
+
+    def watch(self, sock: socket.socket) -> None:
+        self._sock = sock
+        if self.expired:
+            self._shut()
+
+    def extend(self) -> None:
+        """Another ``seconds`` from now (never past the total)."""
+        self._at = self._bound(time.monotonic() + self.seconds)
+
+    def cancel(self) -> None:
+        self._done.set()
+
+    def _wait(self) -> None:
+        while not self._done.wait(max(0.0, self._at - time.monotonic())):
+            if time.monotonic() >= self._at:
+                self.expired = True
+                self._shut()
+                return
+
+    def _shut(self) -> None:
+        sock = self._sock
+        if sock is not None:
+            with contextlib.suppress(OSError):  # closed meanwhile: nothing is waiting on it
+                # the plain socket's shutdown, under TLS too: the TLS layer's own would change
+                # its state under the reading thread's feet
+                socket.socket.shutdown(sock, socket.SHUT_RDWR)
+
+
 class ServerClient:
     """Requests to one server. The API key goes in an ``Authorization: Bearer`` header and
     nowhere else (not in errors, not in the recording)."""
@@ -186,11 +255,13 @@ class ServerClient:
         *,
         connect_timeout_s: float = CONNECT_TIMEOUT_S,
         read_timeout_s: float = READ_TIMEOUT_S,
+        probe_timeout_s: float = PROBE_TIMEOUT_S,
     ) -> None:
         self.url = url
         self._api_key = api_key
         self.connect_timeout_s = connect_timeout_s
         self.read_timeout_s = read_timeout_s
+        self.probe_timeout_s = probe_timeout_s
 
     def _headers(self, extra: dict[str, str] | None = None) -> dict[str, str]:
         headers = {"Accept": "application/json, text/event-stream", "User-Agent": "spectui"}
@@ -199,7 +270,7 @@ class ServerClient:
         headers.update(extra or {})
         return headers
 
-    def _connect(self, read_timeout_s: float) -> http.client.HTTPConnection:
+    def _connect(self, read_timeout_s: float, deadline: _Deadline) -> http.client.HTTPConnection:
         u = self.url
         if u.scheme == "https":
             conn: http.client.HTTPConnection = http.client.HTTPSConnection(
@@ -216,48 +287,84 @@ class ServerClient:
             conn.close()
             raise ServerError(f"cannot connect to {u}: {_os_error(exc)}") from None
         conn.sock.settimeout(read_timeout_s)  # from here on: the longest silence allowed
+        deadline.watch(conn.sock)  # and the deadline: the longest a whole answer (or line) may take
         return conn
 
     def _send(
-        self, conn: http.client.HTTPConnection, method: str, path: str, body: bytes | None, headers: dict[str, str]
+        self,
+        conn: http.client.HTTPConnection,
+        method: str,
+        path: str,
+        body: bytes | None,
+        headers: dict[str, str],
+        deadline: _Deadline,
     ) -> http.client.HTTPResponse:
+        timeout = conn.sock.gettimeout()
         try:
             conn.request(method, self.url.prefix + path, body=body, headers=headers)
             return conn.getresponse()
         except TimeoutError:
-            raise ServerError(f"{method} {path}: no response from {self.url} within {conn.sock.gettimeout():g} s") from None
+            raise ServerError(f"{method} {path}: no response from {self.url} within {timeout:g} s") from None
         except (http.client.HTTPException, OSError) as exc:
+            if deadline.expired:
+                raise ServerError(
+                    f"{method} {path}: {self.url} did not send its answer's headers within {deadline.seconds:g} s"
+                ) from None
             raise ServerError(f"{method} {path}: the connection to {self.url} failed: {_os_error(exc)}") from None
 
-    def get(self, path: str, *, timeout_s: float = PROBE_TIMEOUT_S) -> Reply:
-        conn = self._connect(timeout_s)
+    def get(self, path: str, *, timeout_s: float | None = None) -> Reply:
+        """``path``'s answer, whole within ``timeout_s`` (default ``probe_timeout_s``: headers and
+        body, so a server that trickles bytes is cut off there) and at most ``MAX_BODY_BYTES``;
+        ``ServerError`` otherwise."""
+        timeout_s = self.probe_timeout_s if timeout_s is None else timeout_s
+        deadline = _Deadline(timeout_s)
         try:
-            resp = self._send(conn, "GET", path, None, self._headers())
+            conn = self._connect(timeout_s, deadline)
             try:
-                raw = resp.read(MAX_LINE_BYTES)
-            except (TimeoutError, http.client.HTTPException, OSError) as exc:
-                raise ServerError(f"GET {path}: reading the answer failed: {_os_error(exc)}") from None
-            headers = {k.lower(): v for k, v in resp.getheaders()}
-            return Reply(resp.status, resp.reason, headers, raw.decode("utf-8", "replace"))
+                resp = self._send(conn, "GET", path, None, self._headers(), deadline)
+                too_large = f"GET {path}: the answer is larger than the {MAX_BODY_BYTES >> 20} MiB spectui reads; refused rather than read in part"
+                if resp.length is not None and resp.length > MAX_BODY_BYTES:
+                    raise ServerError(too_large)
+                try:
+                    raw = resp.read(MAX_BODY_BYTES + 1)
+                except (TimeoutError, http.client.HTTPException, OSError) as exc:
+                    why = f"not all of it came within {timeout_s:g} s" if deadline.expired else _os_error(exc)
+                    raise ServerError(f"GET {path}: reading the answer failed: {why}") from None
+                if deadline.expired:  # cut short by the deadline: not an answer to parse
+                    raise ServerError(f"GET {path}: reading the answer failed: not all of it came within {timeout_s:g} s")
+                if len(raw) > MAX_BODY_BYTES:
+                    raise ServerError(too_large)
+                headers = {k.lower(): v for k, v in resp.getheaders()}
+                return Reply(resp.status, resp.reason, headers, raw.decode("utf-8", "replace"))
+            finally:
+                conn.close()
         finally:
-            conn.close()
+            deadline.cancel()
 
     def get_json(self, path: str) -> Any:
         """The JSON a GET answers with; None for a non-200 answer or a body that is not JSON."""
         reply = self.get(path)
         return reply.json() if reply.ok else None
 
-    def stream(self, path: str, body: dict[str, Any]) -> Iterator[SSEEvent]:
+    def stream(self, path: str, body: dict[str, Any], *, total_s: float = STREAM_DEADLINE_S) -> Iterator[SSEEvent]:
         """POST ``body`` and yield the server-sent events of the answer as their lines arrive.
 
         Ends quietly at the end of the stream; the caller decides whether the stream was
         complete. Raises ``ServerError`` for an HTTP error (with the server's own message), a
-        timeout, or a connection lost or broken mid-stream.
+        timeout (a silence, a line not whole within the read timeout, or a stream longer than
+        ``total_s``), or a connection lost or broken mid-stream.
         """
-        conn = self._connect(self.read_timeout_s)
+        deadline = _Deadline(self.read_timeout_s, total_s)
+        try:
+            yield from self._stream(path, body, deadline)
+        finally:
+            deadline.cancel()
+
+    def _stream(self, path: str, body: dict[str, Any], deadline: _Deadline) -> Iterator[SSEEvent]:
+        conn = self._connect(self.read_timeout_s, deadline)
         try:
             data = json.dumps(body).encode()
-            resp = self._send(conn, "POST", path, data, self._headers({"Content-Type": "application/json"}))
+            resp = self._send(conn, "POST", path, data, self._headers({"Content-Type": "application/json"}), deadline)
             if resp.status != 200:
                 try:
                     text = resp.read(MAX_ERROR_BYTES).decode("utf-8", "replace")
@@ -266,13 +373,18 @@ class ServerClient:
                 raise ServerError(f"HTTP {resp.status} {resp.reason}".rstrip() + f" from POST {path}: {error_message(text)}")
             parser = SSEParser()
             while True:
+                deadline.extend()  # each line has the read timeout to arrive whole
                 try:
                     raw = resp.readline(MAX_LINE_BYTES)
                 except TimeoutError:
                     raise ServerError(f"timed out: the server sent nothing for {self.read_timeout_s:g} s") from None
                 except (http.client.HTTPException, OSError) as exc:
+                    if deadline.expired:
+                        raise self._late(deadline) from None
                     raise ServerError(f"the connection was lost mid-stream: {_os_error(exc)}") from None
                 t_ns = time.perf_counter_ns()
+                if deadline.expired:  # the line (or end) the deadline cut: not the server's
+                    raise self._late(deadline)
                 if not raw:
                     tail = parser.finish()
                     if tail is not None:
@@ -285,6 +397,13 @@ class ServerClient:
                     yield event
         finally:
             conn.close()  # also on an early stop: the server sees the client go away
+
+    def _late(self, deadline: _Deadline) -> ServerError:
+        if deadline.total_passed:
+            return ServerError(f"timed out: the stream went on for more than {deadline.total_s:g} s; spectui stopped reading it")
+        return ServerError(
+            f"timed out: no whole line from the server within {self.read_timeout_s:g} s (it sends bytes too slowly to read)"
+        )
 
 
 def _os_error(exc: BaseException) -> str:

@@ -55,11 +55,12 @@ def probe(client: ServerClient) -> ServerInfo:
         return info
     openapi = client.get("/openapi.json")
     doc = openapi.json() if openapi.ok else None
-    if not isinstance(doc, dict):
-        doc = {}
-    title = str(doc.get("info", {}).get("title", ""))
+    about = doc.get("info") if isinstance(doc, dict) else None
+    if not isinstance(about, dict):  # the server's to write: anything but an object says nothing
+        about = {}
+    title = str(about.get("title", ""))
     if "llama.cpp Python" in title:
-        info = ServerInfo(LLAMA_CPP_PYTHON, version=str(doc["info"].get("version", "")), model_id=_pick_model(entries, 0))
+        info = ServerInfo(LLAMA_CPP_PYTHON, version=str(about.get("version", "")), model_id=_pick_model(entries, 0))
         info.metrics_note = "llama-cpp-python exposes no /metrics"
         return info
     health = client.get("/health")

@@ -40,6 +40,39 @@ REQUESTS_PROCESSING = "llamacpp:requests_processing"
 _METRIC_LINE = re.compile(r"^(?P<name>[A-Za-z_:][A-Za-z0-9_:]*(?:\{[^}]*\})?)\s+(?P<value>\S+)(?:\s+-?\d+)?$")
 
 
+#: Deeper than any server's answer nests (a chunk with log-probabilities about six levels,
+#: llama-server's ``/props`` about five): deeper JSON is refused as malformed, not walked.
+MAX_JSON_DEPTH = 64
+
+
+def parse_json(text: str) -> Any:
+    """``json.loads`` for a server's text. Raises ``ValueError`` for text that is not JSON or
+    nests deeper than ``MAX_JSON_DEPTH``: never ``RecursionError``, which Python's reader
+    raises past about a thousand levels and which no caller's error handling expects."""
+    try:
+        obj = json.loads(text)
+    except RecursionError:
+        obj = None
+    else:
+        if _depth_within(obj, MAX_JSON_DEPTH):
+            return obj
+    raise ValueError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
+
+
+def _depth_within(obj: Any, limit: int) -> bool:
+    """Whether ``obj`` nests at most ``limit`` levels (walked without recursion)."""
+    stack = [(obj, 1)]
+    while stack:
+        node, depth = stack.pop()
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
+        for child in children:
+            if isinstance(child, (dict, list)):
+                if depth >= limit:
+                    return False
+                stack.append((child, depth + 1))
+    return True
+
+
 class MalformedChunk(ValueError):
     """A chunk that is not the JSON object a completion stream is made of."""
 
@@ -67,9 +100,11 @@ def _snippet(data: str, n: int = 80) -> str:
 def parse_chunk(data: str) -> Chunk:
     """One SSE ``data`` payload (not ``[DONE]``) -> ``Chunk``; raises ``MalformedChunk``."""
     try:
-        obj = json.loads(data)
+        obj = parse_json(data)
     except json.JSONDecodeError as exc:
         raise MalformedChunk(f"malformed chunk (not JSON: {exc.msg} at character {exc.pos}): {_snippet(data)}") from None
+    except ValueError as exc:
+        raise MalformedChunk(f"malformed chunk ({exc}): {_snippet(data)}") from None
     if not isinstance(obj, dict):
         raise MalformedChunk(f"malformed chunk (a JSON {type(obj).__name__}, not an object): {_snippet(data)}")
     chunk = Chunk(system_fingerprint=str(obj.get("system_fingerprint") or ""))
@@ -131,7 +166,17 @@ def parse_timings(obj: Any) -> dict[str, float] | None:
     """llama-server's ``timings`` object: its numeric fields, by name."""
     if not isinstance(obj, dict):
         return None
-    return {k: float(v) for k, v in obj.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    # finite ones only: JSON as Python reads it allows NaN, Infinity and integers past a float
+    numbers = {k: _finite(v) for k, v in obj.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    return {k: v for k, v in numbers.items() if v is not None}
+
+
+def _finite(value: int | float) -> float | None:
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
 
 
 def parse_prometheus(text: str) -> dict[str, float]:
@@ -189,7 +234,7 @@ def error_message(text: str) -> str:
     ``{"error": {"message": ...}}``, mlx-lm ``{"error": "..."}``, FastAPI ``{"detail": ...}``;
     otherwise the body's first line."""
     try:
-        obj = json.loads(text)
+        obj = parse_json(text)
     except ValueError:
         obj = None
     msg: Any = None
