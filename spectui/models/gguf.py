@@ -48,6 +48,45 @@ _STRING, _ARRAY = 8, 9
 _U32 = struct.Struct("<I")
 _U64 = struct.Struct("<Q")
 
+# Bounds on what a file may make this reader build. The counts in a GGUF are the file's to
+# write, and a Python object costs far more than its bytes (a u8 array element is 1 byte in
+# the file, 8-30 in a list), so a small crafted file could otherwise ask for gigabytes.
+#: Metadata and tensor index together: a 256k-token vocabulary with its merges and a MoE
+#: model's tensor index take some tens of MB; past this it is not a model's metadata.
+MAX_METADATA_BYTES = 256 << 20
+#: Array elements over the whole file: the largest vocabularies carry about 1.3 million
+#: (tokens, scores, types, merges); four million leaves room and caps the lists at ~200 MB.
+MAX_ARRAY_ELEMENTS = 1 << 22
+#: Arrays of arrays: the spec allows them, no model nests them deeper than one level.
+MAX_ARRAY_DEPTH = 4
+#: Key/value pairs (models carry 20-60) and tensors (a large MoE model lists some thousands).
+MAX_KEYS = 1 << 16
+MAX_TENSORS = 1 << 20
+#: ggml tensors have at most four dimensions (GGML_MAX_DIMS); eight leaves it room to grow.
+MAX_DIMS = 8
+
+_TEXT, _INT, _NUMBER, _BOOL = (str,), (int,), (int, float), (bool,)
+#: The type of each value spectui reads, where the spec gives one (``int`` excludes ``bool``):
+#: a file that says otherwise is refused in one line rather than failing later where it is used.
+_EXPECTED: dict[str, tuple[type, ...]] = {
+    "general.architecture": _TEXT, "general.name": _TEXT, "general.file_type": _INT,
+    "tokenizer.chat_template": _TEXT, "tokenizer.ggml.model": _TEXT, "tokenizer.ggml.pre": _TEXT,
+    "tokenizer.ggml.bos_token_id": _INT, "tokenizer.ggml.eos_token_id": _INT, "tokenizer.ggml.eot_token_id": _INT,
+    "tokenizer.ggml.eom_token_id": _INT, "tokenizer.ggml.add_bos_token": _BOOL, "tokenizer.ggml.add_eos_token": _BOOL,
+}  # fmt: skip
+#: Lists of one element type.
+_EXPECTED_LISTS: dict[str, tuple[type, ...]] = {
+    "tokenizer.ggml.tokens": _TEXT, "tokenizer.ggml.merges": _TEXT, "tokenizer.ggml.token_type": _INT,
+    "tokenizer.ggml.scores": _NUMBER,
+}  # fmt: skip
+#: Under the architecture's prefix (``llama.context_length``).
+_EXPECTED_PER_ARCH: dict[str, tuple[type, ...]] = {
+    "context_length": _INT, "block_count": _INT, "embedding_length": _INT, "vocab_size": _INT,
+    "nextn_predict_layers": _INT, "rope.dimension_count": _INT, "attention.key_length": _INT,
+    "rope.freq_base": _NUMBER, "rope.scaling.factor": _NUMBER, "attention.layer_norm_rms_epsilon": _NUMBER,
+    "rope.scaling.type": _TEXT,
+}  # fmt: skip
+
 
 @lru_cache(maxsize=64)
 def file_type_name(ftype: int) -> str:
@@ -135,21 +174,30 @@ class GGUFInfo:
 
 
 class _Reader:
-    """Values at a moving position in the mapped file; ``ValueError`` past its end."""
+    """Values at a moving position in the mapped file; ``ValueError`` past its end or past
+    the bounds above."""
 
-    __slots__ = ("buf", "pos")
+    __slots__ = ("buf", "pos", "elements")
 
     def __init__(self, buf: mmap.mmap, pos: int = 0) -> None:
         self.buf = buf
         self.pos = pos
+        self.elements = 0  # array elements read so far
 
     def take(self, n: int) -> int:
         """Advance over ``n`` bytes; their start."""
         start = self.pos
         if n < 0 or start + n > len(self.buf):
             raise ValueError("the file ends inside its metadata (truncated?)")
+        if start + n > MAX_METADATA_BYTES:
+            raise ValueError(f"its metadata runs past {MAX_METADATA_BYTES >> 20} MiB, more than any model's")
         self.pos = start + n
         return start
+
+    def count(self, n: int, limit: int, what: str) -> int:
+        if n > limit:
+            raise ValueError(f"it declares {n} {what}, more than the {limit} any model has")
+        return n
 
     def unpack(self, s: struct.Struct) -> Any:
         return s.unpack_from(self.buf, self.take(s.size))[0]
@@ -159,19 +207,22 @@ class _Reader:
         start = self.take(n)
         return self.buf[start : start + n].decode("utf-8", "surrogateescape")
 
-    def value(self, vtype: int) -> Any:
+    def value(self, vtype: int, depth: int = 0) -> Any:
         if vtype == _STRING:
             return self.string()
         if vtype == _ARRAY:
+            if depth >= MAX_ARRAY_DEPTH:
+                raise ValueError(f"arrays nested deeper than {MAX_ARRAY_DEPTH} levels")
             etype = self.unpack(_U32)
             count = self.unpack(_U64)
+            self.elements = self.count(self.elements + count, MAX_ARRAY_ELEMENTS, "array elements in all")
             if etype in _SCALARS:
                 s = _SCALARS[etype]
                 fmt = "<" + str(count) + s.format[1:]
                 return list(struct.unpack_from(fmt, self.buf, self.take(s.size * count)))
-            if count > len(self.buf):
-                raise ValueError(f"implausible array length {count}")
-            return [self.value(etype) for _ in range(count)]
+            if etype not in (_STRING, _ARRAY):
+                raise ValueError(f"unknown GGUF value type {etype}")
+            return [self.value(etype, depth + 1) for _ in range(count)]
         if vtype in _SCALARS:
             return self.unpack(_SCALARS[vtype])
         raise ValueError(f"unknown GGUF value type {vtype}")
@@ -200,19 +251,43 @@ def _parse(path: str, r: _Reader) -> GGUFInfo:
     version = r.unpack(_U32)
     if version not in SUPPORTED_VERSIONS:
         raise SpectuiError(f"unsupported GGUF version {version} in {path}")
-    n_tensors = r.unpack(_U64)
-    n_kv = r.unpack(_U64)
+    n_tensors = r.count(r.unpack(_U64), MAX_TENSORS, "tensors")
+    n_kv = r.count(r.unpack(_U64), MAX_KEYS, "metadata keys")
     metadata: dict[str, Any] = {}
     for _ in range(n_kv):
         key = r.string()
         metadata[key] = r.value(r.unpack(_U32))
+    _check_types(metadata)
     shapes: dict[str, tuple[int, ...]] = {}
     for _ in range(n_tensors):
         name = r.string()
-        n_dims = r.unpack(_U32)
+        n_dims = r.count(r.unpack(_U32), MAX_DIMS, "dimensions for a tensor")
         shapes[name] = struct.unpack_from(f"<{n_dims}Q", r.buf, r.take(8 * n_dims))
         r.take(12)  # ggml type (u32) + data offset (u64)
     return GGUFInfo(path=path, version=version, metadata=metadata, tensor_shapes=shapes)
+
+
+def _is(value: Any, types: tuple[type, ...]) -> bool:
+    return isinstance(value, types) and (bool in types or not isinstance(value, bool))
+
+
+def _check_types(metadata: dict[str, Any]) -> None:
+    """``ValueError`` naming the first value spectui reads whose type is not the spec's."""
+    arch = metadata.get("general.architecture")
+    expected = dict(_EXPECTED)
+    if isinstance(arch, str):
+        expected.update({f"{arch}.{key}": types for key, types in _EXPECTED_PER_ARCH.items()})
+    for key, types in expected.items():
+        if key in metadata and not _is(metadata[key], types):
+            raise ValueError(f"{key} is a {_type_name(metadata[key])}, not a {types[-1].__name__}")
+    for key, types in _EXPECTED_LISTS.items():
+        value = metadata.get(key)
+        if value is not None and not (isinstance(value, list) and all(_is(v, types) for v in value)):
+            raise ValueError(f"{key} is not a list of {types[-1].__name__} values")
+
+
+def _type_name(value: Any) -> str:
+    return {str: "string", list: "array", bool: "bool", int: "integer", float: "float"}.get(type(value), type(value).__name__)
 
 
 def first_vocab_difference(a: GGUFInfo, b: GGUFInfo) -> str | None:
