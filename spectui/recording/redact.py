@@ -24,6 +24,10 @@ model and runtime fingerprints) and replaces every text:
   that prompt's (public either way); any other name becomes a keyed label.
 * an error message keeps its exception class; a server's properties keep everything but keys
   that name a prompt.
+* the command's settings (``provenance``) keep every number and choice; the ones that are a
+  text or name a place (a prompt's name, the prompt and messages files, the ssh host, the
+  telemetry endpoint, output folders) and the config files' paths become keyed labels, the
+  same label wherever the header repeats the value (a host in ``node`` and in ``--host``).
 
 What cannot be compared after redaction (``outputs_not_comparable``): a redacted run's output
 against an unredacted one, or against one redacted separately. ``spectui diff`` then says so
@@ -51,7 +55,7 @@ from spectui.paths import shipped_dir
 from spectui.prompts import list_prompts
 from spectui.recording.output import grade_recording
 from spectui.recording.reader import Recording
-from spectui.recording.schema import SCHEMA_VERSION, End, Event, Header, Redaction, Step
+from spectui.recording.schema import SCHEMA_VERSION, End, Event, Header, Provenance, Redaction, SettingOrigin, Step
 from spectui.recording.writer import RecordingWriter
 
 #: What a token's text becomes: one middle dot per token (two UTF-8 bytes, a whole character).
@@ -63,6 +67,14 @@ _STAND_IN_MASK = STAND_IN_BASE - 1
 #: The position spaces of stand-ins: prompt tokens and output tokens (runner-ups share the
 #: output's, so "each run's token was the other's runner-up" still shows between a pair).
 _PROMPT, _OUTPUT = b"p", b"o"
+#: The command-line options whose value is a text or names a place, by the kind of label the
+#: value becomes. Every other option's value is a number or a choice, or is kept elsewhere in
+#: the header as it is (the model paths, the server URL): it stays.
+_PROVENANCE_LABELS = {
+    "prompt": "text", "system": "text", "prompt-file": "path", "messages": "path", "rerun": "path",
+    "out": "path", "record-dir": "path", "otel-file": "path", "otel-endpoint": "endpoint", "host": "host",
+    "hosts": "host",
+}  # fmt: skip
 
 
 class Redactor:
@@ -113,6 +125,32 @@ class Redactor:
             prompt_check=self.label("check", c.prompt_check),
         )
 
+    def _host(self, hosts: str) -> str:
+        """A host or a comma-separated list of them, each as its keyed label."""
+        return ",".join(self.label("host", host) for host in hosts.split(","))
+
+    def _setting(self, s: SettingOrigin, prompt_name: str) -> SettingOrigin:
+        kind = _PROVENANCE_LABELS.get(s.option)
+        if s.option == "prompt-name":
+            value = prompt_name  # the config's name as redacted: shipped stays, any other goes
+        elif kind == "host":
+            value = self._host(s.value)
+        elif kind is not None:
+            value = self.label(kind, s.value)
+        else:
+            value = s.value
+        path, colon, line = s.origin.rpartition(":")  # "PATH:LINE" of a config file
+        origin = f"{self.label('config', path)}:{line}" if colon and line.isdigit() and path else s.origin
+        return SettingOrigin(option=s.option, value=value, origin=origin)
+
+    def provenance(self, p: Provenance, config: RunConfig) -> Provenance:
+        """The command's settings with their texts and places redacted."""
+        name = self._prompt_name(config) if config.prompt_name else ""
+        named = [s.value for s in p.settings if s.option == "prompt-name"]
+        if named and named[0] != config.prompt_name:  # not the config's name: judged on its own
+            name = self.label("prompt", named[0])
+        return msgspec.structs.replace(p, settings=[self._setting(s, name) for s in p.settings])
+
     def header(self, h: Header, *, quality_passed: bool | None) -> Header:
         artifacts = h.artifacts
         if artifacts.server is not None:
@@ -125,6 +163,8 @@ class Redactor:
             artifacts=artifacts,
             prompt_text=self.text(h.prompt_text),
             prompt_tokens=[self.stand_in(_PROMPT, i, t) for i, t in enumerate(h.prompt_tokens)],
+            node=self._host(h.node) if h.node else "",
+            provenance=self.provenance(h.provenance, h.config) if h.provenance is not None else None,
             redaction=Redaction(
                 batch=self.batch,
                 redacted_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
