@@ -3,20 +3,20 @@
 Every cache, index, memory, result and output spectui writes goes through here (README.md,
 "What spectui writes, where, and what survives what"), and follows one rule:
 
-* It never replaces a file it did not make. Before an existing path is replaced or opened for
-  writing, ``claim`` looks at it: a file of the expected kind is used; a file of another kind
-  (a recording where an index was asked for, a user's database, a model) is refused with one
-  line (``SpectuiError``, exit 2) and left byte-identical; a file of the expected kind that
-  cannot be read is moved aside as ``NAME.corrupt-<time>`` (never deleted) and the move is said.
-* A write is atomic: a temporary file in the same folder, fsync, ``os.replace``, fsync of the
-  folder; a kill at any instant leaves the old version or the new one, never half of either,
-  and a full disk leaves the old version and an error.
-* Files that hold what people typed or what a model answered (recordings, chat folders, the
-  draft memory, tune results, the history index) are created 0600 in 0700 folders whatever
-  the umask, as ssh and shell history files are; an existing one spectui writes again is
-  tightened, with one line saying so. Caches without text keep the umask's modes.
-* ``locked`` serialises read-merge-write cycles between processes (two dashboards, a
-  dashboard and a sweep) so neither drops the other's entries.
+* It never replaces a file it did not make. Before an existing path is replaced or opened for writing,
+  ``claim`` looks at it: a file of the expected kind is used; a file of another kind (a recording
+  where an index was asked for, a user's database, a model) is refused with one line
+  (``SpectuiError``, exit 2) and left byte-identical; a file of the expected kind that cannot be
+  read is moved aside as ``NAME.corrupt-<time>`` (never deleted) and the move is said.
+* A write is atomic: a temporary file in the same folder, fsync, ``os.replace``, fsync of the folder;
+  a kill at any instant leaves the old version or the new one, never half of either, and a full
+  disk leaves the old version and an error.
+* Files that hold what people typed or what a model answered (recordings, chat folders, the draft
+  memory, tune results, the history index) are created 0600 in 0700 folders whatever the umask,
+  as ssh and shell history files are; an existing one spectui writes again is tightened, with one
+  line saying so. Caches without text keep the umask's modes.
+* ``locked`` serialises read-merge-write cycles between processes (two dashboards, a dashboard and
+  a sweep) so neither drops the other's entries; ``prune_oldest`` keeps a folder's newest files.
 
 The bottom layer: it imports only the standard library and ``spectui.errors``.
 """
@@ -316,14 +316,18 @@ def create_new(path: str | os.PathLike[str], *, private: bool) -> int:
             os.close(fd)
             raise
     if private:
-        os.fchmod(fd, PRIVATE_FILE_MODE)
+        try:
+            os.fchmod(fd, PRIVATE_FILE_MODE)
+        except BaseException:
+            os.close(fd)  # the caller never sees it: closed here or never
+            raise
     return fd
 
 
 def discard(file: BinaryIO) -> None:
-    """Close a buffered file without writing what its buffer still holds: a write to it failed
-    (a full disk), so a flush would fail again, and a file left open has Python try that flush
-    when it exits, which Python 3.13 reports after the error ("Exception ignored in")."""
+    """Close a buffered file without writing what its buffer still holds: a write to it failed (a full
+    disk), so a flush would fail again, and a file left open has Python try that flush when it
+    exits, which Python 3.13 reports after the error ("Exception ignored in")."""
     raw = getattr(file, "raw", None)
     with contextlib.suppress(OSError, ValueError):
         if raw is not None:
@@ -340,7 +344,7 @@ def current_umask() -> int:
 # -- writing -------------------------------------------------------------------------------------
 
 
-def _fsync_dir(folder: Path) -> None:
+def fsync_dir(folder: Path) -> None:
     with contextlib.suppress(OSError):  # some filesystems refuse a folder fsync: the rename still stands
         fd = os.open(folder, os.O_RDONLY)
         try:
@@ -393,7 +397,9 @@ def write_atomic(
     payload = data.encode("utf-8") if isinstance(data, str) else data
     existed = claimed or claim(path, kind)  # before touching the folder: a refusal changes nothing
     folder = prepare_dir(path.parent, private=kind.private, own=own_dir)
-    loose = existed and kind.private and _mode(path) & 0o077
+    loose = False
+    with contextlib.suppress(OSError):  # gone meanwhile: nothing to say of its mode
+        loose = existed and kind.private and bool(stat.S_IMODE(os.stat(path).st_mode) & 0o077)
     remove_stale_temps(path)
     fd, tmp = temp_file(path)  # 0600
     try:
@@ -412,17 +418,10 @@ def write_atomic(
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    _fsync_dir(folder)
+    fsync_dir(folder)
     if loose:  # the new file is the temporary one, 0600 already: say what changed
         notice(f"{path} held text others on this machine could read; made the file private (600)")
     return path
-
-
-def _mode(path: Path) -> int:
-    try:
-        return stat.S_IMODE(os.stat(path).st_mode)
-    except OSError:
-        return 0
 
 
 def write_new(path: str | os.PathLike[str], data: bytes | str, kind: Kind, *, own_dir: bool = False) -> Path:
@@ -458,7 +457,7 @@ def publish_new(tmp: Path, path: Path) -> None:
         if os.path.lexists(path):
             raise SpectuiError(f"{path} exists; spectui does not replace it (give another path)") from None
         os.rename(tmp, path)
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
 
 
 @contextlib.contextmanager
@@ -482,6 +481,17 @@ def locked(path: str | os.PathLike[str]) -> Iterator[bool]:
         yield True
     finally:
         os.close(fd)  # closing releases the lock
+
+
+def prune_oldest(folder: Path, pattern: str, keep: int) -> None:
+    """Delete all but the ``keep`` newest ``pattern`` files of ``folder``; one another spectui removed meanwhile is skipped."""
+    dated = []
+    for path in folder.glob(pattern):
+        with contextlib.suppress(FileNotFoundError):
+            dated.append((path.stat().st_mtime, path))
+    for _, old in sorted(dated)[: max(len(dated) - keep, 0)]:
+        with contextlib.suppress(OSError):
+            old.unlink()
 
 
 def disk_error(path: str | os.PathLike[str], exc: OSError) -> SpectuiError:

@@ -92,6 +92,9 @@ class RecordingWriter:
             except BaseException:
                 os.close(fd)
                 raise
+            # the file's own fsyncs keep its bytes, not its name: without this a crash can
+            # lose the whole recording's entry in its folder
+            storage.fsync_dir(self.path.parent)
         except OSError as e:
             raise SpectuiError(f"cannot write recording {self.path}: {e.strerror or e}") from None
         with self._lock:
