@@ -47,8 +47,11 @@ from pathlib import Path
 
 from spectui import storage
 from spectui.paths import cache_dir
+from spectui.runtime.archive import UnsafeMember, extract_data
 from spectui.runtime.cmake import BuildError, ProgressFn, cmake_build, run_logged
+from spectui.runtime.leftovers import remove_leftovers
 from spectui.runtime.linked import NotLinkable, build_linked, installed_libraries, shared_flags
+from spectui.runtime.ownership import require_owned
 
 SERVER = "llama-server"
 #: The user's own binary, when no ``--llama-server`` is given.
@@ -168,6 +171,9 @@ def built_server(version: str | None = None, *, cache: Path | None = None) -> Se
     record = read_record(build)
     if record is None or not binary.is_file():
         return None
+    # run only while it is the user's alone: someone who could write it could run code as them
+    require_owned([build.parent, build, binary.parent, *sorted(binary.parent.iterdir())], "the cached llama-server build",
+                  f"remove {build} and run `spectui runtime build`", error=BuildError)
     version_said, commit = str(record.get("version", "")), str(record.get("commit", ""))
     if not version_said:  # a record written before this version of spectui read the new format
         version_said, commit = probe_version(str(binary))[0], commit or probe_version(str(binary))[1]
@@ -329,12 +335,20 @@ def _download(version: str, folder: Path, log: Path) -> Path:
     return found[0]
 
 
+#: a source package being unpacked: ``.unpack-<pid>-<random>`` (``.unpack-<random>`` before
+#: spectui named the process in it)
+_UNPACKING = re.compile(r"\.unpack-(?:(?P<pid>\d+)-)?[\w-]+")
+
+
 def _unpack(archive: Path, dest: Path) -> None:
     """``vendor/llama.cpp`` and its git metadata from the source package, their layout kept
-    (the submodule's ``.git`` file points at ``../../.git/modules/vendor/llama.cpp``)."""
+    (the submodule's ``.git`` file points at ``../../.git/modules/vendor/llama.cpp``). An
+    unpacking a crashed run left is removed first (``spectui.runtime.leftovers``)."""
     if not archive.is_file():
         raise BuildError(f"source package not found: {archive}")
-    staging = Path(tempfile.mkdtemp(prefix=".unpack-", dir=storage.prepare_dir(dest.parent)))
+    parent = storage.prepare_dir(dest.parent)
+    remove_leftovers(parent, _UNPACKING)
+    staging = Path(tempfile.mkdtemp(prefix=f".unpack-{os.getpid()}-", dir=parent))
     try:
         with tarfile.open(archive) as tar:
             top = tar.getmembers()[0].name.split("/", 1)[0]
@@ -342,10 +356,12 @@ def _unpack(archive: Path, dest: Path) -> None:
             members = [m for m in tar.getmembers() if m.name.startswith(wanted)]
             if not any(m.name.startswith(wanted[0]) for m in members):
                 raise BuildError(f"{archive.name} holds no {_VENDOR}: not a llama-cpp-python source package")
-            tar.extractall(staging, members=members, filter="data")
+            extract_data(tar, staging, members)
         if dest.exists():
             shutil.rmtree(dest)
         os.replace(staging / top, dest)
+    except UnsafeMember as exc:
+        raise BuildError(f"unpacking {archive.name} refused: {exc}") from None
     except (tarfile.TarError, OSError) as exc:
         raise BuildError(f"unpacking {archive.name} failed: {exc}") from None
     finally:

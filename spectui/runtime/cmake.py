@@ -7,12 +7,15 @@ Shared by the runtime's llama-server build (``build.py``, ``linked.py``) and
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
+import signal
 import subprocess
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from spectui.errors import SpectuiError
 
@@ -57,8 +60,7 @@ def compile_targets(build: Path, targets: Sequence[str], *, progress: ProgressFn
     cmd = [*_nice(), "cmake", "--build", str(build), "--target", *targets, "-j", str(jobs or default_jobs())]
     log_path = build / "build.log"
     with open(log_path, log_mode) as log:
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
-                                stdin=subprocess.DEVNULL)
+        proc = start_group(cmd, stdout=subprocess.PIPE, text=True, errors="replace")
         assert proc.stdout is not None
         try:
             for line in proc.stdout:
@@ -67,10 +69,11 @@ def compile_targets(build: Path, targets: Sequence[str], *, progress: ProgressFn
                 if done is not None:
                     say(lo + (hi - lo) * done[0], f"{STEP}{done[1]}")
             rc = proc.wait()
-        except BaseException:  # Ctrl-C: the compilers go too
-            proc.kill()
-            proc.wait()
+        except BaseException:  # Ctrl-C, a closed terminal, a progress display that failed: the compilers go too
+            end_group(proc)
             raise
+        if rc:
+            end_group(proc)  # whatever make left running must not race the next build's clean-up
     if rc:
         raise BuildError(f"cmake --build failed (exit {rc}): {_last_line(log_path)}; see {log_path}")
 
@@ -113,11 +116,35 @@ def run_logged(cmd: list[str], log_path: Path, what: str) -> None:
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "w") as log:
         try:
-            rc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL).returncode
+            proc = start_group(cmd, stdout=log)
         except OSError as exc:
             raise BuildError(f"{what}: {exc}") from None
+        try:
+            rc = proc.wait()
+        except BaseException:
+            end_group(proc)
+            raise
+        if rc:
+            end_group(proc)
     if rc:
         raise BuildError(f"{what} failed (exit {rc}): {_last_line(log_path)}; see {log_path}")
+
+
+def start_group(cmd: Sequence[str], **kwargs: Any) -> subprocess.Popen:
+    """``cmd`` in a session of its own, its output with its errors: whatever it starts (make,
+    the compilers, a linker) shares its process group, which ``end_group`` ends whole. A
+    Ctrl-C in the terminal then reaches spectui alone, which ends the group itself."""
+    return subprocess.Popen(list(cmd), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True, **kwargs)
+
+
+def end_group(proc: subprocess.Popen) -> None:
+    """Kill every process of ``proc``'s group, not only ``proc`` (killing cmake alone leaves make
+    and its compilers running), and reap ``proc``."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)  # its own session: the group id is its pid
+    with contextlib.suppress(ProcessLookupError):
+        proc.kill()
+    proc.wait()
 
 
 def _last_line(path: Path) -> str:
