@@ -5,7 +5,14 @@ Two TOML files are read, either may be missing:
 
 * the user's ``config.toml`` in the config folder (``spectui.paths.config_dir``);
 * a project's ``spectui.toml``: the nearest one from the working directory up (a repository
-  of prompts and gates shared by a team).
+  of prompts and gates shared by a team), looking no higher than the repository's root (a
+  folder holding ``.git``) or the home folder, whichever comes first.
+
+Trust, as git's ``safe.directory`` and direnv's ``allow`` do it: a file is read only when it is
+the user's own and no one else can write it or its folder, and a project file may set a key of
+``SENSITIVE`` (a program spectui runs, a place data or a credential is sent) only once the user
+has trusted its bytes (``spectui config trust``). This module lists those keys and finds them
+in a file; ``spectui.cli.trust`` checks owners and modes and keeps the trusted files' hashes.
 
 Each may hold a ``[defaults]`` table and ``[profile.NAME]`` tables. Their keys are the long
 option names of the commands, without the dashes (``target``, ``draft``, ``min-headroom-mb``,
@@ -84,25 +91,59 @@ class Setting:
     origin: str
 
 
-def find_project_file(start: Path) -> Path | None:
-    """The nearest ``spectui.toml`` in ``start`` or a folder above it."""
+#: The keys a file may set only when the user stands behind it: their own config file, a flag,
+#: or a project file they trusted (``spectui config trust``). Each runs a program, names a file
+#: spectui executes or builds, or sends data or a credential somewhere the file chooses; anyone
+#: able to write a folder above where a person works could otherwise do that as them. Every
+#: other key changes what is measured and how it is shown: a model or prompt file is only read,
+#: and what it holds goes only where the user's own settings send it; recordings, chat folders
+#: and the history index are written private (0600) wherever a file puts them.
+#: tests/unit/test_config_trust.py holds every option the parsers take to this list or to its
+#: own list of reviewed keys, so a new option is classified before it ships.
+SENSITIVE: Mapping[str, str] = {
+    "llama-server": "names a program spectui runs",
+    "sdist": "names a source package spectui builds, running its build scripts",
+    "server": "names a server spectui sends your prompts to",
+    "api-key-env": "names the environment variable whose value spectui sends to a server as its API key",
+    "host": "names a machine spectui runs on over SSH with your keys, sending your prompts there",
+    "hosts": "names machines spectui runs on over SSH with your keys, sending your prompts there",
+    "otel-endpoint": "names a collector spectui sends the session's telemetry to",
+    "otel-file": "names a file spectui writes the session's telemetry to, with modes others may read",
+}
+
+def project_folders(start: Path, home: Path | None) -> list[Path]:
+    """The folders a project file is looked for in, nearest first: ``start`` and the folders
+    above it, up to and including the first that is a repository's root (holds ``.git``) or
+    ``home``. Above those, others may write, and a team's file belongs to its repository."""
     start = start.resolve()
+    home = home.resolve() if home is not None else None
+    out = []
     for folder in (start, *start.parents):
+        out.append(folder)
+        if folder == home or (folder / ".git").exists():
+            break
+    return out
+
+
+def find_project_file(start: Path, home: Path | None) -> Path | None:
+    """The nearest ``spectui.toml`` of ``project_folders``."""
+    for folder in project_folders(start, home):
         candidate = folder / PROJECT_FILE
         if candidate.is_file():
             return candidate
     return None
 
 
-def read_config(path: Path, scope: str) -> ConfigFile | None:
-    """``path`` parsed, or None when there is no such file. A file that cannot be read or is
-    not TOML is one line naming ``path:line``."""
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise SpectuiError(f"{path}: cannot read the config file: {exc.strerror or exc}") from None
+def read_config(path: Path, scope: str, raw: bytes | None = None) -> ConfigFile | None:
+    """``path`` parsed (``raw``: its bytes, read already), or None when there is no such file.
+    A file that cannot be read or is not TOML is one line naming ``path:line``."""
+    if raw is None:
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise SpectuiError(f"{path}: cannot read the config file: {exc.strerror or exc}") from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -112,6 +153,10 @@ def read_config(path: Path, scope: str) -> ConfigFile | None:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise SpectuiError(_toml_error(path, text, str(exc))) from None
+    except RecursionError:  # arrays or inline tables nested thousands deep
+        raise SpectuiError(f"{path}:1: not valid TOML: nested too deeply") from None
+    except ValueError as exc:  # tomllib's own int() of a number with thousands of digits
+        raise SpectuiError(f"{path}:1: not valid TOML: {exc}") from None
     return ConfigFile(path, scope, data, key_lines(text))
 
 
@@ -283,12 +328,12 @@ class Profiles:
         for f in self._ordered():
             defaults = f.data.get("defaults", {})
             out.append(self._layer(f, ("defaults",), defaults, options))
-            out.append(self._layer(f, ("defaults", command), defaults.get(command, {}), options))
+            out.append(self._layer(f, ("defaults", command), _command_table(defaults, command), options))
         if profile:  # the caller has checked it exists (check_profile, with where its name came from)
             chosen = [(f, f.data.get("profile", {}).get(profile)) for f in self._ordered()]
             chosen = [(f, t) for f, t in chosen if t is not None]
             out += [self._layer(f, ("profile", profile), t, options) for f, t in chosen]
-            out += [self._layer(f, ("profile", profile, command), t.get(command, {}), options) for f, t in chosen]
+            out += [self._layer(f, ("profile", profile, command), _command_table(t, command), options) for f, t in chosen]
         return [layer for layer in out if layer]
 
     def settings(self, command: str, profile: str | None) -> dict[str, Setting]:
@@ -315,6 +360,32 @@ class Profiles:
     @staticmethod
     def _layer(f: ConfigFile, at: tuple[str, ...], table: dict, options: Collection[str]) -> dict[str, Setting]:
         return {k: Setting(k, v, f.where(*at, k)) for k, v in table.items() if not isinstance(v, dict) and k in options}
+
+
+def _command_table(table: dict, command: str) -> dict:
+    """The sub-table of ``table`` for ``command``: none where the command's name is an option's
+    too and the table sets that option (``runtime = "llama-server"`` in [defaults] is the option
+    --runtime, not the table of ``spectui runtime``)."""
+    found = table.get(command)
+    return found if isinstance(found, dict) else {}
+
+
+def sensitive_keys(f: ConfigFile) -> list[Setting]:
+    """Every key of ``SENSITIVE`` the file sets, in any table, in the order of their lines."""
+    found = []
+
+    def walk(at: tuple[str, ...], table: dict) -> None:
+        for key, value in table.items():
+            if isinstance(value, dict):
+                walk((*at, key), value)
+            elif key in SENSITIVE:
+                found.append(Setting(key, value, f.where(*at, key)))
+
+    for name in _TABLES:
+        table = f.data.get(name)
+        if isinstance(table, dict):
+            walk((name,), table)
+    return sorted(found, key=lambda s: int(s.origin.rsplit(":", 1)[1]))
 
 
 def show_value(value: object) -> str:

@@ -13,6 +13,10 @@ namespace:
 * ``args.profiles``: the loaded files and the parser, for ``spectui config``.
 
 The option names come from the parsers, never from a list kept here: a new flag is a new key.
+Before any value is taken, each file found passes ``spectui.cli.trust``'s guard: one others
+could write, or a project file setting a key of ``spectui.profiles.SENSITIVE`` that the user
+has not trusted, is refused in one line (exit 2) and nothing runs; ``spectui config`` instead
+lists it as skipped, with why, so it can be looked at and trusted.
 """
 
 from __future__ import annotations
@@ -26,23 +30,31 @@ from pathlib import Path
 from typing import Any
 
 from spectui import paths
+from spectui.cli.trust import read_guarded, trust_state, trusted_files
 from spectui.errors import SpectuiError
 from spectui.profiles import (
     ENV,
     FLAG,
     PROFILE_ENV,
     PROJECT_FILE,
+    SENSITIVE,
     USER_FILE,
+    ConfigFile,
     Profiles,
     Setting,
     find_project_file,
+    project_folders,
     read_config,
+    sensitive_keys,
     show_value,
     toml_value,
 )
 from spectui.recording.schema import Provenance, SettingOrigin
 
 _PROFILE_DEST = "profile"
+#: The commands that show and fix the files (``spectui config``): a file refused there is a row
+#: of ``config show`` rather than an error, or a refused file could never be trusted
+_LENIENT = frozenset({"config"})
 #: Options whose value is a person's text (the prompt, the system prompt), not a setting: the
 #: header says that a flag gave them, not what they said
 _TEXTS = frozenset({"prompt", "system"})
@@ -164,6 +176,16 @@ def option_value(leaf: argparse.ArgumentParser, action: argparse.Action, value: 
 # -- the command line with its config files -----------------------------------------------------
 
 
+@dataclass(frozen=True)
+class FileStatus:
+    """A config file found: read or skipped, and why (``trusted``, or what keeps it out)."""
+
+    scope: str  # "user" or "project"
+    path: Path
+    read: bool
+    why: str = ""
+
+
 @dataclass
 class LoadedProfiles:
     """What ``spectui config`` shows: the parser, the files found, the profile chosen."""
@@ -175,6 +197,8 @@ class LoadedProfiles:
     profile: str | None
     profile_origin: str
     cwd: Path = field(default_factory=Path.cwd)
+    #: every file found, read or skipped, the user's first
+    found: list[FileStatus] = field(default_factory=list)
 
     def settings(self, command: str) -> dict[str, tuple[Setting, argparse.Action]]:
         """What the files set for ``command``, each with the option it sets (validated)."""
@@ -188,22 +212,79 @@ class LoadedProfiles:
         return out
 
 
-def load_profiles(parser: argparse.ArgumentParser, profile: str | None, profile_origin: str, *, cwd: Path | None = None) -> LoadedProfiles:
-    """Read and check the user's and the project's files against ``parser``'s commands."""
-    cwd = cwd or Path.cwd()
-    user_file = paths.config_dir() / USER_FILE
-    project_file = find_project_file(cwd)
-    files = [f for f in (read_config(user_file, "user"), read_config(project_file, "project") if project_file else None) if f]
+def home_folder() -> Path | None:
+    """``$HOME`` (where the search for a project file stops at the latest); None if unknown."""
+    try:
+        return Path.home()
+    except RuntimeError:
+        return None
+
+
+def known_options(parser: argparse.ArgumentParser) -> tuple[dict[str, set[str]], list[set[str]]]:
+    """Each command's config keys, and the groups of keys that exclude each other."""
     by_command = commands(parser)
     known = {name: {key for leaf in leaves for key in option_actions(leaf)} for name, leaves in by_command.items()}
     exclusive = [
         {o[2:] for a in group._group_actions for o in a.option_strings if o.startswith("--")}
         for leaves in by_command.values() for leaf in leaves for group in leaf._mutually_exclusive_groups
     ]
+    return known, exclusive
+
+
+def trust_it(path: Path) -> str:
+    return f"spectui config trust {path}"
+
+
+def examine(path: Path, scope: str, record: Mapping[str, str]) -> tuple[ConfigFile | None, FileStatus | None, str]:
+    """One file found or not: (the file parsed or None, its status or None when there is no
+    such file, the one-line refusal or ""). A file whose bytes are trusted is read as it is;
+    else one others could write is not read at all, and a project file that sets a sensitive
+    key is refused whole. A file that is not valid TOML raises, as it always did."""
+    read = read_guarded(path)
+    if read.raw is None:
+        return None, None, ""
+    state = trust_state(path, read.raw, record) if record else ""
+    changed = " (it changed since you trusted it)" if state == "changed" else ""
+    if read.unsafe and state != "trusted":
+        refusal = (f"{path}: not read: {read.unsafe}{changed}; spectui reads a config file only when it is yours and no one else"
+                   f" can write it or its folder: fix that, or read the file and trust it ({trust_it(path)})")  # fmt: skip
+        return None, FileStatus(scope, path, False, read.unsafe + changed), refusal
+    f = read_config(path, scope, read.raw)
+    assert f is not None  # there were bytes
+    keys = sensitive_keys(f) if scope != "user" and state != "trusted" else []
+    if keys:
+        first = keys[0]
+        refusal = (f"{first.origin}: {first.key} {SENSITIVE[first.key]}, which a project file may set only once you trust it{changed}:"
+                   f" read the file, then {trust_it(path)}")  # fmt: skip
+        names = ", ".join(dict.fromkeys(k.key for k in keys))
+        return None, FileStatus(scope, path, False, f"sets {names} and is not trusted{changed}"), refusal
+    return f, FileStatus(scope, path, True, "trusted" if state == "trusted" else ""), ""
+
+
+def load_profiles(
+    parser: argparse.ArgumentParser, profile: str | None, profile_origin: str, *, cwd: Path | None = None, strict: bool = True
+) -> LoadedProfiles:
+    """Read and check the user's and the project's files against ``parser``'s commands.
+    ``strict``: a file refused (see ``examine``) is a ``SpectuiError``; else it is left out,
+    and ``found`` says why."""
+    cwd = cwd or Path.cwd()
+    user_file = paths.config_dir() / USER_FILE
+    project_file = find_project_file(cwd, home_folder())
+    record = trusted_files()
+    files, found = [], []
+    for path, scope in ((user_file, "user"), (project_file, "project")):
+        if path is None:
+            continue
+        f, status, refusal = examine(path, scope, record)
+        if refusal and strict:
+            raise SpectuiError(refusal)
+        files += [f] if f else []
+        found += [status] if status else []
+    known, exclusive = known_options(parser)
     profiles = Profiles(files, known, exclusive)
     if profile:
         profiles.check_profile(profile, profile_origin)
-    return LoadedProfiles(parser, profiles, user_file, project_file, profile, profile_origin, cwd)
+    return LoadedProfiles(parser, profiles, user_file, project_file, profile, profile_origin, cwd, found)
 
 
 def _checked_value(leaf: argparse.ArgumentParser, action: argparse.Action, setting: Setting) -> object:
@@ -241,7 +322,7 @@ def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str], *, environ:
         profile, profile_origin = given[_PROFILE_DEST] or None, FLAG
     else:
         profile, profile_origin = environ.get(PROFILE_ENV) or None, ENV
-    loaded = load_profiles(parser, profile, profile_origin)
+    loaded = load_profiles(parser, profile, profile_origin, strict=command not in _LENIENT)
     options = option_actions(leaf)
     settings = loaded.profiles.settings(command, profile)
     settings = {k: s for k, s in settings.items() if k in options}  # a nested command's sibling's options
@@ -329,8 +410,16 @@ def words_for_node(parser: argparse.ArgumentParser, words: Sequence[str], args: 
 def where_files_are(cwd: Path) -> list[tuple[str, str, str]]:
     """The config files spectui reads: (which, "found" or "not found", where)."""
     user = paths.config_dir() / USER_FILE
-    project = find_project_file(cwd)
+    project = find_project_file(cwd, home_folder())
     return [
         ("user", "found" if user.is_file() else "not found", str(user)),
-        ("project", "found", str(project)) if project else ("project", "not found", f"{PROJECT_FILE} in {cwd} or a folder above it"),
+        ("project", "found", str(project)) if project else ("project", "not found", looked_for(cwd)),
     ]
+
+
+def looked_for(cwd: Path) -> str:
+    """Where a project file was looked for, in words."""
+    folders = project_folders(cwd, home_folder())
+    if len(folders) == 1:
+        return f"{PROJECT_FILE} in {folders[0]} (no folder above it: a repository's root, your home or /)"
+    return f"{PROJECT_FILE} in {folders[0]} or a folder above it up to {folders[-1]}"

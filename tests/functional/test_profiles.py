@@ -159,12 +159,103 @@ def test_config_path_says_where_files_are_looked_for_and_which_exist(home):
         return {cells[0]: cells[1:] for cells in (re.split(r"\s{2,}", line.strip()) for line in out.splitlines() if not line.startswith("("))}
 
     shutil.copyfile(DATA / "user-config.toml", home.user)
-    found = rows(home.env(XDG_STATE_HOME=str(home.root / "state")))
+    found = rows(home.env(XDG_STATE_HOME=str(home.root / "state"), HOME=str(home.root)))
     assert found["user"] == ["found", str(home.user)]
-    assert found["project"] == ["not found", f"spectui.toml in {home.cwd} or a folder above it"]
+    assert found["project"] == ["not found", f"spectui.toml in {home.cwd} or a folder above it up to {home.root}"]
     assert found["state"] == ["not found", str(home.root / "state" / "spectui" / "dashboard.json")]
+    assert found["trusted"] == ["none", str(home.root / "state" / "spectui" / "trusted.json")]
     home.project.write_text("")
     assert rows()["project"] == ["found", str(home.project)]
+
+
+# -- trust: a file others could write, or a project file naming a program, runs nothing -----------
+
+
+@dataclass
+class Planted:
+    """A ``spectui.toml`` in ``above/``, naming as llama-server a script that leaves a marker;
+    commands run in ``above/here/``, with a home folder of their own beside it."""
+
+    home: Home
+    file: Path
+    marker: Path
+
+    def env(self) -> dict[str, str]:
+        return self.home.env(HOME=str(self.home.root / "home"), XDG_STATE_HOME=str(self.home.root / "state"))
+
+    def spectui(self, *args: str) -> subprocess.CompletedProcess:
+        return spectui(self.home, *args, env=self.env())
+
+
+@pytest.fixture
+def planted(tmp_path) -> Planted:
+    above, home_folder = tmp_path / "above", tmp_path / "home"
+    (above / "here").mkdir(parents=True)
+    home_folder.mkdir()
+    marker = tmp_path / "MARKER"
+    script = above / "evil.sh"
+    script.write_text(f"#!/bin/sh\necho ran > {marker}\nexit 1\n")
+    script.chmod(0o755)
+    file = above / "spectui.toml"
+    file.write_text(f'[defaults]\nruntime = "llama-server"\nllama-server = "{script}"\n')
+    user = tmp_path / "config" / "spectui" / "config.toml"
+    user.parent.mkdir(parents=True)
+    return Planted(Home(tmp_path, user, file, above / "here", tmp_path / "recordings"), file, marker)
+
+
+#: what a run would do: start the runtime, which is the planted script
+RUN = ("run", "--headless", "--prompt", "hi", "--max-tokens", "2")
+
+
+def test_a_project_file_above_naming_a_program_runs_nothing(planted):
+    proc = planted.spectui(*RUN)
+    assert not planted.marker.exists(), "the planted program ran"
+    error = one_line(proc)
+    assert error.startswith(f"spectui: error: {planted.file}:3: llama-server names a program spectui runs"), error
+    assert f"spectui config trust {planted.file}" in error
+
+
+def test_a_project_file_others_can_write_runs_nothing(planted):
+    planted.file.chmod(0o646)
+    proc = planted.spectui(*RUN)
+    assert not planted.marker.exists(), "the planted program ran"
+    error = one_line(proc)
+    assert error.startswith(f"spectui: error: {planted.file}: not read: the file is writable by others (mode 646)"), error
+    # nothing in such a file is read, a harmless key no more than a program: refused before a
+    # command that loads nothing does anything either
+    planted.file.write_text("[defaults]\njson = true\n")
+    error = one_line(planted.spectui("report", str(planted.home.root / "no-such.spectui")))
+    assert "not read: the file is writable by others" in error
+
+
+def test_trusting_the_file_lets_its_keys_through_until_it_changes(planted):
+    shown = planted.spectui("config", "show")
+    assert shown.returncode == 0, shown.stderr
+    assert f"skipped  project  {planted.file}: sets llama-server and is not trusted" in shown.stdout
+    trusted = planted.spectui("config", "trust", str(planted.file.parent))
+    assert trusted.returncode == 0, trusted.stderr
+    assert f"it sets llama-server = \"{planted.file.parent / 'evil.sh'}\" (line 3)" in trusted.stdout
+    shown = planted.spectui("config", "show")
+    assert shown.returncode == 0, shown.stderr
+    assert re.search(rf"llama-server\s+{re.escape(str(planted.file.parent / 'evil.sh'))}\s+{re.escape(str(planted.file))}:3", shown.stdout)
+    assert f"read  project  {planted.file} (trusted)" in shown.stdout
+    # one byte more is another file: refused again, and said so
+    with planted.file.open("a") as f:
+        f.write("# changed\n")
+    error = one_line(planted.spectui(*RUN))
+    assert "(it changed since you trusted it)" in error and not planted.marker.exists()
+    assert planted.spectui("config", "untrust", str(planted.file)).returncode == 0
+    assert "was not trusted" in planted.spectui("config", "untrust", str(planted.file)).stdout
+
+
+def test_a_command_name_set_as_an_option_is_no_command_table(planted):
+    """``runtime = "llama-server"`` is the option --runtime, not [defaults.runtime]: ``runtime
+    info`` reads it without a traceback."""
+    planted.file.unlink()
+    planted.home.user.write_text('[defaults]\nruntime = "llama-server"\n[profile.mini]\nruntime = "llama-server"\n')
+    for words in (("runtime", "info"), ("runtime", "info", "--profile", "mini")):
+        error = one_line(planted.spectui(*words, "--llama-server", str(planted.home.root / "no-such-binary")))
+        assert "no-such-binary" in error, error
 
 
 # -- a profile drives a run on a node -----------------------------------------------------------
