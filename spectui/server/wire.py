@@ -139,7 +139,10 @@ def _choice_text(choice: dict[str, Any], data: str) -> str:
             raise MalformedChunk(f"malformed chunk ('delta' is not an object): {_snippet(data)}")
         # reasoning is generated text too: a client waits for it token by token
         parts += [delta.get("reasoning_content"), delta.get("reasoning"), delta.get("content")]
-        for call in delta.get("tool_calls") or []:
+        calls = delta.get("tool_calls") or []
+        if not isinstance(calls, list):
+            raise MalformedChunk(f"malformed chunk ('tool_calls' is not a list): {_snippet(data)}")
+        for call in calls:
             fn = call.get("function") if isinstance(call, dict) else None
             if isinstance(fn, dict):
                 parts.append(fn.get("arguments"))
@@ -229,6 +232,13 @@ def acceptance(kind: str, timings: dict[str, float] | None, delta: dict[str, flo
     return -1, -1, f"not reported ({kind or 'this server'} reports no draft acceptance per request)"
 
 
+def _validation_error(e: dict[str, Any]) -> str:
+    """One of pydantic's errors (FastAPI's 422 body): ``loc`` joined by dots, then ``msg``."""
+    loc = e.get("loc")
+    where = ".".join(map(str, loc)) if isinstance(loc, list) else str(loc or "")
+    return f"{where}: {e.get('msg', '')}"
+
+
 def error_message(text: str) -> str:
     """The message of an error body, on one line: OpenAI / llama-server
     ``{"error": {"message": ...}}``, mlx-lm ``{"error": "..."}``, FastAPI ``{"detail": ...}``;
@@ -243,7 +253,7 @@ def error_message(text: str) -> str:
         if isinstance(err, dict):
             msg = err.get("message") or err.get("msg") or json.dumps(err)
         elif isinstance(err, list) and err and isinstance(err[0], dict):  # pydantic validation errors
-            msg = "; ".join(f"{'.'.join(map(str, e.get('loc', [])))}: {e.get('msg', '')}" for e in err[:3])
+            msg = "; ".join(_validation_error(e) for e in err[:3] if isinstance(e, dict))
         elif err is not None:
             msg = str(err)
     if msg is None:
