@@ -24,13 +24,13 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from spectui import __version__
-from spectui.cli import chat, config_cmd, history, lab, models, node, quality, recordings, run, runtime, tune, views, watch
+from spectui.cli import chat, config_cmd, history, lab, models, node, quality, recordings, run, runtime, tune, views, watch, workload
 from spectui.cli.common import Parser
 from spectui.cli.profiles import add_profile_option, parse_args
 from spectui.errors import SpectuiError
 
 #: The command families, in the order ``spectui --help`` lists their subcommands.
-FAMILIES = (run, chat, recordings, views, lab, quality, tune, models, history, watch, runtime, node, config_cmd)
+FAMILIES = (run, chat, recordings, views, lab, workload, quality, tune, models, history, watch, runtime, node, config_cmd)
 
 #: Commands that never load an engine (recordings, history, the catalogue's metadata).
 _ENGINE_FREE = frozenset({"report", "diff", "gate", "export", "replay", "history", "models", "watch", "runtime", "config"})

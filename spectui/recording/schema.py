@@ -27,7 +27,7 @@ import msgspec
 from spectui.config import RunConfig
 
 #: ``major.minor``. Readers refuse a newer *major*; minor bumps only add optional fields.
-SCHEMA_VERSION = "1.7"  # 1.7: End.energy, Header.watch and the watch's WatchReading records
+SCHEMA_VERSION = "1.8"  # 1.7: End.energy, Header.watch and the watch's WatchReading records; 1.8: Header.load
 
 
 class TokenOrigin(IntEnum):
@@ -231,6 +231,31 @@ class WatchInfo(msgspec.Struct, kw_only=True):
     process_note: str = ""
 
 
+class LoadTag(msgspec.Struct, kw_only=True):
+    """1.8: a request of a workload (``spectui workload``): which one, under what load, and how
+    warm the server that answered it was."""
+
+    workload: str = ""  # the workload's name
+    index: int = 0  # the request's position in the workload, from 0
+    conversation: str = ""  # "" = a request on its own
+    turn: int = 0
+    setting: str = ""  # "llama-server ngram-mod", "embedded AR", ...
+    clients: int = 0  # closed-loop clients of its level (0: open loop)
+    rate: float = 0.0  # open loop: requests a second, Poisson arrivals (0: closed loop)
+    slots: int = 1  # requests the server serves at once
+    client: int = 0  # which client sent it
+    pass_no: int = 0  # the workload's pass at this level, from 0
+    warmup: bool = False  # sent to warm the server, left out of every figure
+    #: requests this server had answered before this one was sent (0: it met a cold server)
+    served_before: int = 0
+    #: how long it waited before it was sent (open loop: behind a busy client; ms)
+    queue_ms: float = 0.0
+
+    @property
+    def warm(self) -> bool:
+        return self.served_before > 0
+
+
 class Header(msgspec.Struct, tag=1, kw_only=True):
     schema_version: str = SCHEMA_VERSION
     spectui_version: str = ""
@@ -262,6 +287,8 @@ class Header(msgspec.Struct, tag=1, kw_only=True):
     provenance: Provenance | None = None
     #: a watch's recording (``spectui watch``): the server watched; None for a session
     watch: WatchInfo | None = None
+    #: 1.8: a workload's request (``spectui workload``); None for a session run on its own
+    load: LoadTag | None = None
 
 
 INTERLEAVED_CLOCK = "own-steps (interleaved; the other session's time removed)"

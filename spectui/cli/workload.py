@@ -1,0 +1,196 @@
+"""``spectui workload FILE``: a person's own traffic against warm servers, at 1..N clients.
+
+Every setting (llama-server with a ``--draft runtime:METHOD``, spectui's embedded drafters, or
+a server spectui did not start) runs the whole workload at every level of load, next to its
+own AR; the table says, per level, throughput, latency, acceptance, the speedup over the same
+text and how many requests came out identical to their AR output at one client, and one line
+per setting says up to which load speculation pays. ``--json`` prints one object; ``--analyze
+DIR`` reads an earlier run's folder again without any model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from spectui.cli.common import StopOnSignal, add_run_arguments, config_from_args
+from spectui.cli.progress import Progress
+from spectui.errors import SpectuiError
+from spectui.format import num, text_table
+
+if TYPE_CHECKING:
+    from spectui.workload.result import WorkloadResult
+    from spectui.workload.run import Setting
+
+RUNTIME_PREFIX = "runtime:"
+DEFAULT_DRAFT = "runtime:ngram-mod"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("workload", help="your own requests against warm servers at 1..N clients: speedup, its knee, exactness per request")
+    p.add_argument("file", metavar="FILE", nargs="?", default=None,
+                   help="a JSONL of OpenAI chat/completions requests, a folder of prompt files or recordings, a recording,"
+                        " or a shipped workload by name (mixed-12, code-review, chat-followups, document-qa, summaries)")
+    add_run_arguments(p)
+    p.add_argument("--clients", default="1,2,4", metavar="N,N,...", help="closed-loop clients per level (default 1,2,4)")
+    p.add_argument("--rate", default="", metavar="R,R,...", help="open-loop levels: requests a second, Poisson arrivals")
+    p.add_argument("--slots", type=int, default=0, metavar="N", help="requests a server serves at once (default: the most clients of any level)")
+    p.add_argument("--warmup", type=int, default=0, metavar="N", help="the workload's first N requests sent to each server before measuring")
+    p.add_argument("--passes", type=int, default=1, metavar="N", help="times the workload is sent at each level (later passes meet a warmer server)")
+    p.add_argument("--sampling", choices=("greedy", "file"), default="greedy",
+                   help="greedy (default: every request judged token by token against AR), or each request's own sampling fields")
+    p.add_argument("--ar-server", metavar="URL", default="", help="with --server: the same model served without speculation, the AR to pair with")
+    p.add_argument("--arrival-seed", type=int, default=0, help="the open loop's arrival times (the same for every setting)")
+    p.add_argument("--out", default=None, help="folder for the recordings and workload.json (default recordings/workload-<time>)")
+    p.add_argument("--json", action="store_true", help="one JSON object: every level of every setting")
+    p.add_argument("--analyze", metavar="DIR", default=None, help="print an earlier workload's folder again (no model)")
+    p.set_defaults(func=cmd_workload)
+
+
+def _ints(text: str, flag: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise SpectuiError(f"{flag} {text}: whole numbers, comma-separated") from None
+    if any(v < 1 for v in values):
+        raise SpectuiError(f"{flag} {text}: each level needs 1 or more")
+    return values
+
+
+def _rates(text: str) -> tuple[float, ...]:
+    try:
+        values = tuple(float(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise SpectuiError(f"--rate {text}: numbers, comma-separated") from None
+    if any(not (math.isfinite(v) and v > 0) for v in values):
+        raise SpectuiError(f"--rate {text}: requests a second must be above 0")
+    return values
+
+
+def settings_from(args: argparse.Namespace) -> list[Setting]:
+    """One setting per ``--draft`` item, and each family's AR: ``runtime:METHOD`` on
+    llama-server, anything else on the embedded engine; ``--server URL`` alone measures that
+    server (with ``--ar-server``, beside its AR)."""
+    from spectui.workload.run import EMBEDDED, LLAMA_SERVER, SERVER, Setting
+
+    def config(**changes: object) -> object:
+        ns = argparse.Namespace(**{**vars(args), "prompt": "(each request's own)", "prompt_name": None, "prompt_file": None,
+                                   "max_tokens": args.max_tokens or 128, **changes})
+        return config_from_args(ns)
+
+    if args.server:
+        served = [Setting(f"server {args.server}", SERVER, config(mode=args.mode or "spec"))]  # type: ignore[arg-type]
+        if args.ar_server:
+            served.append(Setting("server AR", SERVER, config(server=args.ar_server, mode="ar")))  # type: ignore[arg-type]
+        return served
+    if args.ar_server:
+        raise SpectuiError("--ar-server pairs with --server URL")
+    drafts = [d.strip() for d in (args.draft or DEFAULT_DRAFT).split(",") if d.strip()]
+    out: list[Setting] = []
+    families: list[str] = []
+    for d in drafts:
+        if d == "defaults":  # spectui's own defaults on the embedded engine, as `spectui run` has them
+            out.append(Setting(f"{EMBEDDED} defaults", EMBEDDED, config(draft=None, runtime=None, mode="spec")))  # type: ignore[arg-type]
+            families += [EMBEDDED] if EMBEDDED not in families else []
+            continue
+        on_runtime = d.startswith(RUNTIME_PREFIX) or args.runtime == LLAMA_SERVER
+        family = LLAMA_SERVER if on_runtime else EMBEDDED
+        if on_runtime and not d.startswith(RUNTIME_PREFIX):
+            raise SpectuiError(f"--draft {d}: with --runtime llama-server, name its methods (runtime:ngram-mod, ...)")
+        label = f"{family} {d.removeprefix(RUNTIME_PREFIX)}"
+        out.append(Setting(label, family, config(draft=d, runtime=LLAMA_SERVER if on_runtime else None, mode="spec")))  # type: ignore[arg-type]
+        if family not in families:
+            families.append(family)
+    for family in families:
+        ar_args = {"draft": DEFAULT_DRAFT, "runtime": LLAMA_SERVER} if family == LLAMA_SERVER else {"draft": None, "runtime": None}
+        out.insert(0, Setting(f"{family} AR", family, config(mode="ar", **ar_args)))  # type: ignore[arg-type]
+    return out
+
+
+def cmd_workload(args: argparse.Namespace) -> int:
+    """Exit 0 when every level ran, 130 when a signal cut it short; a server that died: one
+    line and exit 2, with every finished request kept."""
+    if args.analyze is not None:
+        from spectui.workload.run import load_result
+
+        print_result(load_result(args.analyze), args)
+        return 0
+    if args.file is None:
+        raise SpectuiError("name a workload: spectui workload FILE (a JSONL of requests, or a folder of prompts)")
+    from spectui.recording.writer import check_run_folder, new_run_folder
+    from spectui.workload.engines import embedded_noise, open_setting
+    from spectui.workload.run import RESULT_NAME, WorkloadPlan, WorkloadRun
+    from spectui.workload.source import read_workload
+
+    clients = _ints(args.clients, "--clients")
+    rates = _rates(args.rate)
+    workload = read_workload(workload_path(args.file), default_max_tokens=args.max_tokens or 128)
+    plan = WorkloadPlan(workload=workload, settings=tuple(settings_from(args)), clients=clients, rates=rates, slots=args.slots,
+                        warmup=args.warmup, passes=args.passes, keep_sampling=args.sampling == "file", seed=args.arrival_seed)
+    plan.check()
+    folder = Path(args.out) if args.out else new_run_folder("workload")
+    check_run_folder(folder, "workload")
+    if (folder / RESULT_NAME).exists():
+        raise SpectuiError(f"{folder} holds a workload already; give this one a new folder")
+    with StopOnSignal() as stop, Progress("workload", 1) as bar:
+        run = WorkloadRun(plan, folder, open_setting, stop=stop, noise=embedded_noise,
+                          on_progress=lambda done, total, what: bar.update(done, what, total=total))
+        result = run()
+    print_result(result, args)
+    print(f"spectui: workload recorded in {folder}", file=sys.stderr)
+    if result.stopped and result.stopped != "interrupted":
+        raise SpectuiError(f"workload stopped: {result.stopped}")
+    return 0 if result.complete else 130
+
+
+def workload_path(name: str) -> str:
+    """A path as given, else a shipped workload by name (``mixed-12``: prompts/workloads/mixed-12.jsonl)."""
+    from spectui.prompts import prompts_dir
+
+    if os.path.exists(name) or os.sep in name:
+        return name
+    shipped = prompts_dir() / "workloads" / f"{name}.jsonl"
+    return str(shipped) if shipped.is_file() else name
+
+
+def _load(clients: int, rate: float) -> str:
+    return str(clients) if clients else f"{rate:g}/s"
+
+
+def print_result(result: WorkloadResult, args: argparse.Namespace) -> None:
+    from spectui.workload.result import to_json
+
+    if getattr(args, "json", False):
+        print(json.dumps(to_json(result), indent=1))
+        return
+    print(f"workload {result.workload}: {result.n_requests} requests, {result.sampling}; {result.slots} slot(s) a server, "
+          f"warm-up {result.warmup}, {result.passes} pass(es) a level")
+    header = ["load", "setting", "pass", "out tok/s", "speedup", "TTFT p50", "ITL p50/p95/p99 ms", "queue p50", "accept",
+              "identical/near-tie/defect/unjudged", "server CPU s", "RSS MiB"]
+    rows = []
+    for lv in result.levels:
+        c = lv.counts
+        rows.append([
+            _load(lv.clients, lv.rate), lv.setting, str(lv.pass_no + 1), num(lv.output_tok_s), "AR" if lv.ar else num(lv.speedup, ".2f", "x"),
+            num(lv.ttft_ms_p50, ".0f", " ms"), "/".join(num(v, ".1f") for v in (lv.itl_ms_p50, lv.itl_ms_p95, lv.itl_ms_p99)),
+            num(lv.queue_ms_p50, ".0f", " ms"), num(lv.acceptance * 100 if lv.drafted > 0 else None, ".0f", "%"),
+            "/".join(str(c.get(k, 0)) for k in ("identical", "near-tie", "defect", "unjudged")),
+            num(lv.server_cpu_s, ".1f"), num(lv.server_rss_mib, ".0f"),
+        ])
+    print(text_table(header, rows, right={3, 4, 5, 7, 8, 10, 11}))
+    print("  speedup: over the same text, each request up to where it parts from its AR twin at that load;"
+          " exactness: against the same request's AR output at one client")
+    for line in result.knees.values():
+        print(f"  {line}")
+    parted = [(lv, r) for lv in result.levels for r in lv.requests if r.exact in ("defect", "near-tie", "unjudged") and r.why]
+    for lv, r in parted[:10]:
+        print(f"  {lv.setting} at {_load(lv.clients, lv.rate)}, request {r.index}: {r.exact}: {r.why}")
+    if len(parted) > 10:
+        print(f"  ... and {len(parted) - 10} more partings (--json lists every request)")
+    if not result.complete:
+        print(f"  incomplete: {result.stopped or 'stopped'}")

@@ -1,0 +1,462 @@
+"""Running a workload: one engine per setting kept up for the whole run, every level of load
+against each, every request recorded, paired with AR and judged for exactness.
+
+**Warm, as deployed.** Each setting gets one server (llama-server with ``slots`` slots, each slot
+the context the workload needs) or one loaded embedded engine (suffix memory on), started once
+and kept up across every level and pass, so what a server learns across requests
+(ngram-mod's pool, the prompt cache) shows as it would after hours of traffic. ``warmup``
+requests go to each first and count in no figure; every request's header says how many the
+server had answered before it (``LoadTag.served_before``: 0 = it met a cold server).
+
+**The order.** Levels run in the order asked, and within a level the settings one after the
+other, each family's AR first; every setting gets the same units in the same order (and, open
+loop, the same arrival times). AR at one client is always run first: it is every request's
+reference for exactness.
+
+The embedded engine serves one request at a time (it is one process's decode loop): under N
+clients its requests wait their turn, and that wait is its queue time.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import threading
+import time
+from collections.abc import Callable, Generator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import psutil
+
+from spectui import storage
+from spectui.compare.divergence import NEAR_TIE, classify
+from spectui.config import RunConfig
+from spectui.errors import SpectuiError
+from spectui.recording.output import output_top_two
+from spectui.recording.schema import BatchNoise, End, Event, Header, LoadTag, Prefill, Step
+from spectui.sessions.protocol import EngineProtocol
+from spectui.sessions.record import record_session
+from spectui.workload.clients import LevelStopped, closed_loop, open_loop
+from spectui.workload.result import (
+    DEFECT,
+    IDENTICAL,
+    NAN,
+    REFERENCE,
+    UNJUDGED,
+    LevelResult,
+    RequestOutcome,
+    WorkloadResult,
+    common_prefix,
+    fill_stats,
+    knee_line,
+    pair_speedup,
+)
+from spectui.workload.source import Workload, WorkRequest
+
+RESULT_NAME = "workload.json"
+RESULT_KIND = storage.json_kind("spectui workload result", lambda doc: isinstance(doc, dict) and "workload" in doc and "levels" in doc)
+LLAMA_SERVER, EMBEDDED, SERVER = "llama-server", "embedded", "server"
+
+
+@dataclass(frozen=True)
+class Setting:
+    label: str  # "llama-server ngram-mod", "embedded AR", ...
+    family: str  # whose AR it is compared with
+    config: RunConfig
+
+    @property
+    def ar(self) -> bool:
+        return self.config.mode == "ar"
+
+
+@dataclass(frozen=True)
+class WorkloadPlan:
+    workload: Workload
+    settings: tuple[Setting, ...]
+    clients: tuple[int, ...] = (1,)
+    rates: tuple[float, ...] = ()
+    slots: int = 0  # 0: the most clients of any level
+    warmup: int = 0
+    passes: int = 1
+    keep_sampling: bool = False  # False: every request greedy, so that exactness is judged
+    seed: int = 0
+    #: run AR at one client first, whatever the levels: every request's reference for exactness
+    reference: bool = True
+
+    def check(self) -> None:
+        """Everything that can be refused before an engine starts, in one line."""
+        if not self.settings:
+            raise SpectuiError("a workload needs at least one setting to run")
+        if any(c < 1 for c in self.clients):
+            raise SpectuiError(f"--clients {','.join(map(str, self.clients))}: each level needs 1 client or more")
+        if any(not r > 0 for r in self.rates):
+            raise SpectuiError("--rate: requests a second must be above 0")
+        if self.warmup < 0 or self.passes < 1 or self.slots < 0:
+            raise SpectuiError("--warmup must be 0 or more, --passes 1 or more, --slots 0 or more")
+        if self.warmup > len(self.workload.requests):
+            raise SpectuiError(f"--warmup {self.warmup}: the workload has {len(self.workload.requests)} requests")
+        labels = [s.label for s in self.settings]
+        if len(set(labels)) != len(labels):
+            raise SpectuiError(f"settings named twice: {', '.join(labels)}")
+
+    @property
+    def server_slots(self) -> int:
+        return self.slots or max(self.clients or (1,))
+
+    def levels(self) -> list[tuple[int, float]]:
+        """(clients, rate) per level: closed loops first, then open loops; one client first."""
+        closed = sorted(set(self.clients) | ({1} if self.reference else set()))
+        return [(c, 0.0) for c in closed] + [(0, r) for r in self.rates]
+
+
+@dataclass
+class _Live:
+    """A setting's engine, kept up for the whole workload."""
+
+    setting: Setting
+    engine: EngineProtocol
+    server_pid: int | None  # whose CPU and memory are the server's (None: this process)
+    alive: Callable[[], str]  # "" while it serves, else why not
+    served: int = 0
+    lock: threading.Lock | None = None  # the embedded engine: one request at a time
+
+
+#: ``on_progress(done, total, what)``
+Progress = Callable[[int, int, str], object]
+#: opens a setting's engine: (setting, slots, log beside) -> (engine, server pid, liveness)
+Opener = Callable[[Setting, int, Path], tuple[EngineProtocol, int | None, Callable[[], str]]]
+
+
+def request_config(base: RunConfig, r: WorkRequest, workload: str, keep_sampling: bool) -> RunConfig:
+    """The configuration one request runs with: the setting's, with the request's text."""
+    sampling = r.sampling if keep_sampling and r.sampling is not None else base.sampling
+    return msgspec.structs.replace(
+        base, prompt=r.prompt, system=r.system, history=r.history, chat=r.chat, max_tokens=r.max_tokens, sampling=sampling,
+        prompt_name=f"{workload}#{r.index}", prompt_tier="workload", prompt_check="", conversation="",
+    )
+
+
+class _Tagged:
+    """An engine whose sessions' headers carry the request's ``LoadTag`` (the rest is the
+    engine's own)."""
+
+    def __init__(self, engine: EngineProtocol, tag: LoadTag) -> None:
+        self.engine, self.tag = engine, tag
+        self.config = engine.config
+
+    def run(self, config: RunConfig | None = None, *, stop: threading.Event | None = None) -> Generator[Event, None, None]:
+        events = self.engine.run(config, stop=stop)
+        try:
+            header = next(events)
+            assert type(header) is Header
+            yield msgspec.structs.replace(header, load=self.tag)
+            yield from events
+        finally:
+            events.close()
+
+    def check(self, config: RunConfig) -> None:
+        self.engine.check(config)
+
+    def fits(self, config: RunConfig) -> bool:
+        return self.engine.fits(config)
+
+    def calibrate(self, config: RunConfig, *, before: Callable[[], object] | None = None) -> BatchNoise | None:
+        return self.engine.calibrate(config, before=before)
+
+    def close(self) -> None:
+        """The engine outlives the request: the workload closes it."""
+
+    def __enter__(self) -> _Tagged:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def outcome_of(events: list[Event], r: WorkRequest, tag: LoadTag, recording: str) -> RequestOutcome:
+    out = RequestOutcome(index=r.index, pass_no=tag.pass_no, client=tag.client, recording=recording, queue_ms=tag.queue_ms)
+    prefill: Prefill | None = None
+    drafted = accepted = 0
+    for ev in events:
+        if type(ev) is Prefill:
+            prefill = ev
+        elif type(ev) is Step:
+            out.tokens += ev.tokens
+            out.token_ms += [t / 1000 for t in ev.t_us]
+            drafted, accepted = drafted + max(ev.drafted, 0), accepted + max(ev.accepted, 0)
+        elif type(ev) is End:
+            out.reason, out.error = ev.reason, ev.error
+            if ev.server is not None:
+                drafted, accepted = ev.server.drafted, ev.server.accepted
+    out.n_tokens = len(out.tokens)
+    out.drafted, out.accepted = drafted, accepted
+    if out.token_ms:
+        out.ttft_ms, out.latency_ms = out.token_ms[0], out.token_ms[-1]
+        span_s = (out.token_ms[-1] - out.token_ms[0]) / 1000
+        out.decode_tok_s = (out.n_tokens - 1) / span_s if out.n_tokens > 1 and span_s > 0 else NAN
+        if prefill is not None and "llama-server" in prefill.source and not tag.queue_ms:
+            # the server's own prompt time out of the client's wait: what is left is the queue
+            out.queue_ms = max(0.0, out.ttft_ms - prefill.us / 1000)
+    return out
+
+
+class WorkloadRun:
+    """One workload over its settings and levels, into ``folder``."""
+
+    def __init__(self, plan: WorkloadPlan, folder: Path, opener: Opener, *, stop: threading.Event | None = None,
+                 on_progress: Progress | None = None, noise: Callable[[Setting, int], BatchNoise | None] | None = None) -> None:
+        plan.check()
+        self.plan, self.folder, self.opener = plan, folder, opener
+        self.stop = stop or threading.Event()
+        self.on_progress = on_progress or (lambda *_: None)
+        self.noise_for = noise or (lambda *_: None)
+        self.noises: dict[str, BatchNoise | None] = {}
+        self.result = WorkloadResult(
+            workload=plan.workload.name, path=plan.workload.path, n_requests=len(plan.workload.requests),
+            settings=[s.label for s in plan.settings], clients=[c for c, _ in plan.levels() if c], rates=list(plan.rates),
+            slots=plan.server_slots, warmup=plan.warmup, passes=plan.passes,
+            sampling="as each request says" if plan.keep_sampling else "greedy (the file's sampling fields set aside)",
+            started_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        )
+        #: every request's reference (AR at one client, first pass): tokens and top-two facts
+        self.reference: dict[tuple[str, int], tuple[list[int], list[Any], int]] = {}
+        self._done = 0
+        self._total = len(plan.levels()) * len(plan.settings) * plan.passes * len(plan.workload.requests)
+
+    def __call__(self) -> WorkloadResult:
+        storage.prepare_dir(self.folder)
+        live: dict[str, _Live] = {}
+        try:
+            for setting in self._ordered():
+                if self.stop.is_set():
+                    break
+                self.on_progress(self._done, self._total, f"starting {setting.label}")
+                live[setting.label] = self._open(setting)
+                self._warm_up(live[setting.label])
+            for clients, rate in self.plan.levels():
+                for setting in self._ordered():
+                    for pass_no in range(self.plan.passes):
+                        if self.stop.is_set():
+                            break
+                        level = self._level(live[setting.label], clients, rate, pass_no)
+                        self.result.levels.append(level)
+                        self._save()
+                        if level.stopped:
+                            self.result.stopped = level.stopped
+                            self.stop.set()
+            self._pair()
+            self.result.complete = not self.stop.is_set() and not self.result.stopped
+            if self.stop.is_set() and not self.result.stopped:
+                self.result.stopped = "interrupted"
+        finally:
+            for one in live.values():
+                one.engine.close()
+            self._pair()
+            self._save()
+        return self.result
+
+    def _ordered(self) -> list[Setting]:
+        """Each family's AR first: the references exist before anything is judged."""
+        return sorted(self.plan.settings, key=lambda s: (s.family, not s.ar))
+
+    def _open(self, setting: Setting) -> _Live:
+        engine, pid, alive = self.opener(setting, self.plan.server_slots, self.folder / _slug(setting.label))
+        one = _Live(setting, engine, pid, alive, lock=threading.Lock() if setting.family == EMBEDDED else None)
+        if setting.config.sampling.greedy and setting.family not in self.noises:
+            reach = max(len(r.prompt) // 2 + sum(len(m.content) for m in r.history) // 2 + r.max_tokens for r in self.plan.workload.requests)
+            self.noises[setting.family] = self.noise_for(setting, reach)
+        return one
+
+    def _warm_up(self, one: _Live) -> None:
+        for r in self.plan.workload.requests[: self.plan.warmup]:
+            tag = self._tag(one, r, 1, 0.0, 0, 0, warmup=True)
+            self._record(one, r, tag, self.folder / _slug(one.setting.label) / "warmup" / f"{r.index:04d}.spectui")
+
+    def _tag(self, one: _Live, r: WorkRequest, clients: int, rate: float, pass_no: int, client: int, *, warmup: bool = False,
+             queue_ms: float = 0.0) -> LoadTag:
+        return LoadTag(workload=self.plan.workload.name, index=r.index, conversation=r.conversation, turn=r.turn,
+                       setting=one.setting.label, clients=clients, rate=rate, slots=self.plan.server_slots, client=client,
+                       pass_no=pass_no, warmup=warmup, served_before=one.served, queue_ms=queue_ms)
+
+    def _record(self, one: _Live, r: WorkRequest, tag: LoadTag, path: Path) -> list[Event]:
+        config = request_config(one.setting.config, r, self.plan.workload.name, self.plan.keep_sampling)
+        waited = time.perf_counter()
+        with one.lock or _nothing():
+            if one.lock is not None:  # the embedded engine's queue: this request's wait for it
+                tag = msgspec.structs.replace(tag, queue_ms=tag.queue_ms + (time.perf_counter() - waited) * 1000)
+            events = list(record_session(_Tagged(one.engine, tag), config, path, stop=self.stop))
+        one.served += 1
+        end = events[-1] if events else None
+        if type(end) is End and end.reason == "error":
+            why = one.alive()
+            if why:
+                raise LevelStopped(f"{one.setting.label}: {why} (request {r.index}: {end.error})")
+        return events
+
+    def _level(self, one: _Live, clients: int, rate: float, pass_no: int) -> LevelResult:
+        s = one.setting
+        level = LevelResult(setting=s.label, family=s.family, ar=s.ar, clients=clients, rate=rate, slots=self.plan.server_slots,
+                            pass_no=pass_no)
+        sub = self.folder / _slug(s.label) / (f"c{clients}" if clients else f"r{rate:g}") / f"pass{pass_no}"
+        counters = self._counters(one)
+        cpu0, client0 = _cpu(one.server_pid), time.process_time()
+
+        def send(r: WorkRequest, client: int, queue_ms: float) -> RequestOutcome:
+            tag = self._tag(one, r, clients, rate, pass_no, client, queue_ms=queue_ms)
+            path = sub / f"{r.index:04d}.spectui"
+            events = self._record(one, r, tag, path)
+            out = outcome_of(events, r, tag, str(path.relative_to(self.folder)))
+            self._judge(s, out, events, clients == 1 and rate == 0 and pass_no == 0)
+            self._done += 1
+            self.on_progress(self._done, self._total, f"{s.label}, {_load(clients, rate)}: request {r.index}")
+            return out
+
+        units = self.plan.workload.units()
+        if clients:
+            outcomes, level.wall_s, level.stopped = closed_loop(units, clients, send, self.stop)
+        else:
+            outcomes, level.wall_s, level.stopped = open_loop(units, rate, send, self.stop, seed=self.plan.seed)
+        level.requests = sorted(outcomes, key=lambda o: o.index)
+        level.client_cpu_s = time.process_time() - client0
+        cpu1 = _cpu(one.server_pid)
+        if cpu0 is not None and cpu1 is not None:
+            level.server_cpu_s = cpu1 - cpu0
+        level.server_rss_mib = _rss_mib(one.server_pid)
+        self._acceptance(one, counters, level)
+        fill_stats(level)
+        return level
+
+    def _judge(self, s: Setting, out: RequestOutcome, events: list[Event], is_reference_level: bool) -> None:
+        """Against the same request's AR output at one client (the reference)."""
+        if not s.config.sampling.greedy:
+            out.why = "sampled: judged by distribution, not token by token"
+            return
+        key = (s.family, out.index)
+        top = output_top_two(events)
+        end = events[-1] if events else None
+        n_prompt = end.server.prompt_tokens if type(end) is End and end.server is not None and end.server.prompt_tokens > 0 else 0
+        if key not in self.reference:
+            if s.ar and is_reference_level:
+                self.reference[key] = (out.tokens, top, n_prompt)
+                out.exact = REFERENCE
+            return
+        ref, ref_top, ref_prompt = self.reference[key]
+        n = common_prefix(out.tokens, ref)
+        if n == len(out.tokens) == len(ref):
+            out.exact = IDENTICAL
+            return
+        out.parted_at = n
+        if n == min(len(out.tokens), len(ref)):
+            out.exact, out.why = DEFECT, f"ends at token {len(out.tokens)} where the reference has {len(ref)}"
+            if out.reason in ("error", "interrupted"):
+                out.exact, out.why = UNJUDGED, f"ended early ({out.reason})"
+            return
+        cause = classify(index=n, baseline=(ref[n], ref_top[n] if n < len(ref_top) else None),
+                         candidate=(out.tokens[n], top[n] if n < len(top) else None),
+                         prompt_tokens=max(n_prompt, ref_prompt), noises=[self.noises.get(s.family)])
+        out.exact = NEAR_TIE if cause.verdict == NEAR_TIE else (UNJUDGED if cause.verdict == "unclassified" else DEFECT)
+        out.why = f"parts at token {n}: {cause.reason}"
+
+    def _counters(self, one: _Live) -> dict[str, float]:
+        reader = getattr(one.engine, "metrics_reading", None)
+        return reader() if reader is not None else {}
+
+    def _acceptance(self, one: _Live, before: dict[str, float], level: LevelResult) -> None:
+        if not before:
+            return
+        after = self._counters(one)
+        delta = {k: after[k] - before.get(k, 0.0) for k in after}
+        drafted = next((v for k, v in delta.items() if k.endswith("num_draft_tokens_total")), None)
+        accepted = next((v for k, v in delta.items() if k.endswith("num_accepted_tokens_total")), None)
+        if drafted is None or accepted is None:
+            return
+        level.drafted, level.accepted = int(drafted), int(accepted)
+        level.acceptance_source = "the server's /metrics counters, their change across the level"
+        per = {}
+        for k, v in delta.items():
+            if "accepted_tokens_per_pos_total" in k and 'position="' in k:
+                pos = k.split('position="', 1)[1].split('"', 1)[0]
+                if pos.isdigit() and int(pos) < 256:
+                    per[int(pos)] = v
+        drafts = next((v for k, v in delta.items() if k.endswith("num_drafts_total")), 0.0)
+        if per and drafts > 0:
+            level.per_position = [per.get(i, 0.0) / drafts for i in range(max(per) + 1)]
+
+    def _pair(self) -> None:
+        """Speedups against each family's AR at the same level and pass, and the knees."""
+        levels = self.result.levels
+        for lv in levels:
+            if lv.ar:
+                continue
+            at = (lv.clients, lv.rate, lv.pass_no)
+            twin = next((t for t in levels if t.ar and t.family == lv.family and (t.clients, t.rate, t.pass_no) == at), None)
+            if twin is not None:
+                pair_speedup(lv, twin)
+        self.result.knees = {}
+        for s in self.plan.settings:
+            if s.ar:
+                continue
+            closed = [(str(lv.clients), lv.speedup) for lv in levels if lv.setting == s.label and lv.clients and lv.pass_no == self.plan.passes - 1]
+            if closed:
+                self.result.knees[s.label] = knee_line(s.label, closed)
+            rates = [(f"{lv.rate:g}/s", lv.speedup) for lv in levels if lv.setting == s.label and lv.rate and lv.pass_no == self.plan.passes - 1]
+            if rates:
+                self.result.knees[f"{s.label} (open loop)"] = knee_line(s.label, rates, unit="request rate")
+
+    def _save(self) -> None:
+        storage.write_atomic(self.folder / RESULT_NAME, msgspec.json.encode(self.result), RESULT_KIND)
+
+
+class _nothing:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def _load(clients: int, rate: float) -> str:
+    return f"{clients} client{'s' if clients != 1 else ''}" if clients else f"{rate:g} requests/s"
+
+
+def _slug(label: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "-" for c in label).strip("-") or "setting"
+
+
+def _procs(pid: int) -> Iterator[psutil.Process]:
+    try:
+        proc = psutil.Process(pid)
+        yield proc
+        yield from proc.children(recursive=True)
+    except psutil.Error:
+        return
+
+
+def _cpu(pid: int | None) -> float | None:
+    if pid is None:
+        return None
+    try:
+        return sum(sum(p.cpu_times()[:2]) for p in _procs(pid))
+    except psutil.Error:
+        return None
+
+
+def _rss_mib(pid: int | None) -> float:
+    try:
+        return sum(p.memory_info().rss for p in _procs(pid)) / (1 << 20) if pid is not None else NAN
+    except psutil.Error:
+        return NAN
+
+
+def load_result(folder: str | os.PathLike[str]) -> WorkloadResult:
+    path = Path(folder) / RESULT_NAME if Path(folder).is_dir() else Path(folder)
+    try:
+        return msgspec.json.decode(path.read_bytes(), type=WorkloadResult)
+    except OSError as exc:
+        raise SpectuiError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    except (msgspec.DecodeError, RecursionError) as exc:
+        raise SpectuiError(f"{path}: not a workload result ({exc})") from None
+
