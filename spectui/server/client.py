@@ -44,6 +44,10 @@ MAX_LINE_BYTES = 1 << 20
 #: A GET's body: the largest answer spectui reads (a busy vLLM's ``/metrics`` is some hundred
 #: kilobytes, ``/props`` and ``/slots`` less); a larger one is refused, not cut and parsed.
 MAX_BODY_BYTES = 1 << 20
+#: A deadline falls this long after the socket timeout it goes with: a server that sends
+#: nothing at all is the socket timeout's to report (it says what happened), the deadline is
+#: for one that sends too slowly.
+DEADLINE_GRACE_S = 0.5
 #: The longest a completion may stream. Each line has the read timeout already; this ends a
 #: server that keeps a stream open forever with keepalive comments. Generous: a run of many
 #: thousand tokens on a slow CPU takes an hour or two.
@@ -317,7 +321,7 @@ class ServerClient:
         body, so a server that trickles bytes is cut off there) and at most ``MAX_BODY_BYTES``;
         ``ServerError`` otherwise."""
         timeout_s = self.probe_timeout_s if timeout_s is None else timeout_s
-        deadline = _Deadline(timeout_s)
+        deadline = _Deadline(timeout_s + DEADLINE_GRACE_S)
         try:
             conn = self._connect(timeout_s, deadline)
             try:
@@ -328,10 +332,10 @@ class ServerClient:
                 try:
                     raw = resp.read(MAX_BODY_BYTES + 1)
                 except (TimeoutError, http.client.HTTPException, OSError) as exc:
-                    why = f"not all of it came within {timeout_s:g} s" if deadline.expired else _os_error(exc)
+                    why = f"not all of it came within {deadline.seconds:g} s" if deadline.expired else _os_error(exc)
                     raise ServerError(f"GET {path}: reading the answer failed: {why}") from None
                 if deadline.expired:  # cut short by the deadline: not an answer to parse
-                    raise ServerError(f"GET {path}: reading the answer failed: not all of it came within {timeout_s:g} s")
+                    raise ServerError(f"GET {path}: reading the answer failed: not all of it came within {deadline.seconds:g} s")
                 if len(raw) > MAX_BODY_BYTES:
                     raise ServerError(too_large)
                 headers = {k.lower(): v for k, v in resp.getheaders()}
@@ -354,7 +358,7 @@ class ServerClient:
         timeout (a silence, a line not whole within the read timeout, or a stream longer than
         ``total_s``), or a connection lost or broken mid-stream.
         """
-        deadline = _Deadline(self.read_timeout_s, total_s)
+        deadline = _Deadline(self.read_timeout_s + DEADLINE_GRACE_S, total_s)
         try:
             yield from self._stream(path, body, deadline)
         finally:
@@ -402,7 +406,7 @@ class ServerClient:
         if deadline.total_passed:
             return ServerError(f"timed out: the stream went on for more than {deadline.total_s:g} s; spectui stopped reading it")
         return ServerError(
-            f"timed out: no whole line from the server within {self.read_timeout_s:g} s (it sends bytes too slowly to read)"
+            f"timed out: no whole line from the server within {deadline.seconds:g} s (it sends bytes too slowly to read)"
         )
 
 
