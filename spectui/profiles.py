@@ -104,6 +104,7 @@ SENSITIVE: Mapping[str, str] = {
     "llama-server": "names a program spectui runs",
     "sdist": "names a source package spectui builds, running its build scripts",
     "server": "names a server spectui sends your prompts to",
+    "ar-server": "names a server spectui sends your prompts to",
     "api-key-env": "names the environment variable whose value spectui sends to a server as its API key",
     "host": "names a machine spectui runs on over SSH with your keys, sending your prompts there",
     "hosts": "names machines spectui runs on over SSH with your keys, sending your prompts there",
@@ -230,11 +231,21 @@ def _nearest(word: str, known: Iterable[str]) -> str:
     match = difflib.get_close_matches(word, known, n=1, cutoff=0.6) or difflib.get_close_matches(
         word.replace("_", "-"), known, n=1, cutoff=0.6
     )
-    return f" (did you mean '{match[0]}'?)" if match else ""
+    return f" (did you mean {_quoted(match[0])}?)" if match else ""
 
 
 def _table_name(keys: Sequence[str]) -> str:
     return "[" + ".".join(k if re.fullmatch(r"[A-Za-z0-9_-]+", k) else json.dumps(k) for k in keys) + "]"
+
+
+def shown(word: str) -> str:
+    """A name from a file or the environment as a message shows it: as it is, or escaped when
+    it holds a character that would break the one line (a newline, a control character)."""
+    return word if word.isprintable() else json.dumps(word)
+
+
+def _quoted(word: str) -> str:
+    return f"'{word}'" if word.isprintable() else json.dumps(word)
 
 
 class Profiles:
@@ -264,14 +275,16 @@ class Profiles:
                 if not isinstance(value, dict) and name in self._all_options:
                     raise SpectuiError(f"{f.where(name)}: '{name}' is outside any table: put it under [defaults] or [profile.NAME]")
                 raise SpectuiError(
-                    f"{f.where(name)}: unknown table [{name}]{_nearest(name, _TABLES)}: a config file holds [defaults] and [profile.NAME]"
+                    f"{f.where(name)}: unknown table {_table_name((name,))}{_nearest(name, _TABLES)}:"
+                    " a config file holds [defaults] and [profile.NAME]"
                 )
             if not isinstance(value, dict):
                 raise SpectuiError(f"{f.where(name)}: '{name}' must be a table ([{name}])")
         self._check_settings(f, ("defaults",), f.data.get("defaults", {}))
         for profile, table in f.data.get("profile", {}).items():
             if not isinstance(table, dict):
-                raise SpectuiError(f"{f.where('profile', profile)}: profile.{profile} must be a table: [profile.{profile}] with the options below it")
+                table_name = _table_name(("profile", profile))
+                raise SpectuiError(f"{f.where('profile', profile)}: {table_name[1:-1]} must be a table: {table_name} with the options below it")
             self._check_settings(f, ("profile", profile), table)
 
     def _check_settings(self, f: ConfigFile, at: tuple[str, ...], table: dict) -> None:
@@ -297,7 +310,7 @@ class Profiles:
     @staticmethod
     def _unknown(f: ConfigFile, at: tuple[str, ...], key: str, known: Collection[str], why: str) -> None:
         near = _nearest(key, known)
-        raise SpectuiError(f"{f.where(*at)}: unknown key '{key}' in {_table_name(at[:-1])}" + (near or f": {why.format(key=key)}"))
+        raise SpectuiError(f"{f.where(*at)}: unknown key {_quoted(key)} in {_table_name(at[:-1])}" + (near or f": {why.format(key=shown(key))}"))
 
     # -- what a command gets ---------------------------------------------------------------
 
@@ -309,10 +322,10 @@ class Profiles:
         """Refuse a profile no file defines, listing those that do."""
         if name in self.names():
             return
-        said = f"--profile {name}" if origin == FLAG else f"{PROFILE_ENV}={name}"
+        said = f"--profile {shown(name)}" if origin == FLAG else f"{PROFILE_ENV}={shown(name)}"
         if not self.files:
             raise SpectuiError(f"{said}: no such profile: no config file was found (spectui config path says where they are looked for)")
-        defined = ", ".join(self.names()) or "none"
+        defined = ", ".join(map(shown, self.names())) or "none"
         raise SpectuiError(
             f"{said}: no such profile{_nearest(name, self.names())}; profiles defined: {defined}"
             f" (in {', '.join(str(f.path) for f in self.files)})"

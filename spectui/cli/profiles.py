@@ -47,6 +47,7 @@ from spectui.profiles import (
     read_config,
     sensitive_keys,
     show_value,
+    shown,
     toml_value,
 )
 from spectui.recording.schema import Provenance, SettingOrigin
@@ -290,8 +291,8 @@ def load_profiles(
 def _checked_value(leaf: argparse.ArgumentParser, action: argparse.Action, setting: Setting) -> object:
     try:
         return option_value(leaf, action, setting.value, leaf.get_default(action.dest))
-    except ValueError as exc:
-        raise SpectuiError(f"{setting.origin}: {setting.key} = {toml_value(setting.value)}: {exc}") from None
+    except ValueError as exc:  # an option's type may echo the value as it is: a newline in it stays escaped
+        raise SpectuiError(f"{setting.origin}: {setting.key} = {toml_value(setting.value)}: {shown(str(exc))}") from None
 
 
 def _given(parser: argparse.ArgumentParser, leaf: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
