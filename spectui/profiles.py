@@ -112,6 +112,7 @@ SENSITIVE: Mapping[str, str] = {
     "otel-file": "names a file spectui writes the session's telemetry to, with modes others may read",
 }
 
+
 def project_folders(start: Path, home: Path | None) -> list[Path]:
     """The folders a project file is looked for in, nearest first: ``start`` and the folders
     above it, up to and including the first that is a repository's root (holds ``.git``) or
