@@ -9,6 +9,7 @@ the output format. OpenTelemetry is imported only when something is exported.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from typing import TYPE_CHECKING
@@ -75,8 +76,15 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     defaults = GateThresholds()
     gate = sub.add_parser("gate", help="pass/fail for production: speedup, p95 ITL, acceptance, TTFT, outputs, and the machine envelope")
-    gate.add_argument("--baseline", nargs="+", required=True, metavar="FILE", help="baseline recordings (usually AR)")
-    gate.add_argument("--candidate", nargs="+", required=True, metavar="FILE", help="candidate recordings (usually speculative)")
+    gate.add_argument("--baseline", nargs="+", metavar="FILE", help="baseline recordings (usually AR)")
+    gate.add_argument("--candidate", nargs="+", metavar="FILE", help="candidate recordings (usually speculative)")
+    gate.add_argument("--workload", metavar="DIR", default=None,
+                      help="instead of recordings: a spectui workload folder, judged for --setting at --clients (or --rate):"
+                           " its speedup over the same text (--min-speedup) and requests judged a defect (--max-defects)")
+    gate.add_argument("--setting", default="", help="with --workload: the setting judged (e.g. ngram-mod)")
+    gate.add_argument("--clients", type=int, default=1, help="with --workload: the level judged (default 1)")
+    gate.add_argument("--rate", type=float, default=0.0, help="with --workload: an open-loop level judged instead")
+    gate.add_argument("--max-defects", type=int, default=0, help="with --workload: requests judged a defect allowed (default 0)")
     for field, kind, text in GATE_KNOBS:
         default = getattr(defaults, field)
         gate.add_argument(
@@ -220,8 +228,29 @@ def cmd_gate(args: argparse.Namespace) -> int:
         **{field: getattr(args, dest) for dest, field in GATE_ENVELOPE.items()},
     )
     t.validate()  # before reading files: a typo in a threshold is the cheaper error to report
+    if args.workload is not None:
+        return gate_workload_folder(args)
+    if not args.baseline or not args.candidate:
+        raise SpectuiError("gate needs --baseline FILE... and --candidate FILE... (or --workload DIR)")
     verdict = gate(read_recordings(args.baseline), read_recordings(args.candidate), t)
     print(msgspec.json.encode(verdict).decode() if args.json else format_verdict_text(verdict))
+    return 0 if verdict.passed else 1
+
+
+def gate_workload_folder(args: argparse.Namespace) -> int:
+    from spectui.workload.gate import gate_workload
+    from spectui.workload.run import load_result
+
+    if args.baseline or args.candidate:
+        raise SpectuiError("--workload judges a workload folder: leave out --baseline and --candidate")
+    if not args.setting:
+        raise SpectuiError("--workload needs --setting (the one judged, e.g. ngram-mod)")
+    verdict = gate_workload(load_result(args.workload), setting=args.setting, clients=0 if args.rate else args.clients, rate=args.rate,
+                            min_speedup=args.min_speedup, max_defects=args.max_defects)
+    if args.json:
+        print(json.dumps({"passed": verdict.passed, "checks": verdict.lines}))
+    else:
+        print("\n".join([f"gate: {'PASS' if verdict.passed else 'FAIL'} ({args.setting}, workload {args.workload})", *verdict.lines]))
     return 0 if verdict.passed else 1
 
 

@@ -24,6 +24,7 @@ from spectui.errors import SpectuiError
 from spectui.format import num, text_table
 
 if TYPE_CHECKING:
+    from spectui.config import RunConfig
     from spectui.workload.result import WorkloadResult
     from spectui.workload.run import Setting
 
@@ -78,15 +79,15 @@ def settings_from(args: argparse.Namespace) -> list[Setting]:
     server (with ``--ar-server``, beside its AR)."""
     from spectui.workload.run import EMBEDDED, LLAMA_SERVER, SERVER, Setting
 
-    def config(**changes: object) -> object:
+    def config(**changes: object) -> RunConfig:
         ns = argparse.Namespace(**{**vars(args), "prompt": "(each request's own)", "prompt_name": None, "prompt_file": None,
                                    "max_tokens": args.max_tokens or 128, **changes})
         return config_from_args(ns)
 
     if args.server:
-        served = [Setting(f"server {args.server}", SERVER, config(mode=args.mode or "spec"))]  # type: ignore[arg-type]
+        served = [Setting(f"server {args.server}", SERVER, config(mode=args.mode or "spec"))]
         if args.ar_server:
-            served.append(Setting("server AR", SERVER, config(server=args.ar_server, mode="ar")))  # type: ignore[arg-type]
+            served.append(Setting("server AR", SERVER, config(server=args.ar_server, mode="ar")))
         return served
     if args.ar_server:
         raise SpectuiError("--ar-server pairs with --server URL")
@@ -95,7 +96,7 @@ def settings_from(args: argparse.Namespace) -> list[Setting]:
     families: list[str] = []
     for d in drafts:
         if d == "defaults":  # spectui's own defaults on the embedded engine, as `spectui run` has them
-            out.append(Setting(f"{EMBEDDED} defaults", EMBEDDED, config(draft=None, runtime=None, mode="spec")))  # type: ignore[arg-type]
+            out.append(Setting(f"{EMBEDDED} defaults", EMBEDDED, config(draft=None, runtime=None, mode="spec")))
             families += [EMBEDDED] if EMBEDDED not in families else []
             continue
         on_runtime = d.startswith(RUNTIME_PREFIX) or args.runtime == LLAMA_SERVER
@@ -103,12 +104,12 @@ def settings_from(args: argparse.Namespace) -> list[Setting]:
         if on_runtime and not d.startswith(RUNTIME_PREFIX):
             raise SpectuiError(f"--draft {d}: with --runtime llama-server, name its methods (runtime:ngram-mod, ...)")
         label = f"{family} {d.removeprefix(RUNTIME_PREFIX)}"
-        out.append(Setting(label, family, config(draft=d, runtime=LLAMA_SERVER if on_runtime else None, mode="spec")))  # type: ignore[arg-type]
+        out.append(Setting(label, family, config(draft=d, runtime=LLAMA_SERVER if on_runtime else None, mode="spec")))
         if family not in families:
             families.append(family)
     for family in families:
         ar_args = {"draft": DEFAULT_DRAFT, "runtime": LLAMA_SERVER} if family == LLAMA_SERVER else {"draft": None, "runtime": None}
-        out.insert(0, Setting(f"{family} AR", family, config(mode="ar", **ar_args)))  # type: ignore[arg-type]
+        out.insert(0, Setting(f"{family} AR", family, config(mode="ar", **ar_args)))
     return out
 
 

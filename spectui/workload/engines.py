@@ -38,7 +38,7 @@ class _Served:
         self._close = close
         self.config = inner.config
 
-    def run(self, config: RunConfig, *, stop: threading.Event | None = None, memory_interval_s: float | None = None) -> Generator[Event, None, None]:
+    def run(self, config: RunConfig | None = None, *, stop: threading.Event | None = None) -> Generator[Event, None, None]:
         return self.engine.run(config, stop=stop)
 
     def metrics_reading(self) -> dict[str, float]:
@@ -55,6 +55,12 @@ class _Served:
 
     def close(self) -> None:
         self._close()
+
+    def __enter__(self) -> _Served:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def open_setting(setting: Setting, slots: int, folder: Path) -> tuple[EngineProtocol, int | None, Callable[[], str]]:
@@ -80,7 +86,7 @@ def open_setting(setting: Setting, slots: int, folder: Path) -> tuple[EngineProt
         except BaseException:
             runtime.close()
             raise
-        return served, server.pid, alive  # type: ignore[return-value]
+        return served, server.pid, alive
     inner = ServerEngine.load(config)
     client = inner.client
 
@@ -90,7 +96,7 @@ def open_setting(setting: Setting, slots: int, folder: Path) -> tuple[EngineProt
         except Exception as exc:  # noqa: BLE001 - any failure to reach it is the answer
             return f"the server no longer answers ({exc})"
 
-    return _Served(inner), None, reachable  # type: ignore[return-value]
+    return _Served(inner), None, reachable
 
 
 def embedded_noise(setting: Setting, reach: int) -> BatchNoise | None:

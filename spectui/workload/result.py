@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import cast
 
 import msgspec
 import numpy as np
@@ -200,7 +201,7 @@ def to_json(result: WorkloadResult) -> dict[str, object]:
         levels.append(_finite(d))
     out = {k: v for k, v in msgspec.to_builtins(result).items() if k != "levels"}
     out["levels"] = levels
-    return _finite(out)  # type: ignore[return-value]
+    return cast(dict[str, object], _finite(out))
 
 
 def _finite(obj: object) -> object:

@@ -182,8 +182,8 @@ def _request(req: _Request, index: int, where: str, default_max_tokens: int, out
     conv = outer.conversation if outer.conversation is not None else req.conversation
     conversation = "" if conv is None else str(conv)
     turn = outer.turn if outer.turn is not None else req.turn
-    common = {"index": index, "where": where, "max_tokens": max_tokens, "sampling": sampling, "conversation": conversation,
-              "turn": -1 if turn is None else turn}
+    common = WorkRequest(index=index, where=where, prompt="", max_tokens=max_tokens, sampling=sampling, conversation=conversation,
+                         turn=-1 if turn is None else turn)
     if (req.messages is None) == (req.prompt is None):
         raise SpectuiError(f"{where}: a request needs either messages (chat) or prompt (completions)")
     if req.prompt is not None:
@@ -196,7 +196,7 @@ def _request(req: _Request, index: int, where: str, default_max_tokens: int, out
         _check_size(text, where)
         if not text.strip():
             raise SpectuiError(f"{where}: an empty prompt")
-        return WorkRequest(prompt=text, chat=False, **common)  # type: ignore[arg-type]
+        return replace(common, prompt=text, chat=False)
     assert req.messages is not None
     if not req.messages or len(req.messages) > MAX_MESSAGES:
         raise SpectuiError(f"{where}: {len(req.messages)} messages: a request holds 1 to {MAX_MESSAGES}")
@@ -214,7 +214,7 @@ def _request(req: _Request, index: int, where: str, default_max_tokens: int, out
     if any(role == "system" for role, _ in said):
         raise SpectuiError(f"{where}: a system message after the first")
     history = tuple(ChatMessage("user" if role == "user" else "assistant", text) for role, text in said[:-1])
-    return WorkRequest(prompt=said[-1][1], system=system, history=history, **common)  # type: ignore[arg-type]
+    return replace(common, prompt=said[-1][1], system=system, history=history)
 
 
 def _check_size(text: str, where: str) -> None:
