@@ -50,7 +50,7 @@ from spectui.paths import cache_dir
 from spectui.runtime.archive import UnsafeMember, extract_data
 from spectui.runtime.cmake import BuildError, ProgressFn, cmake_build, run_logged
 from spectui.runtime.leftovers import remove_leftovers
-from spectui.runtime.linked import NotLinkable, build_linked, installed_libraries, shared_flags
+from spectui.runtime.linked import NotLinkable, build_linked, installed_libraries, refresh_libraries, shared_flags
 from spectui.runtime.ownership import require_owned
 
 SERVER = "llama-server"
@@ -174,6 +174,8 @@ def built_server(version: str | None = None, *, cache: Path | None = None) -> Se
     # run only while it is the user's alone: someone who could write it could run code as them
     require_owned([build.parent, build, binary.parent, *sorted(binary.parent.iterdir())], "the cached llama-server build",
                   f"remove {build} and run `spectui runtime build`", error=BuildError)
+    if record.get("links") == LINKED and (libraries := installed_libraries()) is not None:
+        refresh_libraries(binary.parent, libraries)
     version_said, commit = str(record.get("version", "")), str(record.get("commit", ""))
     if not version_said:  # a record written before this version of spectui read the new format
         version_said, commit = probe_version(str(binary))[0], commit or probe_version(str(binary))[1]

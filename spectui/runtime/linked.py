@@ -148,6 +148,22 @@ def _objects(build: Path, targets: Sequence[str]) -> list[int]:
     return [max(1, sum(f"CMakeFiles/{t}.dir/" in o for o in outputs)) for t in targets]
 
 
+def refresh_libraries(bin_dir: Path, libraries: Path) -> list[str]:
+    """Copy again every installed library whose copy beside a linked llama-server differs from
+    it: llama-cpp-python reinstalled at the same version (rebuilt with other compiler flags,
+    say) leaves the build record as it was, and the old copies would run instead of the
+    libraries the embedded engine loads. Returns the names copied again."""
+    copied = []
+    for lib in sorted(libraries.iterdir()):
+        if not _LIBRARY_FILE.match(lib.name) or lib.is_symlink():
+            continue
+        copy = bin_dir / lib.name
+        if not copy.is_file() or copy.stat().st_size != lib.stat().st_size or copy.read_bytes() != lib.read_bytes():
+            shutil.copy2(lib, copy, follow_symlinks=False)
+            copied.append(lib.name)
+    return copied
+
+
 def build_linked(source: Path, build: Path, flags: Sequence[str], target: str, libraries: Path, *,
                  progress: ProgressFn | None = None, jobs: int | None = None) -> LinkPlan:
     """Configure ``source`` with shared libraries, copy ``libraries`` into ``build/bin`` and

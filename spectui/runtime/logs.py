@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import os
 from pathlib import Path
@@ -46,10 +45,8 @@ def log_file(log_path: str | os.PathLike[str] | None, recording: str | os.PathLi
 
 
 def prune_logs(folder: Path, name: str) -> None:
-    logs = sorted(folder.glob(f"{name}-*.log"), key=lambda p: p.stat().st_mtime)
-    for old in logs[:-KEEP_LOGS]:
-        with contextlib.suppress(OSError):
-            old.unlink()
+    """The newest ``KEEP_LOGS`` kept; a log another spectui removed meanwhile is no failure."""
+    storage.prune_oldest(folder, f"{name}-*.log", KEEP_LOGS)
 
 
 def read_tail(path: Path, n: int = 16384) -> str:
