@@ -95,7 +95,11 @@ class SpectuiApp(App[int]):
         Binding("minus", "k_down", "K-", show=False),
         Binding("right_square_bracket", "temperature_up", "T", key_display="]["),
         Binding("left_square_bracket", "temperature_down", "T-", show=False),
-        Binding("e", "compose", "Edit"),  # type or paste a prompt; in a chat, the next message
+        # type or paste a prompt; in a chat, the next message. A priority binding, so it acts as
+        # the app first sees the key: an ordinary one goes to the focused widget and back up, and
+        # the keys typed meanwhile went to the dashboard, not the composer (off under a modal
+        # screen, where the key is text: check_action)
+        Binding("e", "compose", "Edit", priority=True),
         Binding("n", "new_chat", "New"),  # a new conversation: shown during one only (check_action)
         Binding("p", "pick_prompt", "Prompt"),
         Binding("o", "open_recording", "Open"),
@@ -314,15 +318,12 @@ class SpectuiApp(App[int]):
 
         self.push_screen(PromptPicker(), chosen)
 
-    def action_compose(self) -> None:
-        """The composer: the current prompt to edit (a new conversation), or an empty page
-        for the next message of the conversation going on."""
+    async def action_compose(self) -> None:
+        """The composer, empty (``up`` there brings back the last prompt): the first message
+        of a new conversation, or the next message of the one going on."""
         from spectui.ui.screens.composer import Composed, Composer
 
-        if isinstance(self.screen, Composer):
-            return
         ctl = self.controller
-        chat = ctl.chat
         cfg = ctl.config
 
         def sent(composed: Composed | None) -> None:
@@ -332,11 +333,11 @@ class SpectuiApp(App[int]):
                 if not isinstance(self.screen, LiveScreen):
                     self.pop_screen()  # the reply streams on the main screen
 
-        turn = chat.next_turn()  # a follow-up starts on an empty page
-        self.push_screen(
-            Composer("" if turn > 1 else cfg.prompt, system=cfg.system, chat=cfg.chat, turn=turn, context=cfg.backend.n_ctx),
-            sent,
-        )
+        composer = Composer(recall=ctl.last_prompt, system=cfg.system, chat=cfg.chat, turn=ctl.chat.next_turn(),
+                            context=cfg.backend.n_ctx)
+        # wait for it to mount, its text focused: the app hands on no key before, so the keys
+        # typed at once after e reach the text in order (spectui.ui.screens.composer)
+        await self.push_screen(composer, sent)
 
     def action_new_chat(self) -> None:
         self.controller.new_conversation()
@@ -430,6 +431,8 @@ class SpectuiApp(App[int]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in self.REPLAY_ACTIONS:
             return self.controller.player is not None
+        if action == "compose":  # under a modal screen (the composer, a picker) e is text
+            return not self.screen.is_modal
         if action == "new_chat":  # n: steps a replay instead
             return self.controller.player is None and self.controller.chat.conversation is not None
         if action in self.LIVE_SETTINGS:

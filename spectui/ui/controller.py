@@ -99,6 +99,9 @@ class DashboardController:
         self.breaches: list[Breach] = []
         #: the conversation typed in the composer (``e``), its turns on screen
         self.chat = ChatState()
+        #: what ``up`` in the empty composer brings back: the last message sent, or the
+        #: prompt picked (``p``) since, else the prompt ``r`` runs
+        self.last_prompt = self.config.prompt
         #: what ``x`` switches to next, and the drafting each kind of engine keeps
         self.backends = BackendCycle(self.config)
 
@@ -245,6 +248,7 @@ class DashboardController:
         return t != s.temperature and self.set_config(sampling=msgspec.structs.replace(s, temperature=t))
 
     def use_prompt(self, spec: PromptSpec) -> bool:
+        self.last_prompt = spec.text
         return self.set_config(
             prompt=spec.text,
             prompt_tier=spec.tier,
@@ -305,6 +309,7 @@ class DashboardController:
             self.chat.new()
             self.host.notify("a new conversation: the system prompt or the chat template changed", timeout=4)
         self.config = msgspec.structs.replace(self.config, system=system, chat=chat)
+        self.last_prompt = text
         config, live = self.chat.begin(self.config, text, recordings=self.recordings_dir if self.record else None)
         conv = self.chat.conversation
         record_to = conv.record_path if conv is not None and conv.folder is not None else None
