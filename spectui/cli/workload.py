@@ -172,7 +172,7 @@ def print_result(result: WorkloadResult, args: argparse.Namespace) -> None:
     print(f"workload {result.workload}: {result.n_requests} requests, {result.sampling}; {result.slots} slot(s) a server, "
           f"warm-up {result.warmup}, {result.passes} pass(es) a level")
     header = ["load", "setting", "pass", "out tok/s", "speedup", "TTFT p50", "ITL p50/p95/p99 ms", "queue p50", "accept",
-              "identical/near-tie/defect/unjudged", "server CPU s", "RSS MiB"]
+              "identical/near-tie/batched/defect/unjudged", "server CPU s", "RSS MiB"]
     rows = []
     for lv in result.levels:
         c = lv.counts
@@ -180,15 +180,15 @@ def print_result(result: WorkloadResult, args: argparse.Namespace) -> None:
             _load(lv.clients, lv.rate), lv.setting, str(lv.pass_no + 1), num(lv.output_tok_s), "AR" if lv.ar else num(lv.speedup, ".2f", "x"),
             num(lv.ttft_ms_p50, ".0f", " ms"), "/".join(num(v, ".1f") for v in (lv.itl_ms_p50, lv.itl_ms_p95, lv.itl_ms_p99)),
             num(lv.queue_ms_p50, ".0f", " ms"), num(lv.acceptance * 100 if lv.drafted > 0 else None, ".0f", "%"),
-            "/".join(str(c.get(k, 0)) for k in ("identical", "near-tie", "defect", "unjudged")),
+            "/".join(str(c.get(k, 0)) for k in ("identical", "near-tie", "batched", "defect", "unjudged")),
             num(lv.server_cpu_s, ".1f"), num(lv.server_rss_mib, ".0f"),
         ])
     print(text_table(header, rows, right={3, 4, 5, 7, 8, 10, 11}))
     print("  speedup: over the same text, each request up to where it parts from its AR twin at that load;"
-          " exactness: against the same request's AR output at one client")
+          " exactness: against the same request's AR output at one client (batched: AR under the same load parts there too)")
     for line in result.knees.values():
         print(f"  {line}")
-    parted = [(lv, r) for lv in result.levels for r in lv.requests if r.exact in ("defect", "near-tie", "unjudged") and r.why]
+    parted = [(lv, r) for lv in result.levels for r in lv.requests if r.exact in ("defect", "near-tie", "batched", "unjudged") and r.why]
     for lv, r in parted[:10]:
         print(f"  {lv.setting} at {_load(lv.clients, lv.rate)}, request {r.index}: {r.exact}: {r.why}")
     if len(parted) > 10:

@@ -28,7 +28,10 @@ import numpy as np
 from spectui.metrics.stats import nanmedian, nanpercentile
 
 IDENTICAL, NEAR_TIE, DEFECT, UNJUDGED, REFERENCE = "identical", "near-tie", "defect", "unjudged", "reference"
-VERDICTS = (IDENTICAL, NEAR_TIE, DEFECT, UNJUDGED)
+#: the output moved with the load's batching, not with speculation: AR under the same load
+#: parts from AR at one client there too (llama.cpp's evaluation is not batch-invariant)
+BATCHED = "batched"
+VERDICTS = (IDENTICAL, NEAR_TIE, BATCHED, DEFECT, UNJUDGED)
 NAN = float("nan")
 
 
@@ -47,7 +50,7 @@ class RequestOutcome(msgspec.Struct, kw_only=True):
     decode_tok_s: float = NAN
     drafted: int = -1
     accepted: int = -1
-    #: against the reference (AR at one client): identical / near-tie / defect / unjudged / reference
+    #: against the reference (AR at one client): identical / near-tie / batched / defect / unjudged / reference
     exact: str = UNJUDGED
     parted_at: int = -1  # the first output token that differs from the reference (-1: none)
     why: str = ""  # the classification's reason, one line
@@ -196,7 +199,7 @@ def to_json(result: WorkloadResult) -> dict[str, object]:
     for lv in result.levels:
         d = msgspec.to_builtins(lv)
         d["requests"] = {"identical": lv.counts.get(IDENTICAL, 0), "near_tie": lv.counts.get(NEAR_TIE, 0),
-                         "defect": lv.counts.get(DEFECT, 0), "unjudged": lv.counts.get(UNJUDGED, 0)}
+                         "batched": lv.counts.get(BATCHED, 0), "defect": lv.counts.get(DEFECT, 0), "unjudged": lv.counts.get(UNJUDGED, 0)}
         d["per_request"] = [{k: v for k, v in msgspec.to_builtins(r).items() if k not in ("tokens", "token_ms")} for r in lv.requests]
         levels.append(_finite(d))
     out = {k: v for k, v in msgspec.to_builtins(result).items() if k != "levels"}

@@ -32,7 +32,7 @@ import msgspec
 import psutil
 
 from spectui import storage
-from spectui.compare.divergence import NEAR_TIE, classify
+from spectui.compare.divergence import NEAR_TIE, DivergenceCause, classify
 from spectui.config import RunConfig
 from spectui.errors import SpectuiError
 from spectui.recording.output import output_top_two
@@ -41,6 +41,7 @@ from spectui.sessions.protocol import EngineProtocol
 from spectui.sessions.record import record_session
 from spectui.workload.clients import LevelStopped, closed_loop, open_loop
 from spectui.workload.result import (
+    BATCHED,
     DEFECT,
     IDENTICAL,
     NAN,
@@ -110,6 +111,15 @@ class WorkloadPlan:
         """(clients, rate) per level: closed loops first, then open loops; one client first."""
         closed = sorted(set(self.clients) | ({1} if self.reference else set()))
         return [(c, 0.0) for c in closed] + [(0, r) for r in self.rates]
+
+
+@dataclass(frozen=True)
+class _Output:
+    """A greedy output as judged: its tokens, each token's top-two facts, its prompt's length."""
+
+    tokens: list[int]
+    top: list[tuple[int, int] | None]
+    n_prompt: int
 
 
 @dataclass
@@ -222,7 +232,9 @@ class WorkloadRun:
             started_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         )
         #: every request's reference (AR at one client, first pass): tokens and top-two facts
-        self.reference: dict[tuple[str, int], tuple[list[int], list[Any], int]] = {}
+        self.reference: dict[tuple[str, int], _Output] = {}
+        #: each AR request's output by (family, request, (clients, rate, pass)): the twin under the same load
+        self.twins: dict[tuple[str, int, tuple[int, float, int]], _Output] = {}
         self._done = 0
         self._total = len(plan.levels()) * len(plan.settings) * plan.passes * len(plan.workload.requests)
 
@@ -309,7 +321,7 @@ class WorkloadRun:
             path = sub / f"{r.index:04d}.spectui"
             events = self._record(one, r, tag, path)
             out = outcome_of(events, r, tag, str(path.relative_to(self.folder)))
-            self._judge(s, out, events, clients == 1 and rate == 0 and pass_no == 0)
+            self._judge(s, out, events, (clients, rate, pass_no))
             self._done += 1
             self.on_progress(self._done, self._total, f"{s.label}, {_load(clients, rate)}: request {r.index}")
             return out
@@ -329,36 +341,63 @@ class WorkloadRun:
         fill_stats(level)
         return level
 
-    def _judge(self, s: Setting, out: RequestOutcome, events: list[Event], is_reference_level: bool) -> None:
-        """Against the same request's AR output at one client (the reference)."""
+    def _judge(self, s: Setting, out: RequestOutcome, events: list[Event], at: tuple[int, float, int]) -> None:
+        """Against the same request's AR output at one client (the reference). Where the AR
+        under the same load parts from the reference too, the load's batching moved the output,
+        not speculation: such a request is held against that AR twin instead, and a request that
+        follows its twin past the reference's parting is ``BATCHED``."""
         if not s.config.sampling.greedy:
             out.why = "sampled: judged by distribution, not token by token"
             return
-        key = (s.family, out.index)
         top = output_top_two(events)
         end = events[-1] if events else None
         n_prompt = end.server.prompt_tokens if type(end) is End and end.server is not None and end.server.prompt_tokens > 0 else 0
+        mine = _Output(out.tokens, top, n_prompt)
+        key = (s.family, out.index)
+        if s.ar:
+            self.twins[(s.family, out.index, at)] = mine
         if key not in self.reference:
-            if s.ar and is_reference_level:
-                self.reference[key] = (out.tokens, top, n_prompt)
+            if s.ar and at == (1, 0.0, 0):
+                self.reference[key] = mine
                 out.exact = REFERENCE
             return
-        ref, ref_top, ref_prompt = self.reference[key]
-        n = common_prefix(out.tokens, ref)
-        if n == len(out.tokens) == len(ref):
+        ref = self.reference[key]
+        n = common_prefix(out.tokens, ref.tokens)
+        if n == len(out.tokens) == len(ref.tokens):
             out.exact = IDENTICAL
             return
         out.parted_at = n
-        if n == min(len(out.tokens), len(ref)):
-            out.exact, out.why = DEFECT, f"ends at token {len(out.tokens)} where the reference has {len(ref)}"
-            if out.reason in ("error", "interrupted"):
-                out.exact, out.why = UNJUDGED, f"ended early ({out.reason})"
+        if out.reason in ("error", "interrupted") and n == len(out.tokens):
+            out.exact, out.why = UNJUDGED, f"ended early ({out.reason})"
             return
-        cause = classify(index=n, baseline=(ref[n], ref_top[n] if n < len(ref_top) else None),
-                         candidate=(out.tokens[n], top[n] if n < len(top) else None),
-                         prompt_tokens=max(n_prompt, ref_prompt), noises=[self.noises.get(s.family)])
+        twin = self.twins.get((s.family, out.index, at)) if not s.ar else None
+        if s.ar or (twin is not None and common_prefix(twin.tokens, ref.tokens) == n and common_prefix(out.tokens, twin.tokens) > n):
+            against = "" if s.ar else " as AR under the same load does"
+            cause = self._cause(s, n, ref, mine)
+            out.exact = BATCHED
+            out.why = f"parts at token {n}{against}: the load's batching, not speculation ({cause.reason.split(': ', 1)[-1]})"
+            return
+        if twin is not None and common_prefix(twin.tokens, ref.tokens) < len(ref.tokens):
+            ref, against = twin, "its AR twin under the same load"  # the reference itself moved under this load
+            n = common_prefix(out.tokens, ref.tokens)
+            if n == len(out.tokens) == len(ref.tokens):
+                out.exact, out.why = BATCHED, "equals AR under the same load, which parts from AR at one client"
+                return
+        else:
+            against = "AR at one client"
+        if n == min(len(out.tokens), len(ref.tokens)):
+            out.exact, out.why = DEFECT, f"ends at token {len(out.tokens)} where {against} has {len(ref.tokens)}"
+            return
+        cause = self._cause(s, n, ref, mine)
         out.exact = NEAR_TIE if cause.verdict == NEAR_TIE else (UNJUDGED if cause.verdict == "unclassified" else DEFECT)
-        out.why = f"parts at token {n}: {cause.reason}"
+        out.why = f"parts from {against} at token {n}: {cause.reason}"
+
+    def _cause(self, s: Setting, n: int, ref: _Output, mine: _Output) -> DivergenceCause:
+        def side(o: _Output) -> tuple[int | None, tuple[int, int] | None]:
+            return (o.tokens[n] if n < len(o.tokens) else None), (o.top[n] if n < len(o.top) else None)
+
+        return classify(index=n, baseline=side(ref), candidate=side(mine), prompt_tokens=max(ref.n_prompt, mine.n_prompt),
+                        noises=[self.noises.get(s.family)])
 
     def _counters(self, one: _Live) -> dict[str, float]:
         reader = getattr(one.engine, "metrics_reading", None)
@@ -454,9 +493,26 @@ def _rss_mib(pid: int | None) -> float:
 def load_result(folder: str | os.PathLike[str]) -> WorkloadResult:
     path = Path(folder) / RESULT_NAME if Path(folder).is_dir() else Path(folder)
     try:
-        return msgspec.json.decode(path.read_bytes(), type=WorkloadResult)
+        doc = msgspec.json.decode(path.read_bytes())
+        return msgspec.convert(_nan_for_null(doc, WorkloadResult), WorkloadResult)
     except OSError as exc:
         raise SpectuiError(f"{path}: cannot read it ({exc.strerror or exc})") from None
-    except (msgspec.DecodeError, RecursionError) as exc:
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
         raise SpectuiError(f"{path}: not a workload result ({exc})") from None
+
+
+def _nan_for_null(doc: Any, kind: type) -> Any:
+    """JSON has no NaN (msgspec writes a missing figure as null): null again as NaN, where the
+    field is a float, in the result and the levels and requests inside it."""
+    if not isinstance(doc, dict):
+        return doc
+    nested = {"levels": LevelResult, "requests": RequestOutcome}
+    out = dict(doc)
+    for f in msgspec.structs.fields(kind):
+        value = out.get(f.encode_name)
+        if value is None and f.type is float and f.encode_name in out:
+            out[f.encode_name] = NAN
+        elif isinstance(value, list) and f.encode_name in nested:
+            out[f.encode_name] = [_nan_for_null(v, nested[f.encode_name]) for v in value]
+    return out
 

@@ -160,3 +160,28 @@ def test_a_bad_line_names_its_file_and_line_from_the_command(tmp_path: Path) -> 
                           capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert proc.returncode == 2 and f"{f}:2: not JSON" in proc.stderr
     assert not (tmp_path / "o").exists()
+
+
+def test_a_result_with_missing_figures_reads_back(tmp_path: Path) -> None:
+    import math
+
+    import msgspec
+
+    from spectui.workload.gate import gate_workload
+    from spectui.workload.result import LevelResult, RequestOutcome, WorkloadResult
+    from spectui.workload.run import RESULT_NAME, load_result
+
+    level = LevelResult(setting="llama-server ngram-mod", family="llama-server", ar=False, clients=2,
+                        requests=[RequestOutcome(index=0, exact="defect")], counts={"defect": 1})
+    result = WorkloadResult(workload="w", path="w.jsonl", n_requests=1, settings=["llama-server AR", "llama-server ngram-mod"],
+                            levels=[level], complete=True)
+    (tmp_path / RESULT_NAME).write_bytes(msgspec.json.encode(result))  # NaN is written as null
+    again = load_result(tmp_path)
+    assert math.isnan(again.levels[0].speedup) and math.isnan(again.levels[0].requests[0].ttft_ms)
+    verdict = gate_workload(again, setting="ngram-mod", clients=2, min_speedup=1.1)
+    assert not verdict.passed and [line[:4] for line in verdict.lines] == ["FAIL", "FAIL"]
+    with pytest.raises(SpectuiError, match="ran at no level of 4 clients"):
+        gate_workload(again, setting="ngram-mod", clients=4)
+    (tmp_path / RESULT_NAME).write_text('{"workload": 3}')
+    with pytest.raises(SpectuiError, match="not a workload result"):
+        load_result(tmp_path)
