@@ -35,8 +35,9 @@ from spectui.cli import build_parser
 from spectui.cli.workload import print_result, settings_from, workload_path
 from spectui.runtime.build import find_server
 from spectui.workload.engines import embedded_noise, open_setting
+from spectui.workload.plan import WorkloadPlan
 from spectui.workload.result import to_json
-from spectui.workload.run import WorkloadPlan, WorkloadRun
+from spectui.workload.run import WorkloadRun
 from spectui.workload.source import Workload, read_workload
 
 

@@ -239,7 +239,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
 
 def gate_workload_folder(args: argparse.Namespace) -> int:
     from spectui.workload.gate import gate_workload
-    from spectui.workload.run import load_result
+    from spectui.workload.result import load_result
 
     if args.baseline or args.candidate:
         raise SpectuiError("--workload judges a workload folder: leave out --baseline and --candidate")

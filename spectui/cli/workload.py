@@ -21,12 +21,11 @@ from typing import TYPE_CHECKING
 from spectui.cli.common import StopOnSignal, add_run_arguments, config_from_args
 from spectui.cli.progress import Progress
 from spectui.errors import SpectuiError
-from spectui.format import num, text_table
 
 if TYPE_CHECKING:
     from spectui.config import RunConfig
+    from spectui.workload.plan import Setting
     from spectui.workload.result import WorkloadResult
-    from spectui.workload.run import Setting
 
 RUNTIME_PREFIX = "runtime:"
 DEFAULT_DRAFT = "runtime:ngram-mod"
@@ -49,6 +48,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--arrival-seed", type=int, default=0, help="the open loop's arrival times (the same for every setting)")
     p.add_argument("--out", default=None, help="folder for the recordings and workload.json (default recordings/workload-<time>)")
     p.add_argument("--json", action="store_true", help="one JSON object: every level of every setting")
+    p.add_argument("--headless", action="store_true", help="no workload view: a progress line, then the table")
+    p.add_argument("--theme", default=None, help="the workload view's theme: spectui-dark, spectui-light, spectui-256, ...")
     p.add_argument("--analyze", metavar="DIR", default=None, help="print an earlier workload's folder again (no model)")
     p.set_defaults(func=cmd_workload)
 
@@ -77,7 +78,7 @@ def settings_from(args: argparse.Namespace) -> list[Setting]:
     """One setting per ``--draft`` item, and each family's AR: ``runtime:METHOD`` on
     llama-server, anything else on the embedded engine; ``--server URL`` alone measures that
     server (with ``--ar-server``, beside its AR)."""
-    from spectui.workload.run import EMBEDDED, LLAMA_SERVER, SERVER, Setting
+    from spectui.workload.plan import EMBEDDED, LLAMA_SERVER, SERVER, Setting
 
     def config(**changes: object) -> RunConfig:
         ns = argparse.Namespace(**{**vars(args), "prompt": "(each request's own)", "prompt_name": None, "prompt_file": None,
@@ -117,7 +118,7 @@ def cmd_workload(args: argparse.Namespace) -> int:
     """Exit 0 when every level ran, 130 when a signal cut it short; a server that died: one
     line and exit 2, with every finished request kept."""
     if args.analyze is not None:
-        from spectui.workload.run import load_result
+        from spectui.workload.result import load_result
 
         print_result(load_result(args.analyze), args)
         return 0
@@ -125,7 +126,9 @@ def cmd_workload(args: argparse.Namespace) -> int:
         raise SpectuiError("name a workload: spectui workload FILE (a JSONL of requests, or a folder of prompts)")
     from spectui.recording.writer import check_run_folder, new_run_folder
     from spectui.workload.engines import embedded_noise, open_setting
-    from spectui.workload.run import RESULT_NAME, WorkloadPlan, WorkloadRun
+    from spectui.workload.plan import WorkloadPlan
+    from spectui.workload.result import RESULT_NAME
+    from spectui.workload.run import WorkloadRun
     from spectui.workload.source import read_workload
 
     clients = _ints(args.clients, "--clients")
@@ -138,10 +141,18 @@ def cmd_workload(args: argparse.Namespace) -> int:
     check_run_folder(folder, "workload")
     if (folder / RESULT_NAME).exists():
         raise SpectuiError(f"{folder} holds a workload already; give this one a new folder")
-    with StopOnSignal() as stop, Progress("workload", 1) as bar:
-        run = WorkloadRun(plan, folder, open_setting, stop=stop, noise=embedded_noise,
-                          on_progress=lambda done, total, what: bar.update(done, what, total=total))
-        result = run()
+    if not args.headless and not args.json and sys.stdout.isatty() and sys.stdin.isatty():
+        from spectui.ui.launch import run_workload_view  # Textual loads only when the view opens
+
+        _, viewed = run_workload_view(plan, folder, open_setting, noise=embedded_noise, theme=args.theme)
+        if viewed is None:
+            return 130
+        result = viewed
+    else:
+        with StopOnSignal() as stop, Progress("workload", 1) as bar:
+            run = WorkloadRun(plan, folder, open_setting, stop=stop, noise=embedded_noise,
+                              on_progress=lambda done, total, what: bar.update(done, what, total=total))
+            result = run()
     print_result(result, args)
     print(f"spectui: workload recorded in {folder}", file=sys.stderr)
     if result.stopped and result.stopped != "interrupted":
@@ -159,39 +170,11 @@ def workload_path(name: str) -> str:
     return str(shipped) if shipped.is_file() else name
 
 
-def _load(clients: int, rate: float) -> str:
-    return str(clients) if clients else f"{rate:g}/s"
-
-
 def print_result(result: WorkloadResult, args: argparse.Namespace) -> None:
+    from spectui.workload.report import format_result
     from spectui.workload.result import to_json
 
     if getattr(args, "json", False):
         print(json.dumps(to_json(result), indent=1))
         return
-    print(f"workload {result.workload}: {result.n_requests} requests, {result.sampling}; {result.slots} slot(s) a server, "
-          f"warm-up {result.warmup}, {result.passes} pass(es) a level")
-    header = ["load", "setting", "pass", "out tok/s", "speedup", "TTFT p50", "ITL p50/p95/p99 ms", "queue p50", "accept",
-              "identical/near-tie/batched/defect/unjudged", "server CPU s", "RSS MiB"]
-    rows = []
-    for lv in result.levels:
-        c = lv.counts
-        rows.append([
-            _load(lv.clients, lv.rate), lv.setting, str(lv.pass_no + 1), num(lv.output_tok_s), "AR" if lv.ar else num(lv.speedup, ".2f", "x"),
-            num(lv.ttft_ms_p50, ".0f", " ms"), "/".join(num(v, ".1f") for v in (lv.itl_ms_p50, lv.itl_ms_p95, lv.itl_ms_p99)),
-            num(lv.queue_ms_p50, ".0f", " ms"), num(lv.acceptance * 100 if lv.drafted > 0 else None, ".0f", "%"),
-            "/".join(str(c.get(k, 0)) for k in ("identical", "near-tie", "batched", "defect", "unjudged")),
-            num(lv.server_cpu_s, ".1f"), num(lv.server_rss_mib, ".0f"),
-        ])
-    print(text_table(header, rows, right={3, 4, 5, 7, 8, 10, 11}))
-    print("  speedup: over the same text, each request up to where it parts from its AR twin at that load;"
-          " exactness: against the same request's AR output at one client (batched: AR under the same load parts there too)")
-    for line in result.knees.values():
-        print(f"  {line}")
-    parted = [(lv, r) for lv in result.levels for r in lv.requests if r.exact in ("defect", "near-tie", "batched", "unjudged") and r.why]
-    for lv, r in parted[:10]:
-        print(f"  {lv.setting} at {_load(lv.clients, lv.rate)}, request {r.index}: {r.exact}: {r.why}")
-    if len(parted) > 10:
-        print(f"  ... and {len(parted) - 10} more partings (--json lists every request)")
-    if not result.complete:
-        print(f"  incomplete: {result.stopped or 'stopped'}")
+    print(format_result(result))

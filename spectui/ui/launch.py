@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Collection, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from textual.app import App
@@ -25,6 +26,9 @@ if TYPE_CHECKING:
     from spectui.ui.sweep import SweepApp
     from spectui.ui.watch_app import Feed, WatchApp
     from spectui.watch.board import WatchBoard
+    from spectui.workload.plan import WorkloadPlan
+    from spectui.workload.result import WorkloadResult
+    from spectui.workload.run import Opener
 
 #: Used when the terminal has no truecolor (TERM=xterm-256color, no COLORTERM): its colours
 #: are exact palette entries, where the default theme's would be rounded to neighbours.
@@ -220,3 +224,23 @@ def run_sweep_view(
     if app.result is not None:
         print(format_table(app.result))
     return code
+
+
+# -- the workload view ----------------------------------------------------------------------
+
+
+def run_workload_view(
+    plan: WorkloadPlan, folder: Path, opener: Opener, *, noise=None, theme: str | None = None  # noqa: ANN001 - WorkloadRun's noise hook
+) -> tuple[int, WorkloadResult | None]:
+    """``spectui workload`` in a terminal until the user quits: (exit code, the result), the
+    view's screen gone by then; a failed workload raises its error (one line)."""
+    from spectui.ui.workload_view import JOIN_TIMEOUT_S, WorkloadApp
+
+    app = WorkloadApp(plan, folder, opener, noise=noise)
+    _apply_theme(app, theme)
+    code = _run_in_terminal(app, theme)
+    app.stop.set()
+    app.done.wait(JOIN_TIMEOUT_S)  # the servers stop in the workload's thread
+    if app.error is not None:
+        raise app.error
+    return code, app.result

@@ -22,7 +22,7 @@ from spectui.recording.schema import BatchNoise, Event
 from spectui.server.engine import ServerEngine
 from spectui.server.probe import read_metrics
 from spectui.sessions.protocol import EngineProtocol
-from spectui.workload.run import EMBEDDED, LLAMA_SERVER, Setting
+from spectui.workload.plan import EMBEDDED, LLAMA_SERVER, Setting
 
 PER_LEVEL = "read around each level by the workload: with several requests in flight, a change across one request is everyone's"
 

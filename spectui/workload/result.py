@@ -19,12 +19,15 @@ calibration reaches the parting.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Sequence
-from typing import cast
+from pathlib import Path
+from typing import Any, cast
 
 import msgspec
 import numpy as np
 
+from spectui.errors import SpectuiError
 from spectui.metrics.stats import nanmedian, nanpercentile
 
 IDENTICAL, NEAR_TIE, DEFECT, UNJUDGED, REFERENCE = "identical", "near-tie", "defect", "unjudged", "reference"
@@ -32,6 +35,7 @@ IDENTICAL, NEAR_TIE, DEFECT, UNJUDGED, REFERENCE = "identical", "near-tie", "def
 #: parts from AR at one client there too (llama.cpp's evaluation is not batch-invariant)
 BATCHED = "batched"
 VERDICTS = (IDENTICAL, NEAR_TIE, BATCHED, DEFECT, UNJUDGED)
+RESULT_NAME = "workload.json"
 NAN = float("nan")
 
 
@@ -216,3 +220,31 @@ def _finite(obj: object) -> object:
     if isinstance(obj, list):
         return [_finite(v) for v in obj]
     return obj
+
+
+def load_result(folder: str | os.PathLike[str]) -> WorkloadResult:
+    path = Path(folder) / RESULT_NAME if Path(folder).is_dir() else Path(folder)
+    try:
+        doc = msgspec.json.decode(path.read_bytes())
+        return msgspec.convert(_nan_for_null(doc, WorkloadResult), WorkloadResult)
+    except OSError as exc:
+        raise SpectuiError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
+        raise SpectuiError(f"{path}: not a workload result ({exc})") from None
+
+
+def _nan_for_null(doc: Any, kind: type) -> Any:
+    """JSON has no NaN (msgspec writes a missing figure as null): null again as NaN, where the
+    field is a float, in the result and the levels and requests inside it."""
+    if not isinstance(doc, dict):
+        return doc
+    nested = {"levels": LevelResult, "requests": RequestOutcome}
+    out = dict(doc)
+    for f in msgspec.structs.fields(kind):
+        value = out.get(f.encode_name)
+        if value is None and f.type is float and f.encode_name in out:
+            out[f.encode_name] = NAN
+        elif isinstance(value, list) and f.encode_name in nested:
+            out[f.encode_name] = [_nan_for_null(v, nested[f.encode_name]) for v in value]
+    return out
+

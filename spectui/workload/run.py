@@ -20,108 +20,36 @@ clients its requests wait their turn, and that wait is its queue time.
 from __future__ import annotations
 
 import datetime as dt
-import os
 import threading
 import time
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import msgspec
 import psutil
 
 from spectui import storage
-from spectui.compare.divergence import NEAR_TIE, DivergenceCause, classify
 from spectui.config import RunConfig
-from spectui.errors import SpectuiError
-from spectui.recording.output import output_top_two
 from spectui.recording.schema import BatchNoise, End, Event, Header, LoadTag, Prefill, Step
 from spectui.sessions.protocol import EngineProtocol
 from spectui.sessions.record import record_session
 from spectui.workload.clients import LevelStopped, closed_loop, open_loop
+from spectui.workload.judge import Judge
+from spectui.workload.plan import EMBEDDED, Setting, WorkloadPlan
 from spectui.workload.result import (
-    BATCHED,
-    DEFECT,
-    IDENTICAL,
     NAN,
-    REFERENCE,
-    UNJUDGED,
+    RESULT_NAME,
     LevelResult,
     RequestOutcome,
     WorkloadResult,
-    common_prefix,
     fill_stats,
     knee_line,
     pair_speedup,
 )
-from spectui.workload.source import Workload, WorkRequest
+from spectui.workload.source import WorkRequest
 
-RESULT_NAME = "workload.json"
 RESULT_KIND = storage.json_kind("spectui workload result", lambda doc: isinstance(doc, dict) and "workload" in doc and "levels" in doc)
-LLAMA_SERVER, EMBEDDED, SERVER = "llama-server", "embedded", "server"
-
-
-@dataclass(frozen=True)
-class Setting:
-    label: str  # "llama-server ngram-mod", "embedded AR", ...
-    family: str  # whose AR it is compared with
-    config: RunConfig
-
-    @property
-    def ar(self) -> bool:
-        return self.config.mode == "ar"
-
-
-@dataclass(frozen=True)
-class WorkloadPlan:
-    workload: Workload
-    settings: tuple[Setting, ...]
-    clients: tuple[int, ...] = (1,)
-    rates: tuple[float, ...] = ()
-    slots: int = 0  # 0: the most clients of any level
-    warmup: int = 0
-    passes: int = 1
-    keep_sampling: bool = False  # False: every request greedy, so that exactness is judged
-    seed: int = 0
-    #: run AR at one client first, whatever the levels: every request's reference for exactness
-    reference: bool = True
-
-    def check(self) -> None:
-        """Everything that can be refused before an engine starts, in one line."""
-        if not self.settings:
-            raise SpectuiError("a workload needs at least one setting to run")
-        if any(c < 1 for c in self.clients):
-            raise SpectuiError(f"--clients {','.join(map(str, self.clients))}: each level needs 1 client or more")
-        if any(not r > 0 for r in self.rates):
-            raise SpectuiError("--rate: requests a second must be above 0")
-        if self.warmup < 0 or self.passes < 1 or self.slots < 0:
-            raise SpectuiError("--warmup must be 0 or more, --passes 1 or more, --slots 0 or more")
-        if self.warmup > len(self.workload.requests):
-            raise SpectuiError(f"--warmup {self.warmup}: the workload has {len(self.workload.requests)} requests")
-        labels = [s.label for s in self.settings]
-        if len(set(labels)) != len(labels):
-            raise SpectuiError(f"settings named twice: {', '.join(labels)}")
-
-    @property
-    def server_slots(self) -> int:
-        return self.slots or max(self.clients or (1,))
-
-    def levels(self) -> list[tuple[int, float]]:
-        """(clients, rate) per level: closed loops first, then open loops; one client first."""
-        closed = sorted(set(self.clients) | ({1} if self.reference else set()))
-        return [(c, 0.0) for c in closed] + [(0, r) for r in self.rates]
-
-
-@dataclass(frozen=True)
-class _Output:
-    """A greedy output as judged: its tokens, each token's top-two facts, its prompt's length."""
-
-    tokens: list[int]
-    top: list[tuple[int, int] | None]
-    n_prompt: int
-
-
 @dataclass
 class _Live:
     """A setting's engine, kept up for the whole workload."""
@@ -132,6 +60,18 @@ class _Live:
     alive: Callable[[], str]  # "" while it serves, else why not
     served: int = 0
     lock: threading.Lock | None = None  # the embedded engine: one request at a time
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A workload as it stands, for a live view: requests done of all, each client's request
+    in flight, the levels so far (with speedups and knees) and the level running (partial)."""
+
+    done: int
+    total: int
+    in_flight: dict[int, int]
+    result: WorkloadResult
+    level: LevelResult | None
 
 
 #: ``on_progress(done, total, what)``
@@ -217,13 +157,13 @@ class WorkloadRun:
     """One workload over its settings and levels, into ``folder``."""
 
     def __init__(self, plan: WorkloadPlan, folder: Path, opener: Opener, *, stop: threading.Event | None = None,
-                 on_progress: Progress | None = None, noise: Callable[[Setting, int], BatchNoise | None] | None = None) -> None:
+                 on_progress: Progress | None = None, noise: Callable[[Setting, int], BatchNoise | None] | None = None,
+                 on_update: Callable[[Snapshot], object] | None = None) -> None:
         plan.check()
         self.plan, self.folder, self.opener = plan, folder, opener
         self.stop = stop or threading.Event()
         self.on_progress = on_progress or (lambda *_: None)
         self.noise_for = noise or (lambda *_: None)
-        self.noises: dict[str, BatchNoise | None] = {}
         self.result = WorkloadResult(
             workload=plan.workload.name, path=plan.workload.path, n_requests=len(plan.workload.requests),
             settings=[s.label for s in plan.settings], clients=[c for c, _ in plan.levels() if c], rates=list(plan.rates),
@@ -232,10 +172,13 @@ class WorkloadRun:
             started_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         )
         #: every request's reference (AR at one client, first pass): tokens and top-two facts
-        self.reference: dict[tuple[str, int], _Output] = {}
-        #: each AR request's output by (family, request, (clients, rate, pass)): the twin under the same load
-        self.twins: dict[tuple[str, int, tuple[int, float, int]], _Output] = {}
+        self.judge = Judge()
         self._done = 0
+        self._lock = threading.Lock()
+        #: client -> the request it has in flight, and the level running: what a live view shows
+        self.in_flight: dict[int, int] = {}
+        self.live: LevelResult | None = None
+        self.on_update = on_update or (lambda _s: None)
         self._total = len(plan.levels()) * len(plan.settings) * plan.passes * len(plan.workload.requests)
 
     def __call__(self) -> WorkloadResult:
@@ -254,8 +197,12 @@ class WorkloadRun:
                         if self.stop.is_set():
                             break
                         level = self._level(live[setting.label], clients, rate, pass_no)
-                        self.result.levels.append(level)
+                        with self._lock:
+                            self.result.levels.append(level)
+                            self.live = None
+                        self._pair()
                         self._save()
+                        self._notify()
                         if level.stopped:
                             self.result.stopped = level.stopped
                             self.stop.set()
@@ -270,6 +217,19 @@ class WorkloadRun:
             self._save()
         return self.result
 
+    def _notify(self) -> None:
+        """Hand ``on_update`` a snapshot: the levels done, the one running so far, who is on what."""
+        with self._lock:
+            levels = list(self.result.levels)
+            live = self.live
+            if live is not None and live not in levels:
+                live = msgspec.structs.replace(live, requests=list(live.requests))
+                fill_stats(live)
+                levels.append(live)
+            snapshot = Snapshot(done=self._done, total=self._total, in_flight=dict(self.in_flight),
+                                result=msgspec.structs.replace(self.result, levels=levels), level=live)
+        self.on_update(snapshot)
+
     def _ordered(self) -> list[Setting]:
         """Each family's AR first: the references exist before anything is judged."""
         return sorted(self.plan.settings, key=lambda s: (s.family, not s.ar))
@@ -277,9 +237,9 @@ class WorkloadRun:
     def _open(self, setting: Setting) -> _Live:
         engine, pid, alive = self.opener(setting, self.plan.server_slots, self.folder / _slug(setting.label))
         one = _Live(setting, engine, pid, alive, lock=threading.Lock() if setting.family == EMBEDDED else None)
-        if setting.config.sampling.greedy and setting.family not in self.noises:
+        if setting.config.sampling.greedy and setting.family not in self.judge.noises:
             reach = max(len(r.prompt) // 2 + sum(len(m.content) for m in r.history) // 2 + r.max_tokens for r in self.plan.workload.requests)
-            self.noises[setting.family] = self.noise_for(setting, reach)
+            self.judge.noises[setting.family] = self.noise_for(setting, reach)
         return one
 
     def _warm_up(self, one: _Live) -> None:
@@ -316,14 +276,26 @@ class WorkloadRun:
         counters = self._counters(one)
         cpu0, client0 = _cpu(one.server_pid), time.process_time()
 
+        self.live = level
+
         def send(r: WorkRequest, client: int, queue_ms: float) -> RequestOutcome:
             tag = self._tag(one, r, clients, rate, pass_no, client, queue_ms=queue_ms)
             path = sub / f"{r.index:04d}.spectui"
-            events = self._record(one, r, tag, path)
+            with self._lock:
+                self.in_flight[client] = r.index
+            self._notify()
+            try:
+                events = self._record(one, r, tag, path)
+            finally:
+                with self._lock:
+                    self.in_flight.pop(client, None)
             out = outcome_of(events, r, tag, str(path.relative_to(self.folder)))
-            self._judge(s, out, events, (clients, rate, pass_no))
-            self._done += 1
+            self.judge(s, out, events, (clients, rate, pass_no))
+            with self._lock:
+                self._done += 1
+                level.requests.append(out)
             self.on_progress(self._done, self._total, f"{s.label}, {_load(clients, rate)}: request {r.index}")
+            self._notify()
             return out
 
         units = self.plan.workload.units()
@@ -331,7 +303,8 @@ class WorkloadRun:
             outcomes, level.wall_s, level.stopped = closed_loop(units, clients, send, self.stop)
         else:
             outcomes, level.wall_s, level.stopped = open_loop(units, rate, send, self.stop, seed=self.plan.seed)
-        level.requests = sorted(outcomes, key=lambda o: o.index)
+        with self._lock:
+            level.requests = sorted(outcomes, key=lambda o: o.index)
         level.client_cpu_s = time.process_time() - client0
         cpu1 = _cpu(one.server_pid)
         if cpu0 is not None and cpu1 is not None:
@@ -340,64 +313,6 @@ class WorkloadRun:
         self._acceptance(one, counters, level)
         fill_stats(level)
         return level
-
-    def _judge(self, s: Setting, out: RequestOutcome, events: list[Event], at: tuple[int, float, int]) -> None:
-        """Against the same request's AR output at one client (the reference). Where the AR
-        under the same load parts from the reference too, the load's batching moved the output,
-        not speculation: such a request is held against that AR twin instead, and a request that
-        follows its twin past the reference's parting is ``BATCHED``."""
-        if not s.config.sampling.greedy:
-            out.why = "sampled: judged by distribution, not token by token"
-            return
-        top = output_top_two(events)
-        end = events[-1] if events else None
-        n_prompt = end.server.prompt_tokens if type(end) is End and end.server is not None and end.server.prompt_tokens > 0 else 0
-        mine = _Output(out.tokens, top, n_prompt)
-        key = (s.family, out.index)
-        if s.ar:
-            self.twins[(s.family, out.index, at)] = mine
-        if key not in self.reference:
-            if s.ar and at == (1, 0.0, 0):
-                self.reference[key] = mine
-                out.exact = REFERENCE
-            return
-        ref = self.reference[key]
-        n = common_prefix(out.tokens, ref.tokens)
-        if n == len(out.tokens) == len(ref.tokens):
-            out.exact = IDENTICAL
-            return
-        out.parted_at = n
-        if out.reason in ("error", "interrupted") and n == len(out.tokens):
-            out.exact, out.why = UNJUDGED, f"ended early ({out.reason})"
-            return
-        twin = self.twins.get((s.family, out.index, at)) if not s.ar else None
-        if s.ar or (twin is not None and common_prefix(twin.tokens, ref.tokens) == n and common_prefix(out.tokens, twin.tokens) > n):
-            against = "" if s.ar else " as AR under the same load does"
-            cause = self._cause(s, n, ref, mine)
-            out.exact = BATCHED
-            out.why = f"parts at token {n}{against}: the load's batching, not speculation ({cause.reason.split(': ', 1)[-1]})"
-            return
-        if twin is not None and common_prefix(twin.tokens, ref.tokens) < len(ref.tokens):
-            ref, against = twin, "its AR twin under the same load"  # the reference itself moved under this load
-            n = common_prefix(out.tokens, ref.tokens)
-            if n == len(out.tokens) == len(ref.tokens):
-                out.exact, out.why = BATCHED, "equals AR under the same load, which parts from AR at one client"
-                return
-        else:
-            against = "AR at one client"
-        if n == min(len(out.tokens), len(ref.tokens)):
-            out.exact, out.why = DEFECT, f"ends at token {len(out.tokens)} where {against} has {len(ref.tokens)}"
-            return
-        cause = self._cause(s, n, ref, mine)
-        out.exact = NEAR_TIE if cause.verdict == NEAR_TIE else (UNJUDGED if cause.verdict == "unclassified" else DEFECT)
-        out.why = f"parts from {against} at token {n}: {cause.reason}"
-
-    def _cause(self, s: Setting, n: int, ref: _Output, mine: _Output) -> DivergenceCause:
-        def side(o: _Output) -> tuple[int | None, tuple[int, int] | None]:
-            return (o.tokens[n] if n < len(o.tokens) else None), (o.top[n] if n < len(o.top) else None)
-
-        return classify(index=n, baseline=side(ref), candidate=side(mine), prompt_tokens=max(ref.n_prompt, mine.n_prompt),
-                        noises=[self.noises.get(s.family)])
 
     def _counters(self, one: _Live) -> dict[str, float]:
         reader = getattr(one.engine, "metrics_reading", None)
@@ -488,31 +403,3 @@ def _rss_mib(pid: int | None) -> float:
         return sum(p.memory_info().rss for p in _procs(pid)) / (1 << 20) if pid is not None else NAN
     except psutil.Error:
         return NAN
-
-
-def load_result(folder: str | os.PathLike[str]) -> WorkloadResult:
-    path = Path(folder) / RESULT_NAME if Path(folder).is_dir() else Path(folder)
-    try:
-        doc = msgspec.json.decode(path.read_bytes())
-        return msgspec.convert(_nan_for_null(doc, WorkloadResult), WorkloadResult)
-    except OSError as exc:
-        raise SpectuiError(f"{path}: cannot read it ({exc.strerror or exc})") from None
-    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
-        raise SpectuiError(f"{path}: not a workload result ({exc})") from None
-
-
-def _nan_for_null(doc: Any, kind: type) -> Any:
-    """JSON has no NaN (msgspec writes a missing figure as null): null again as NaN, where the
-    field is a float, in the result and the levels and requests inside it."""
-    if not isinstance(doc, dict):
-        return doc
-    nested = {"levels": LevelResult, "requests": RequestOutcome}
-    out = dict(doc)
-    for f in msgspec.structs.fields(kind):
-        value = out.get(f.encode_name)
-        if value is None and f.type is float and f.encode_name in out:
-            out[f.encode_name] = NAN
-        elif isinstance(value, list) and f.encode_name in nested:
-            out[f.encode_name] = [_nan_for_null(v, nested[f.encode_name]) for v in value]
-    return out
-

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from spectui.recording.reader import read_header, read_recording
-from spectui.workload.run import load_result
+from spectui.workload.result import load_result
 from tests.conftest import REPO, run_cli
 
 pytestmark = [pytest.mark.slow, pytest.mark.server]

@@ -168,8 +168,7 @@ def test_a_result_with_missing_figures_reads_back(tmp_path: Path) -> None:
     import msgspec
 
     from spectui.workload.gate import gate_workload
-    from spectui.workload.result import LevelResult, RequestOutcome, WorkloadResult
-    from spectui.workload.run import RESULT_NAME, load_result
+    from spectui.workload.result import RESULT_NAME, LevelResult, RequestOutcome, WorkloadResult, load_result
 
     level = LevelResult(setting="llama-server ngram-mod", family="llama-server", ar=False, clients=2,
                         requests=[RequestOutcome(index=0, exact="defect")], counts={"defect": 1})
