@@ -12,8 +12,11 @@ build``), so both sides run the same kernels on the same GGUF.
 Every server stays up for the whole benchmark (one per setting: llama-server takes its
 speculative settings at start), and the settings alternate round by round, the first round a
 warm-up that is dropped; a row's ratio is the median over rounds of (tok/s) / (its AR's tok/s
-in that round). Greedy: every speculative output is checked against its AR output, and a
-difference is printed with where it is. The machine is shared: read medians.
+in that round), over the same text: where a row's output parts from its AR's, both are timed up
+to where they part. Greedy: every speculative output is checked against its AR output, and a
+parting is printed with where it is and why (a near-tie within the backend's calibrated noise,
+or more; a server run without margins at the parting stays unclassified, said as such). The
+machine is shared: read medians.
 """
 
 from __future__ import annotations
@@ -22,17 +25,34 @@ import argparse
 import json
 import statistics
 import sys
+from collections import defaultdict
 
 from spectui.cli import build_parser
 from spectui.cli.common import config_from_args
+from spectui.compare.divergence import classify_recordings
+from spectui.compare.speedup import decode_steps, parting
 from spectui.engine.host.quantize import cached_copy
-from spectui.metrics.stats import summarize
 from spectui.models.registry import embedded_model_path
-from spectui.recording.schema import Step
+from spectui.recording.reader import Recording
 from spectui.sessions.open import open_engine
 
 PROMPTS = ["copy-quote-paragraph", "copy-refactor-rename", "load-typo-fix", "load-code-continuation", "short-greeting",
            "medium-reasoning"]
+
+
+def _rec(events: list) -> Recording:
+    return Recording(header=events[0], events=events, truncated=False, truncated_at=None, complete=True)
+
+
+def _rate(events: list, limit: int | None) -> float:
+    tokens, seconds = decode_steps(_rec(events), limit)
+    return float(tokens.sum() / seconds.sum()) if seconds.sum() > 0 else float("nan")
+
+
+def _cause(ar: list, other: list, index: int) -> str:
+    """Why the outputs part: a near-tie within the backend's noise, or more (the audit's words)."""
+    cause = classify_recordings(_rec(ar), _rec(other), index)
+    return cause.reason if cause is not None else "not judged (sampled)"
 
 
 def settings(draft: str, server: str) -> dict[str, list[str]]:
@@ -67,20 +87,26 @@ def main() -> int:
         for name in rows:  # one engine (a server, or the embedded models) per setting, kept up
             engines[name] = open_engine(configs[name, prompts[0]])
         speed: dict[tuple[str, str], list[float]] = {}
-        outputs: dict[tuple[str, str], list[int]] = {}
+        ar_events: dict[str, list] = {}
+        #: each row's AR rate over the same text as the row's own, round by round
+        base_at: dict[tuple[str, str], list[float]] = defaultdict(list)
         for rnd in range(a.reps + 1):
             for p in prompts:
                 for name in rows:
                     events = list(engines[name].run(configs[name, p]))
-                    tokens = [t for e in events if type(e) is Step for t in e.tokens]
                     base = name.split(" ")[0] + " AR"
                     if name == base:
-                        outputs[name, p] = tokens
-                    elif tokens != outputs[base, p]:
-                        at = next((i for i, (x, y) in enumerate(zip(tokens, outputs[base, p])) if x != y), min(len(tokens), len(outputs[base, p])))
-                        print(f"round {rnd} {p}: {name} parts from {base} at token {at}", file=sys.stderr)
+                        ar_events[p] = events
+                    parted = parting(_rec(ar_events[p]), _rec(events)) if name != base else -1
+                    if parted >= 0:
+                        print(f"round {rnd} {p}: {name} parts from {base} at token {parted}: {_cause(ar_events[p], events, parted)}",
+                              file=sys.stderr)
                     if rnd:
-                        speed.setdefault((name, p), []).append(summarize(events).decode_tok_s)
+                        # over the same text: two outputs that part are timed up to where they part
+                        limit = parted if parted >= 0 else None
+                        speed.setdefault((name, p), []).append(_rate(events, limit))
+                        if name != base:
+                            base_at[name, p].append(_rate(ar_events[p], limit))
                 print(f"round {rnd} {p} done", file=sys.stderr, flush=True)
     finally:
         for engine in engines.values():
@@ -89,7 +115,8 @@ def main() -> int:
     print(f"{'setting':36} " + " ".join(f"{p[:14]:>14}" for p in prompts))
     for name in rows:
         base = name.split(" ")[0] + " AR"
-        ratios = [statistics.median(s / b for s, b in zip(speed[name, p], speed[base, p])) for p in prompts]
+        ratios = [statistics.median(s / b for s, b in zip(speed[name, p], base_at[name, p] if name != base else speed[base, p]))
+                  for p in prompts]
         ar = [statistics.median(speed[base, p]) for p in prompts]
         result[name] = {"ratio_of_own_ar": dict(zip(prompts, ratios)), "own_ar_tok_s": dict(zip(prompts, ar))}
         print(f"{name:36} " + " ".join(f"{r:>13.2f}x" for r in ratios))

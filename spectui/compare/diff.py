@@ -338,8 +338,9 @@ def _speed_rows(d: RunDiff) -> list[Row]:
             ttft += f", {'within' if d.ttft_within_limit else 'beyond'} +{d.ttft_limit:.0%} (short prompt)"
         else:
             ttft += f", long prompt: the +{d.ttft_limit:.0%} limit does not apply"
+    same = f"; over {sp.compared_tokens} tokens, up to where the outputs part" if sp.parted_at >= 0 else ""
     rows = [
-        ["decode tok/s", num_or_na(sp.baseline_tok_s, ".2f"), num_or_na(sp.candidate_tok_s, ".2f"), _ratio(sp.ratio, 1.0) + ci],
+        ["decode tok/s", num_or_na(sp.baseline_tok_s, ".2f"), num_or_na(sp.candidate_tok_s, ".2f"), _ratio(sp.ratio, 1.0) + ci + same],
         ["steady tok/s", num_or_na(b.steady_tok_s, ".2f"), num_or_na(c.steady_tok_s, ".2f"), _ratio(c.steady_tok_s, b.steady_tok_s)],
         ["TTFT ms", num_or_na(b.ttft_ms), num_or_na(c.ttft_ms), ttft],
         ["prefill ms", num_or_na(b.prefill_ms), num_or_na(c.prefill_ms), _pct(c.prefill_ms, b.prefill_ms)],

@@ -198,6 +198,10 @@ def _check_speedup(
     detail = f"median decode {num_or_na(c, '.2f')} tok/s ({_runs(len(cs))}) vs {num_or_na(b, '.2f')} tok/s ({_runs(len(bs))})"
     if len(baselines) == len(candidates) == 1:
         sp = speedup_ci(baselines[0], candidates[0])
+        if sp.parted_at >= 0:  # one pair whose outputs part: judged over the text they share
+            ratio = sp.ratio
+            detail = (f"decode {num_or_na(sp.candidate_tok_s, '.2f')} vs {num_or_na(sp.baseline_tok_s, '.2f')} tok/s over "
+                      f"{sp.same_text}")
         if sp.ci_low == sp.ci_low:
             detail += f"; 95% CI {sp.ci_low:.2f}-{sp.ci_high:.2f} (step bootstrap, one pair)"
     return Check(

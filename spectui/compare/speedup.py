@@ -6,7 +6,9 @@ import msgspec
 import numpy as np
 
 from spectui.metrics.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, bootstrap, percentile_interval
+from spectui.recording.output import output_tokens
 from spectui.recording.reader import Recording
+from spectui.recording.redact import outputs_not_comparable
 from spectui.recording.schema import Step
 
 
@@ -21,9 +23,20 @@ class Speedup(msgspec.Struct, kw_only=True):
     seed: int = BOOTSTRAP_SEED
     baseline_steps: int = 0  # decode steps resampled on each side
     candidate_steps: int = 0
+    #: greedy outputs that part are compared over the text they share only: the tokens compared
+    #: on each side (0: every token of both), and where they part (-1: they do not)
+    compared_tokens: int = 0
+    parted_at: int = -1
+
+    @property
+    def same_text(self) -> str:
+        """What the ratio covers, in words."""
+        if self.parted_at < 0:
+            return "the same text: the outputs do not part"
+        return f"the first {self.compared_tokens} tokens only, where both outputs are the same text (they part at token {self.parted_at})"
 
 
-def decode_steps(rec: Recording) -> tuple[np.ndarray, np.ndarray]:
+def decode_steps(rec: Recording, limit: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(tokens, seconds) per decode step, the units the speedup is resampled in.
 
     A step's duration runs from the previous step's last token to its own last token: the
@@ -35,14 +48,19 @@ def decode_steps(rec: Recording) -> tuple[np.ndarray, np.ndarray]:
     tokens: list[int] = []
     seconds: list[float] = []
     last: int | None = None
+    emitted = 0
     for ev in rec.events:
         if type(ev) is not Step or not ev.t_us:
             continue  # a step without tokens: its time folds into the next step's
+        times = ev.t_us if limit is None else ev.t_us[: max(limit - emitted, 0)]
+        emitted += len(ev.t_us)
+        if not times:
+            break
         if last is None:
-            n, start = len(ev.t_us) - 1, ev.t_us[0]
+            n, start = len(times) - 1, times[0]
         else:
-            n, start = len(ev.t_us), last
-        last = ev.t_us[-1]
+            n, start = len(times), last
+        last = times[-1]
         if n:
             tokens.append(n)
             seconds.append((last - start) / 1e6)
@@ -72,12 +90,18 @@ def speedup_ci(
     takes the ratio of the two rates; the interval is the 2.5th and 97.5th percentile of
     ``resamples`` such ratios, with a fixed seed so the same files give the same interval.
 
+    Over the same work: two greedy runs whose outputs part are compared over the tokens they
+    share, each up to where they part (``compared_tokens``, ``same_text``); what either wrote
+    after that is other work, and a rate over it would compare two texts.
+
     What it covers: step-to-step variation inside these two runs (stalls, rejections). It
     treats steps as independent, which ignores drift within a run, and it cannot see run-to-run
     variation (a busy machine for one whole run): record several runs and use ``gate`` for that.
     """
-    bt, bs = decode_steps(baseline)
-    ct, cs = decode_steps(candidate)
+    parted = parting(baseline, candidate)
+    limit = parted if parted >= 0 else None
+    bt, bs = decode_steps(baseline, limit)
+    ct, cs = decode_steps(candidate, limit)
     b_rate = bt.sum() / bs.sum() if bs.sum() > 0 else float("nan")
     c_rate = ct.sum() / cs.sum() if cs.sum() > 0 else float("nan")
     ratio = c_rate / b_rate if b_rate == b_rate and b_rate > 0 else float("nan")
@@ -96,4 +120,19 @@ def speedup_ci(
         seed=seed,
         baseline_steps=len(bt),
         candidate_steps=len(ct),
+        compared_tokens=parted if parted >= 0 else 0,
+        parted_at=parted,
     )
+
+
+def parting(baseline: Recording, candidate: Recording) -> int:
+    """Where two greedy runs' outputs part (the tokens they share), -1 where they do not part,
+    either is sampled (sampled outputs differ by design: their rates compare as they are) or
+    either is a redacted copy."""
+    if not (baseline.header.config.sampling.greedy and candidate.header.config.sampling.greedy):
+        return -1
+    if outputs_not_comparable(baseline.header, candidate.header):
+        return -1  # a redacted copy's stand-ins compare only with copies redacted together
+    a, b = output_tokens(baseline.events)[0], output_tokens(candidate.events)[0]
+    n = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    return -1 if n == len(a) == len(b) else n

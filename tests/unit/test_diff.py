@@ -11,7 +11,7 @@ import msgspec
 import pytest
 
 from spectui.compare.diff import diff_recordings, format_diff_markdown, format_diff_text
-from spectui.compare.speedup import speedup_ci
+from spectui.compare.speedup import decode_steps, speedup_ci
 from spectui.errors import SpectuiError
 from spectui.metrics.stats import summarize
 from spectui.recording.reader import Recording, read_recording
@@ -240,6 +240,11 @@ def test_speedup_matches_summaries_and_ci_contains_it(name):
     ar, spec = read_recording(sample(name)), read_recording(sample(name, "spec"))
     sp = speedup_ci(ar, spec)
     b, c = summarize(ar.events).decode_tok_s, summarize(spec.events).decode_tok_s
+    if sp.parted_at >= 0:  # outputs that part are compared over the text they share only
+        assert sp.compared_tokens == sp.parted_at > 1 and "they part at token" in sp.same_text
+        (bt, bs), (ct, cs) = decode_steps(ar, sp.parted_at), decode_steps(spec, sp.parted_at)
+        assert bt.sum() == ct.sum() == sp.parted_at - 1  # the first token is prefill's, not decode's
+        b, c = bt.sum() / bs.sum(), ct.sum() / cs.sum()
     assert sp.baseline_tok_s == pytest.approx(b) and sp.candidate_tok_s == pytest.approx(c)
     assert sp.ratio == pytest.approx(c / b)
     assert sp.ci_low < sp.ratio < sp.ci_high
