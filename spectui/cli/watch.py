@@ -23,6 +23,9 @@ from typing import TYPE_CHECKING
 from spectui.errors import SpectuiError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from spectui.metrics.energy import EnergyProbe
     from spectui.recording.reader import Recording
     from spectui.recording.schema import WatchInfo
     from spectui.watch.feed import LiveFeed
@@ -93,6 +96,7 @@ def _emit(args: argparse.Namespace, line: str | None, obj: dict | None) -> None:
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
+    from spectui.metrics.energy import open_energy
     from spectui.server.client import PROBE_TIMEOUT_S, ServerClient, ServerError, parse_server_url
     from spectui.watch.feed import LiveFeed
     from spectui.watch.process import open_probe
@@ -113,14 +117,33 @@ def cmd_watch(args: argparse.Namespace) -> int:
     except (ServerError, WatchUnavailable) as exc:
         print(f"spectui: error: {exc}", file=sys.stderr)
         return 1
+    # a server on this machine: this machine's energy counters, read at each reading
+    energy = open_energy() if probe is not None else None
     info = watch_info(target, args.interval, process=probe.label if probe is not None and probe.found else "",
-                      process_note=probe.note if probe is not None else "")  # fmt: skip
+                      process_note=probe.note if probe is not None else "",
+                      energy="" if energy is None else (energy.sources or energy.why_not))  # fmt: skip
     recorder = None
     if not args.no_record:
         recorder = WatchRecorder(args.output or default_watch_path(info), watch_header(info))
     feed = LiveFeed(client, target, interval_s=args.interval, max_samples=args.samples, duration_s=args.duration, probe=probe,
-                    recorder=recorder)  # fmt: skip
-    return _follow(args, target, info, feed, recorder)
+                    recorder=recorder, energy=cumulative_joules(energy) if energy is not None and energy.available else None)
+    try:
+        return _follow(args, target, info, feed, recorder)
+    finally:
+        if energy is not None:
+            energy.close()
+
+
+def cumulative_joules(energy: EnergyProbe) -> Callable[[], float | None]:
+    """A reading of every counter ``energy`` opened, summed (their own wrap-around handled)."""
+
+    def read() -> float | None:
+        try:
+            return sum(sum(r.read_joules().values()) for r in energy.readers)
+        except OSError:
+            return None
+
+    return read
 
 
 def _watch_on_node(args: argparse.Namespace) -> int:
@@ -176,6 +199,7 @@ def _headless(args: argparse.Namespace, target: WatchTarget, info: WatchInfo, fe
     from spectui.cli.common import StopOnSignal
     from spectui.watch.sampler import WatchSample
     from spectui.watch.text import (
+        energy_figures,
         opening_json,
         opening_lines,
         sample_json,
@@ -198,6 +222,7 @@ def _headless(args: argparse.Namespace, target: WatchTarget, info: WatchInfo, fe
 
     samples: queue.Queue[WatchSample] = queue.Queue()
     n = failed = 0
+    joules_seen: list[float] = []
     said_missing = False
     with StopOnSignal() as stop:  # Ctrl-C, SIGTERM, a closed terminal: the summary and the End still come
         feed.start(samples.put)
@@ -210,6 +235,8 @@ def _headless(args: argparse.Namespace, target: WatchTarget, info: WatchInfo, fe
                 continue
             n += 1
             failed += bool(sample.error)
+            if sample.joules is not None:
+                joules_seen.append(sample.joules)
             missing = None if said_missing else speculation_missing(fam, sample)
             if missing and not args.json:
                 _emit(args, missing, None)
@@ -219,10 +246,11 @@ def _headless(args: argparse.Namespace, target: WatchTarget, info: WatchInfo, fe
                 obj["note"] = missing
             _emit(args, sample_line(fam, sample), obj)
     totals = feed.totals
+    energy = energy_figures(joules_seen[-1] - joules_seen[0] if len(joules_seen) >= 2 else None, totals, info.energy)
     if args.json:
-        _emit(args, None, summary_json(totals, n, failed))
+        _emit(args, None, summary_json(totals, n, failed, energy))
     else:
-        for line in summary_lines(totals, n, failed):
+        for line in summary_lines(totals, n, failed, energy):
             _emit(args, line, None)
     return 0
 
@@ -234,13 +262,14 @@ def replay_watch(rec: Recording, *, speed: float, json_lines: bool, theme: str |
     """``spectui replay`` of a watch's recording: the dashboard at the recorded pace (``speed``
     times it), or with ``--json`` the lines ``watch --json`` printed."""
     from spectui.watch.record import read_watch
-    from spectui.watch.text import sample_json, summary_json
+    from spectui.watch.text import energy_figures, sample_json, summary_json, watch_joules
 
     watch = read_watch(rec)
     if json_lines:
         for sample in watch.samples:
             print(json.dumps(sample_json(sample)))
-        print(json.dumps(summary_json(watch.totals, len(watch.samples), watch.failed)))
+        energy = energy_figures(watch_joules(watch.samples), watch.totals, watch.info.energy)
+        print(json.dumps(summary_json(watch.totals, len(watch.samples), watch.failed, energy)))
         return 0
     from spectui.cli.common import need_terminal
 

@@ -229,6 +229,9 @@ class WatchInfo(msgspec.Struct, kw_only=True):
     process: str = ""
     #: why no process stats were taken ("" = taken, or not looked for)
     process_note: str = ""
+    #: 1.8: this machine's energy counters read at each reading ("RAPL package-0 + NVML gpu0"),
+    #: or why none were ("not available here: ..."); "" = not looked for (not a loopback server)
+    energy: str = ""
 
 
 class LoadTag(msgspec.Struct, kw_only=True):
@@ -501,6 +504,9 @@ class WatchReading(msgspec.Struct, tag=20, kw_only=True, omit_defaults=True):
     started_at: float | None = None  # the server process's start, Unix seconds
     slots: WatchSlots | None = None
     process: ProcessSample | None = None
+    #: 1.8: this machine's energy counter, joules since the watch's first reading (a loopback
+    #: server's host, where a counter exists: RAPL, NVML, Apple silicon; None: none read)
+    joules: float | None = None
 
 
 Event = Header | Prefill | Step | MemorySample | PolicyChange | End | WatchReading

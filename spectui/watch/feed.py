@@ -39,6 +39,7 @@ class LiveFeed:
         duration_s: float | None = None,
         probe: ProcessProbe | None = None,
         recorder: WatchRecorder | None = None,
+        energy: Callable[[], float | None] | None = None,
     ) -> None:
         self.recorder = recorder
         self.probe = probe
@@ -46,7 +47,7 @@ class LiveFeed:
         self._stopped_by_user = False
         self.sampler = WatchSampler(
             client, target, self._take, interval_s=interval_s, max_samples=max_samples, duration_s=duration_s,
-            process=probe.read if probe is not None and probe.found else None,
+            process=probe.read if probe is not None and probe.found else None, energy=energy,
         )  # fmt: skip
 
     def _take(self, sample: WatchSample) -> None:

@@ -34,12 +34,12 @@ COUNTER_FIELDS = (
 )  # fmt: skip
 
 
-def watch_info(target: WatchTarget, interval_s: float, *, process: str = "", process_note: str = "") -> WatchInfo:
+def watch_info(target: WatchTarget, interval_s: float, *, process: str = "", process_note: str = "", energy: str = "") -> WatchInfo:
     fam = target.families
     return WatchInfo(
         url=target.url, server=fam.server, identity=dict(target.identity), interval_s=interval_s, metric_source=fam.source,
         counts_at_request_end=fam.counts_at_request_end, not_reported=dict(fam.not_reported), process=process,
-        process_note=process_note,
+        process_note=process_note, energy=energy,
     )  # fmt: skip
 
 
@@ -55,7 +55,8 @@ def watch_header(info: WatchInfo, *, node: str = "") -> Header:
 
 def reading_record(sample: WatchSample) -> WatchReading:
     """One sample as its record: the raw counters, the slots, the process."""
-    record = WatchReading(t_us=round(sample.t_s * 1e6), error=sample.error, process=sample.process)
+    joules = None if sample.joules is None else round(sample.joules, 3)
+    record = WatchReading(t_us=round(sample.t_s * 1e6), error=sample.error, process=sample.process, joules=joules)
     r = sample.reading
     if r is not None:
         for name in COUNTER_FIELDS:
@@ -118,7 +119,7 @@ def is_watch(header: Header) -> bool:
 def replay_samples(records: Sequence[WatchReading], server: str) -> tuple[list[WatchSample], WatchTotals]:
     """The recorded readings folded as the live watch folded them."""
     core = WatchCore(0.0)
-    samples = [core.take(poll_of(r, server), r.t_us / 1e6, r.process) for r in records]
+    samples = [core.take(poll_of(r, server), r.t_us / 1e6, r.process, r.joules) for r in records]
     return samples, core.fold.totals
 
 

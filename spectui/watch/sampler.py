@@ -36,6 +36,10 @@ class WatchSample:
     live: LiveSlots | None = None
     error: str = ""
     process: ProcessSample | None = None
+    #: this machine's energy since the first reading, joules, and its power since the previous
+    #: reading, watts (a loopback server where a counter exists; None otherwise)
+    joules: float | None = None
+    watts: float | None = None
 
 
 class WatchCore:
@@ -45,18 +49,35 @@ class WatchCore:
         self.t0 = t0
         self.fold = WatchFold()
         self.n = 0
+        self.first_joules: float | None = None
+        self._last_energy: tuple[float, float] | None = None  # (t_s, joules) of the previous reading
 
-    def take(self, result: Poll, t_s: float, process: ProcessSample | None = None) -> WatchSample:
+    def take(self, result: Poll, t_s: float, process: ProcessSample | None = None, joules: float | None = None) -> WatchSample:
         step = self.fold.add(result.reading) if result.reading is not None else None
-        sample = WatchSample(self.n, t_s - self.t0, result.reading, step, result.live, result.error, process)
+        watts = None
+        if joules is not None:
+            if self.first_joules is None:
+                self.first_joules = joules
+            if self._last_energy is not None and t_s > self._last_energy[0]:
+                watts = (joules - self._last_energy[1]) / (t_s - self._last_energy[0])
+            self._last_energy = (t_s, joules)
+        sample = WatchSample(self.n, t_s - self.t0, result.reading, step, result.live, result.error, process, joules, watts)
         self.n += 1
         return sample
+
+    @property
+    def joules(self) -> float | None:
+        """This machine's energy over the watch so far (None: no counter read)."""
+        if self.first_joules is None or self._last_energy is None:
+            return None
+        return self._last_energy[1] - self.first_joules
 
 
 class WatchSampler:
     """Polls ``target`` every ``interval_s`` on a daemon thread, starting at once, and calls
     ``on_sample`` with each ``WatchSample``; ``done`` is set when it has stopped. ``process``
-    (``ProcessProbe.read``) is asked for the server process's numbers at each reading."""
+    (``ProcessProbe.read``) is asked for the server process's numbers at each reading, ``energy``
+    for this machine's cumulative joules."""
 
     def __init__(
         self,
@@ -69,6 +90,7 @@ class WatchSampler:
         duration_s: float | None = None,
         clock: Callable[[], float] = time.monotonic,
         process: Callable[[], ProcessSample | None] | None = None,
+        energy: Callable[[], float | None] | None = None,
     ) -> None:
         if interval_s <= 0:
             raise ValueError("interval_s must be > 0")
@@ -80,6 +102,7 @@ class WatchSampler:
         self.duration_s = duration_s
         self.clock = clock
         self.process = process
+        self.energy = energy  # this machine's cumulative joules, read at each reading
         first = target.first
         # the reading that found the server is the first sample, and the watch's time origin
         self._pending = first
@@ -100,7 +123,8 @@ class WatchSampler:
         if result is None:
             result = poll(self.client, self.target, self.clock)
         t = result.reading.t_s if result.reading is not None else self.clock()
-        return self.core.take(result, t, self.process() if self.process is not None else None)
+        joules = self.energy() if self.energy is not None else None
+        return self.core.take(result, t, self.process() if self.process is not None else None, joules)
 
     def _finished(self, next_at: float) -> bool:
         """Whether the reading due at ``next_at`` is past the bounds (the last reading falls on

@@ -15,7 +15,7 @@ import msgspec
 from spectui.format import NA, num_or_na, section_title, size, text_table
 from spectui.recording.reader import Recording
 from spectui.watch.record import WatchRecording, read_watch
-from spectui.watch.text import summary_json
+from spectui.watch.text import energy_figures, energy_line, summary_json, watch_joules
 
 
 @dataclass(frozen=True)
@@ -98,6 +98,9 @@ def watch_rows(rec: Recording) -> list[tuple[str, list[tuple[str, str]]]]:
         ]))  # fmt: skip
     elif info.process_note:
         sections.append(("server process", [("process", info.process_note)]))
+    said = energy_line(energy_figures(watch_joules(watch.samples), t, info.energy))
+    if said:
+        sections.append(("energy", [("this machine", said.removeprefix("energy: "))]))
     return sections
 
 
@@ -121,6 +124,7 @@ def watch_report_json(rec: Recording) -> dict[str, Any]:
         "truncated": rec.truncated,
         "truncated_at": rec.truncated_at,
         "header": msgspec.to_builtins(watch.header),
-        "summary": summary_json(watch.totals, len(watch.samples), watch.failed),
+        "summary": summary_json(watch.totals, len(watch.samples), watch.failed,
+                                energy_figures(watch_joules(watch.samples), watch.totals, watch.info.energy)),
         "process": None if proc is None else proc.__dict__,
     }

@@ -8,6 +8,7 @@ reason is the server's way of counting (llama-server adds a request only when it
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from spectui.format import DASH, num, pct, size
@@ -85,12 +86,35 @@ def sample_line(fam: MetricFamilies, sample: WatchSample) -> str:
         parts.append(f"tokens per verify {step.tokens_per_verify:.2f}")
     if sample.process is not None:
         parts.append(process_text(sample.process))
+    if sample.watts is not None:
+        parts.append(f"machine {sample.watts:.1f} W")
     waiting_for_end = fam.counts_at_request_end and not step.generated_tokens and (step.requests_running or 0) > 0
     if waiting_for_end:
         parts.append(f"(counted when a request finishes: {fam.server} has not finished one in this interval)")
     if sample.reading is not None and sample.reading.note:
         parts.append(f"({sample.reading.note})")
     return "  ".join(parts)
+
+
+def watch_joules(samples: Sequence[WatchSample]) -> float | None:
+    """This machine's joules from the first reading with a counter to the last (None: none)."""
+    read = [s.joules for s in samples if s.joules is not None]
+    return read[-1] - read[0] if len(read) >= 2 else None
+
+
+def energy_figures(joules: float | None, totals: WatchTotals, note: str) -> dict[str, Any]:
+    """Joules over the watch and per generated token: the machine's energy, so on a machine
+    that runs more than the server, the server's share is less than this."""
+    tokens = totals.generated_tokens
+    per = joules / tokens if joules is not None and tokens else None
+    return {"joules": joules, "joules_per_token": per, "energy": note}
+
+
+def energy_line(figures: dict[str, Any]) -> str | None:
+    if figures["joules"] is None:
+        return f"energy: {figures['energy']}" if figures["energy"] else None
+    per = f", {figures['joules_per_token']:.3f} J per generated token" if figures["joules_per_token"] is not None else ""
+    return f"energy: {figures['joules']:.1f} J over the watch{per} (this machine's {figures['energy']}, everything it ran)"
 
 
 def process_text(p: ProcessSample) -> str:
@@ -150,6 +174,8 @@ def sample_json(sample: WatchSample) -> dict[str, Any]:
     if sample.process is not None:
         p = sample.process
         out["process"] = {"rss_bytes": p.rss_bytes, "cpu_pct": p.cpu_pct, "threads": p.threads}
+    if sample.joules is not None:
+        out["joules"], out["watts"] = sample.joules, sample.watts
     return out
 
 
@@ -170,8 +196,9 @@ def opening_json(target: WatchTarget, interval_s: float, *, process: str = "", p
     }
 
 
-def summary_json(totals: WatchTotals, samples: int, failed: int) -> dict[str, Any]:
+def summary_json(totals: WatchTotals, samples: int, failed: int, energy: dict[str, Any] | None = None) -> dict[str, Any]:
     return {
+        **(energy or {}),
         "event": "end",
         "samples": samples,
         "failed_reads": failed,
@@ -190,7 +217,7 @@ def summary_json(totals: WatchTotals, samples: int, failed: int) -> dict[str, An
     }
 
 
-def summary_lines(totals: WatchTotals, samples: int, failed: int) -> list[str]:
+def summary_lines(totals: WatchTotals, samples: int, failed: int, energy: dict[str, Any] | None = None) -> list[str]:
     head = f"watched {totals.seconds:.1f} s, {samples} readings" + (f" ({failed} failed)" if failed else "")
     if totals.restarts:
         head += f", {totals.restarts} server restart(s) counted from zero"
@@ -202,4 +229,7 @@ def summary_lines(totals: WatchTotals, samples: int, failed: int) -> list[str]:
         )
     elif totals.tokens_per_verify is not None:
         lines.append(f"tokens per verify call {totals.tokens_per_verify:.2f}")
+    said = energy_line(energy) if energy is not None else None
+    if said:
+        lines.append(said)
     return lines
