@@ -48,7 +48,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     from spectui.compare.thresholds import GateThresholds  # msgspec only: --help stays cheap
 
     report = sub.add_parser("report", help="summarise a recording: speed, latency, acceptance, memory, artifacts")
-    report.add_argument("file", help="a recording (.spectui); with --floors, a sweep folder")
+    report.add_argument("file", help="a recording (.spectui), a spectui workload folder; with --floors, a sweep folder")
     report.add_argument("--json", action="store_true", help="one JSON object with the header and the summary")
     report.add_argument(
         "--redact",
@@ -138,12 +138,26 @@ def cmd_report(args: argparse.Namespace) -> int:
         if args.redact:
             raise SpectuiError("--redact applies to a recording's report; a sweep's floors (--floors) hold no text")
         return report_floors(args)
+    if os.path.isdir(args.file) and os.path.isfile(os.path.join(args.file, "workload.json")):
+        return report_workload(args)
     (rec,) = read_recordings([args.file], watches=True)  # a watch has its own report (spectui.watch.summary)
     if args.redact and rec.header.redaction is None:
         from spectui.recording.redact import redact_recording
 
         rec = redact_recording(rec)
     print(msgspec.json.encode(report_json(rec)).decode() if args.json else format_report(rec))
+    return 0
+
+
+def report_workload(args: argparse.Namespace) -> int:
+    """A ``spectui workload`` folder: its table, knees and partings (or its JSON)."""
+    from spectui.workload.report import format_result
+    from spectui.workload.result import load_result, to_json
+
+    if args.redact:
+        raise SpectuiError("--redact applies to a recording's report; export the workload's recordings with spectui export --redact")
+    result = load_result(args.file)
+    print(json.dumps(to_json(result)) if args.json else format_result(result))
     return 0
 
 

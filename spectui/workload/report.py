@@ -25,7 +25,8 @@ def level_row(lv: LevelResult) -> list[str]:
         "AR" if lv.ar else num(lv.speedup, ".2f", "x"), num(lv.ttft_ms_p50, ".0f", " ms"),
         "/".join(num(v, ".1f") for v in (lv.itl_ms_p50, lv.itl_ms_p95, lv.itl_ms_p99)), num(lv.queue_ms_p50, ".0f", " ms"),
         num(lv.acceptance * 100 if lv.drafted > 0 else None, ".0f", "%"),
-        "/".join(str(c.get(k, 0)) for k in (IDENTICAL, NEAR_TIE, BATCHED, DEFECT, UNJUDGED)),
+        "reference" if lv.ar and (lv.clients, lv.rate, lv.pass_no) == (1, 0.0, 0)
+        else "/".join(str(c.get(k, 0)) for k in (IDENTICAL, NEAR_TIE, BATCHED, DEFECT, UNJUDGED)),
         num(lv.server_cpu_s, ".1f"), num(lv.server_rss_mib, ".0f"),
     ]
 

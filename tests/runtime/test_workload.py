@@ -97,8 +97,14 @@ def test_the_recordings_replay_and_the_folder_reads_again(workload) -> None:
     proc = run_cli("replay", str(out / r["recording"]), "--json")
     assert proc.returncode == 0, proc.stderr
     again = run_cli("workload", "--analyze", str(out))
-    assert again.returncode == 0 and "pays" in again.stdout or "does not pay" in again.stdout
+    assert again.returncode == 0 and ("pays" in again.stdout or "does not pay" in again.stdout)
+    assert run_cli("report", str(out)).stdout == again.stdout  # report reads a workload folder the same
     assert load_result(out).complete
+    gate = run_cli("gate", "--workload", str(out), "--setting", "ngram-mod", "--clients", "1", "--min-speedup", "0.5",
+                   "--max-defects", "12")
+    assert gate.returncode == 0 and gate.stdout.startswith("gate: PASS"), gate.stdout + gate.stderr
+    strict = run_cli("gate", "--workload", str(out), "--setting", "ngram-mod", "--clients", "1", "--min-speedup", "50")
+    assert strict.returncode == 1 and "FAIL  speedup" in strict.stdout
 
 
 def test_a_server_that_dies_mid_level_stops_the_run_in_one_line_and_keeps_what_finished(llama_server_binary, tmp_path) -> None:
@@ -126,3 +132,23 @@ def test_a_server_that_dies_mid_level_stops_the_run_in_one_line_and_keeps_what_f
     assert not result.complete and result.stopped
     kept = [r for lv in result.levels for r in lv.requests if r.n_tokens]
     assert kept and all(read_recording(out / r.recording).complete for r in kept)
+
+
+def test_ctrl_c_mid_level_keeps_every_recording_complete(llama_server_binary, tmp_path) -> None:
+    out = tmp_path / "run"
+    proc = subprocess.Popen([sys.executable, "-m", "spectui", "workload", "mixed-12", "--llama-server", llama_server_binary.path,
+                             "--draft", "runtime:ngram-mod", "--clients", "2", "--threads", "2", "--headless", "--out", str(out)],
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and len(list(out.glob("llama-server-AR/c2/pass0/*.spectui"))) < 3:
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)  # mid-level: the AR setting at 2 clients has requests in flight
+    stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 130, stderr
+    assert "incomplete: interrupted" in stdout and "Traceback" not in stderr
+    files = sorted(out.rglob("*.spectui"))
+    assert files and all(read_recording(f).complete for f in files)
+    result = load_result(out)
+    assert not result.complete and result.stopped == "interrupted"
+    kept = {r.recording for lv in result.levels for r in lv.requests}
+    assert kept and all((out / k).is_file() for k in kept)
