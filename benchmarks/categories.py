@@ -1,5 +1,5 @@
 """Do no harm, by category: the defaults (``spectui run --mode spec``, nothing else) against AR
-on seven kinds of request (issue 44's must-show).
+on seven kinds of request (the do-no-harm floors).
 
     python benchmarks/categories.py [--model embedded|qwen-1.5b|PATH] [--reps 5] [--min-seconds 8] [--max-tokens 64]
                                     [--deterministic] [--categories copy,qa] [--per-category N]
@@ -26,7 +26,7 @@ every round's outputs are compared: with ``--deterministic`` they must be identi
 (the must-show); without it an output may part from AR at a near-tie past a few hundred tokens
 of context (README.md, "How exactness is guaranteed"), and the row says where.
 
-Must-show (issue 44): every category >= 0.97x AR, copy-heavy >= 1.5x on the embedded model and
+The floors: every category >= 0.97x AR, copy-heavy >= 1.5x on the embedded model and
 >= 1.3x on the 1.5B; with ``--deterministic``: every category >= 0.95x, outputs identical.
 Results: ``benchmarks/results/categories-<date>-<model>[-deterministic].{txt,json}`` (``--out``
 elsewhere). The machine is shared: read medians, and rerun a category whose spread is wide.
@@ -128,7 +128,7 @@ def measure_prompt(engine: Engine, ar_cfg, spec_cfg, reps: int, min_seconds: flo
 
 
 def checks(by_category: dict[str, float], rows: list[dict], *, deterministic: bool, model: str) -> list[tuple[str, bool, bool]]:
-    """(what, held, must-show) for each claim of issue 44 on this run."""
+    """(what, held, must-show) for each claim of the do-no-harm floors on this run."""
     floor = FLOOR_DETERMINISTIC if deterministic else FLOOR
     out = [(f"every category >= {floor:.2f}x AR", all(r >= floor for r in by_category.values()), True)]
     copy_floor = COPY_FLOOR.get(model)

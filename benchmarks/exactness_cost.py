@@ -5,7 +5,7 @@
 1. Margins: a greedy run records each emitted token's margin over its runner-up
    (``spectui.engine.loop.decode.top_two``). The same decode loop runs with and without it on one
    loaded engine, alternating which goes first, AR and speculative (n-gram, cost-aware K);
-   the cost is the median of the per-round ratios of decode time. The budget (issue 20) is
+   the cost is the median of the per-round ratios of decode time. The budget is
    1% of decode time on the embedded model.
 2. ``--deterministic`` (one thread, flash attention on, K priced by the seed alone) against
    the defaults (every core): decode tok/s of AR and of speculation under each, alternating,

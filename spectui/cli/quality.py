@@ -101,7 +101,7 @@ def select_prompts(only: list[str] | None) -> list[PromptSpec]:
 
     specs = [s for s in list_prompts() if s.check]
     if not specs:
-        raise SpectuiError(f"no prompt with a quality check in {prompts_dir()} (add '# check:' lines, see README)")
+        raise SpectuiError(f"no prompt with a quality check in {prompts_dir()} (add '# check:' lines: docs/guide/quality.md)")
     if not only:
         return specs
     by_name = {s.name: s for s in specs}

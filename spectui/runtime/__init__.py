@@ -1,4 +1,4 @@
-"""Runtimes: an engine spectui starts, measures and stops (issue 43: llama-server, mlx_lm.server).
+"""Runtimes: an engine spectui starts, measures and stops (llama-server, mlx_lm.server).
 
 People turn speculation on in a runtime (``llama-server --spec-type ...``), not in spectui's own
 loop; this package lets spectui run that runtime as it is deployed:

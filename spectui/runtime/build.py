@@ -58,7 +58,7 @@ SERVER = "llama-server"
 SERVER_ENV = "SPECTUI_LLAMA_SERVER"
 #: A llama-cpp-python source package already on disk (an offline machine).
 SDIST_ENV = "SPECTUI_LLAMA_CPP_SDIST"
-#: What makes a configure run offline and short (DESIGN.md, llama.cpp section): the web UI is
+#: What makes a configure run offline and short (llama.cpp's tools/server CMakeLists): the web UI is
 #: otherwise downloaded during the build.
 OFFLINE_FLAGS = (
     "-DCMAKE_BUILD_TYPE=Release",

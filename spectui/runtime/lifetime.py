@@ -1,4 +1,4 @@
-"""A server spectui started never outlives it (issue 43), whichever runtime it is.
+"""A server spectui started never outlives it, whichever runtime it is.
 
 Its own process group (a Ctrl-C in the terminal reaches spectui only, which stops it in order),
 stopped by its owner, by an ``atexit`` hook on any exit, by SIGTERM/SIGHUP handlers that turn

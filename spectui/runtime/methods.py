@@ -1,7 +1,7 @@
 """llama-server's speculative methods (``--spec-type``), spectui's K and p-min mapped onto the
 flags each one actually reads, and what cannot work refused before a server starts.
 
-The vendored llama.cpp (DESIGN.md, llama.cpp section; ``common/speculative.cpp``) has one
+The vendored llama.cpp (its ``common/speculative.cpp`` and ``common/arg.cpp``) has one
 draft length per family, not one for all:
 
 * the model drafters (draft-simple, draft-eagle3, draft-mtp, draft-dflash, draft-dspark) read

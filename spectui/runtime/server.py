@@ -9,7 +9,7 @@ command line, the environment, the log line that says it listens, when it is rea
 ``Runtime``: ``LlamaServer`` here, ``spectui.runtime.mlx_lm_server.MlxLmServer`` for
 ``mlx_lm.server``, which takes no API key (that module says what that means).
 
-What a shared machine needs (issue 43):
+What a shared machine needs:
 
 * **A fresh API key per start** (``secrets``), handed to llama-server in its environment
   (``LLAMA_API_KEY``), never on its command line, which every user can read in ``ps``;

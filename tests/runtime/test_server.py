@@ -4,7 +4,7 @@ Exactness: each n-gram type, draft-simple (a Q8_0 requantized copy of the embedd
 draft) and a combination, then draft-mtp on a tiny random-weight qwen35 with one nextn layer,
 each produce the greedy output of the same binary and model without speculation, token by
 token, and report that they drafted. One thread with flash attention on: there a block's
-logits equal one token's bit for bit (DESIGN.md, batch invariance), so equality is the
+logits equal one token's bit for bit (spectui.engine.host.noise: batch invariance), so equality is the
 expected result rather than a near-tie lottery. The tokens come through the existing server
 engine and client (``spectui.runtime.engine``).
 

@@ -1,7 +1,7 @@
 """A tiny random-weight ``qwen35`` GGUF with one nextn (MTP) layer, for llama-server's draft-mtp.
 
 llama.cpp treats a model as MTP-capable when ``qwen35.nextn_predict_layers`` is set and the first
-nextn block holds ``blk.{block_count - 1}.nextn.eh_proj.weight`` (DESIGN.md, llama.cpp section).
+nextn block holds ``blk.{block_count - 1}.nextn.eh_proj.weight`` (llama.cpp's ``src/llama-model.cpp``).
 The shape that runs (measured there): n_embd 64, two trunk layers, one Gated-DeltaNet and one
 full attention (``full_attention_interval`` 2: with 1, llama-server aborts at warm-up), then
 the nextn block; ``rope.dimension_sections`` and the five ``ssm.*`` keys are required. The

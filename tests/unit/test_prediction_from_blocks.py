@@ -1,4 +1,4 @@
-"""The live prediction from a run's own blocks (issue 44, item 4; ``metrics.predict.predict_blocks``).
+"""The live prediction from a run's own blocks (``metrics.predict.predict_blocks``).
 
 Blocks are mostly all-or-nothing (a copy runs to its end, a guess fails at its first token),
 and the old prediction, every drafted position an independent coin at the run's mean

@@ -1,5 +1,5 @@
 """The first-run probe's clean-up keeps every requantized copy that a stored choice runs
-(issue 44, item 5): a one-thread probe (``--deterministic``) must not delete the Q8_0 copy
+(the weight probe's copies): a one-thread probe (``--deterministic``) must not delete the Q8_0 copy
 the two-thread choice loads, or alternating the two requantizes on every switch.
 
 Real files in a temporary cache; no model is loaded (the copies are stand-ins: the clean-up
