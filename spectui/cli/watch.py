@@ -23,9 +23,6 @@ from typing import TYPE_CHECKING
 from spectui.errors import SpectuiError
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
-    from spectui.metrics.energy import EnergyProbe
     from spectui.recording.reader import Recording
     from spectui.recording.schema import WatchInfo
     from spectui.watch.feed import LiveFeed
@@ -126,24 +123,13 @@ def cmd_watch(args: argparse.Namespace) -> int:
     if not args.no_record:
         recorder = WatchRecorder(args.output or default_watch_path(info), watch_header(info))
     feed = LiveFeed(client, target, interval_s=args.interval, max_samples=args.samples, duration_s=args.duration, probe=probe,
-                    recorder=recorder, energy=cumulative_joules(energy) if energy is not None and energy.available else None)
+                    recorder=recorder, energy=energy.total_joules if energy is not None and energy.available else None)
     try:
         return _follow(args, target, info, feed, recorder)
     finally:
         if energy is not None:
             energy.close()
 
-
-def cumulative_joules(energy: EnergyProbe) -> Callable[[], float | None]:
-    """A reading of every counter ``energy`` opened, summed (their own wrap-around handled)."""
-
-    def read() -> float | None:
-        try:
-            return sum(sum(r.read_joules().values()) for r in energy.readers)
-        except OSError:
-            return None
-
-    return read
 
 
 def _watch_on_node(args: argparse.Namespace) -> int:

@@ -54,6 +54,16 @@ class EnergyProbe:
     def sources(self) -> str:
         return " + ".join(r.source for r in self.readers)
 
+    def total_joules(self) -> float | None:
+        """Every counter opened, summed: cumulative joules (each reader handles its own
+        wrap-around); None when there is none or a reading fails."""
+        if not self.readers:
+            return None
+        try:
+            return sum(sum(r.read_joules().values()) for r in self.readers)
+        except OSError:
+            return None
+
     def close(self) -> None:
         for r in self.readers:
             r.close()

@@ -8,8 +8,8 @@ from spectui.format import num, text_table
 from spectui.workload.result import BATCHED, DEFECT, IDENTICAL, NEAR_TIE, UNJUDGED, LevelResult, WorkloadResult
 
 HEADER = ["load", "setting", "pass", "out tok/s", "speedup", "TTFT p50", "ITL p50/p95/p99 ms", "queue p50", "accept",
-          "identical/near-tie/batched/defect/unjudged", "server CPU s", "RSS MiB"]
-RIGHT = frozenset({3, 4, 5, 7, 8, 10, 11})
+          "identical/near-tie/batched/defect/unjudged", "server CPU s", "RSS MiB", "J/token"]
+RIGHT = frozenset({3, 4, 5, 7, 8, 10, 11, 12})
 NOTE = ("speedup: over the same text, each request up to where it parts from its AR twin at that load; exactness: "
         "against the same request's AR output at one client (batched: AR under the same load parts there too)")
 
@@ -27,13 +27,14 @@ def level_row(lv: LevelResult) -> list[str]:
         num(lv.acceptance * 100 if lv.drafted > 0 else None, ".0f", "%"),
         "reference" if lv.ar and (lv.clients, lv.rate, lv.pass_no) == (1, 0.0, 0)
         else "/".join(str(c.get(k, 0)) for k in (IDENTICAL, NEAR_TIE, BATCHED, DEFECT, UNJUDGED)),
-        num(lv.server_cpu_s, ".1f"), num(lv.server_rss_mib, ".0f"),
+        num(lv.server_cpu_s, ".1f"), num(lv.server_rss_mib, ".0f"), num(lv.joules_per_token, ".3f"),
     ]
 
 
 def headline(result: WorkloadResult) -> str:
+    energy = f"; energy: {result.energy}" if result.energy else ""
     return (f"workload {result.workload}: {result.n_requests} requests, {result.sampling}; {result.slots} slot(s) a server, "
-            f"warm-up {result.warmup}, {result.passes} pass(es) a level")
+            f"warm-up {result.warmup}, {result.passes} pass(es) a level{energy}")
 
 
 def partings(result: WorkloadResult, limit: int = 10) -> list[str]:

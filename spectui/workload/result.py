@@ -95,7 +95,7 @@ class LevelResult(msgspec.Struct, kw_only=True):
     server_cpu_s: float = NAN  # the server's processes' CPU time over the level
     server_rss_mib: float = NAN  # their resident memory at the level's end
     client_cpu_s: float = NAN  # this process's CPU time over the level (the load client's cost)
-    joules_per_token: float = NAN  # where an energy counter exists
+    joules_per_token: float = NAN  # this machine's, over the level, per output token, where a counter exists
     speedup: float = NAN  # against its AR twin at this level, over the same text
     same_text: str = ""  # "N of M tokens compared"
     counts: dict[str, int] = msgspec.field(default_factory=dict)
@@ -118,6 +118,8 @@ class WorkloadResult(msgspec.Struct, kw_only=True):
     knees: dict[str, str] = msgspec.field(default_factory=dict)
     complete: bool = False
     stopped: str = ""
+    #: this machine's energy counters, or why there are none (levels' joules per token)
+    energy: str = ""
 
     def find(self, setting: str, clients: int, rate: float, pass_no: int) -> LevelResult | None:
         return next((lv for lv in self.levels if (lv.setting, lv.clients, lv.rate, lv.pass_no) == (setting, clients, rate, pass_no)), None)

@@ -31,6 +31,7 @@ import psutil
 
 from spectui import storage
 from spectui.config import RunConfig
+from spectui.metrics.energy import EnergyProbe, open_energy
 from spectui.recording.schema import BatchNoise, End, Event, Header, LoadTag, Prefill, Step
 from spectui.sessions.protocol import EngineProtocol
 from spectui.sessions.record import record_session
@@ -173,6 +174,7 @@ class WorkloadRun:
         )
         #: every request's reference (AR at one client, first pass): tokens and top-two facts
         self.judge = Judge()
+        self.energy: EnergyProbe | None = None
         self._done = 0
         self._lock = threading.Lock()
         #: client -> the request it has in flight, and the level running: what a live view shows
@@ -184,6 +186,8 @@ class WorkloadRun:
     def __call__(self) -> WorkloadResult:
         storage.prepare_dir(self.folder)
         live: dict[str, _Live] = {}
+        self.energy = open_energy()
+        self.result.energy = self.energy.sources or self.energy.why_not
         try:
             for setting in self._ordered():
                 if self.stop.is_set():
@@ -211,6 +215,7 @@ class WorkloadRun:
             if self.stop.is_set() and not self.result.stopped:
                 self.result.stopped = "interrupted"
         finally:
+            self.energy.close()
             for one in live.values():
                 one.engine.close()
             self._pair()
@@ -275,6 +280,7 @@ class WorkloadRun:
         sub = self.folder / _slug(s.label) / (f"c{clients}" if clients else f"r{rate:g}") / f"pass{pass_no}"
         counters = self._counters(one)
         cpu0, client0 = _cpu(one.server_pid), time.process_time()
+        joules0 = self.energy.total_joules() if self.energy is not None and one.server_pid is not None else None
 
         self.live = level
 
@@ -310,6 +316,11 @@ class WorkloadRun:
         if cpu0 is not None and cpu1 is not None:
             level.server_cpu_s = cpu1 - cpu0
         level.server_rss_mib = _rss_mib(one.server_pid)
+        joules1 = self.energy.total_joules() if joules0 is not None and self.energy is not None else None
+        produced = sum(r.n_tokens for r in level.requests)
+        if joules0 is not None and joules1 is not None and produced:
+            # the machine's, over the level: a server spectui started runs here, and nothing else of spectui's decodes
+            level.joules_per_token = (joules1 - joules0) / produced
         self._acceptance(one, counters, level)
         fill_stats(level)
         return level

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from spectui.cli.watch import cumulative_joules
 from spectui.metrics.energy import open_energy
 from spectui.metrics.energy_rapl import RaplReader
 from spectui.metrics.prometheus import LLAMA_SERVER, CounterReading
@@ -24,7 +23,7 @@ def reading(t: float, generated: float) -> CounterReading:
 def test_joules_per_generated_token_over_the_watch_and_in_its_recording(tmp_path: Path) -> None:
     pkg = zone(tmp_path / "powercap", "intel-rapl:0", "package-0", 5_000_000)
     probe = open_energy(openers=[lambda: RaplReader(str(tmp_path / "powercap"))])
-    read = cumulative_joules(probe)
+    read = probe.total_joules
     core = WatchCore(0.0)
     samples = []
     for t, generated, uj in ((0.0, 0, 5_000_000), (1.0, 100, 35_000_000), (2.0, 300, 75_000_000)):
