@@ -5,7 +5,8 @@
   off: with several clients in flight a counter's change across one request is every request's,
   so the workload reads the counters around each level instead (``metrics_reading``); each
   request's own ``timings.draft_n`` stays per request.
-* **a server spectui did not start** (``--server URL``): the same, without a process to watch.
+* **a server spectui did not start** (``--server URL``): the same; on this machine, the process
+  behind its port is found as the watch finds it, for its CPU and memory.
 * **embedded**: the engine loaded in this process (one request at a time; the workload queues).
 """
 
@@ -22,6 +23,7 @@ from spectui.recording.schema import BatchNoise, Event
 from spectui.server.engine import ServerEngine
 from spectui.server.probe import read_metrics
 from spectui.sessions.protocol import EngineProtocol
+from spectui.watch.process import find_listener
 from spectui.workload.plan import EMBEDDED, LLAMA_SERVER, Setting
 
 PER_LEVEL = "read around each level by the workload: with several requests in flight, a change across one request is everyone's"
@@ -96,7 +98,9 @@ def open_setting(setting: Setting, slots: int, folder: Path) -> tuple[EngineProt
         except Exception as exc:  # noqa: BLE001 - any failure to reach it is the answer
             return f"the server no longer answers ({exc})"
 
-    return _Served(inner), None, reachable
+    # a server on this machine: the process behind its port, as the watch finds it (its CPU and memory)
+    pid = find_listener(client.url.port).pid if client.url.loopback else None
+    return _Served(inner), pid, reachable
 
 
 def embedded_noise(setting: Setting, reach: int) -> BatchNoise | None:

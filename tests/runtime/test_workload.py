@@ -152,3 +152,47 @@ def test_ctrl_c_mid_level_keeps_every_recording_complete(llama_server_binary, tm
     assert not result.complete and result.stopped == "interrupted"
     kept = {r.recording for lv in result.levels for r in lv.requests}
     assert kept and all((out / k).is_file() for k in kept)
+
+
+def _serve(binary: str, model: str, *extra: str) -> tuple[subprocess.Popen, str]:
+    """A llama-server started here, as a person would, without spectui: no key, loopback."""
+    from spectui.runtime.server import free_port
+    from spectui.server.client import ServerClient, ServerError, parse_server_url
+
+    port = free_port()
+    proc = subprocess.Popen([binary, "-m", model, "-t", "2", "-np", "2", "-c", "8192", "--metrics", "--host", "127.0.0.1",
+                             "--port", str(port), *extra], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    client = ServerClient(parse_server_url(url))
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            if client.get("/health", timeout_s=2).ok:
+                return proc, url
+        except ServerError:
+            pass
+        time.sleep(0.2)
+    proc.kill()
+    raise AssertionError("llama-server did not start")
+
+
+def test_a_server_spectui_did_not_start_is_measured_beside_its_ar(llama_server_binary, model_path, tmp_path) -> None:
+    spec, spec_url = _serve(llama_server_binary.path, model_path, "--spec-type", "ngram-simple")
+    ar, ar_url = _serve(llama_server_binary.path, model_path)
+    try:
+        out = tmp_path / "run"
+        proc = run_cli("workload", "summaries", "--server", spec_url, "--ar-server", ar_url, "--target", model_path,
+                       "--clients", "1,2", "--max-tokens", "24", "--out", str(out), "--json", timeout=600)
+    finally:
+        for p in (spec, ar):
+            p.terminate()
+            p.wait(timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    spec_levels = [lv for lv in doc["levels"] if not lv["ar"]]
+    assert {lv["clients"] for lv in spec_levels} == {1, 2} and all(lv["family"] == "server" for lv in doc["levels"])
+    # its counters read around each level from its /metrics, its requests paired with the AR server's
+    assert all(lv["drafted"] >= 0 and "/metrics" in lv["acceptance_source"] for lv in spec_levels)
+    assert all(lv["speedup"] is not None for lv in spec_levels)
+    assert all(r["exact"] in ("identical", "near-tie", "batched", "defect", "unjudged") for lv in spec_levels for r in lv["per_request"])
+    assert all(lv["server_cpu_s"] > 0 for lv in spec_levels)  # the process behind the port, found as the watch finds it
