@@ -5,6 +5,7 @@ from __future__ import annotations
 import msgspec
 import numpy as np
 
+from spectui.metrics.same_text import common_tokens
 from spectui.metrics.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, bootstrap, percentile_interval
 from spectui.recording.output import output_tokens
 from spectui.recording.reader import Recording
@@ -134,5 +135,5 @@ def parting(baseline: Recording, candidate: Recording) -> int:
     if outputs_not_comparable(baseline.header, candidate.header):
         return -1  # a redacted copy's stand-ins compare only with copies redacted together
     a, b = output_tokens(baseline.events)[0], output_tokens(candidate.events)[0]
-    n = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    n = common_tokens(a, b)
     return -1 if n == len(a) == len(b) else n

@@ -45,6 +45,7 @@ import msgspec
 from spectui import storage
 from spectui.config import RUNTIME_PREFIX, RunConfig
 from spectui.errors import SpectuiError
+from spectui.metrics.same_text import Output, same_text_ratio
 from spectui.metrics.stats import Summary, median_ci, nanmedian, nanpercentile, summarize
 from spectui.prompts import PromptSpec
 from spectui.sessions.open import EngineCache, EngineFactory
@@ -337,6 +338,7 @@ def run_sweep(
         raise storage.disk_error(out, exc) from None
     result = SweepResult(plan=plan, folder=str(out), runs=[])
     summaries: dict[int, Summary] = {}
+    outputs: dict[int, Output] = {}  # greedy runs' tokens and times: speedups over the same text
     engines = EngineCache(load_engine)
     order = run_order(plan)
     t_start = time.monotonic()
@@ -364,7 +366,9 @@ def run_sweep(
                            drafter=point.drafter)
             result.runs.append(run)
             summaries[i] = summarize(events)
-            result.rows, result.knees = aggregate(result.runs, summaries)
+            if config.sampling.greedy:
+                outputs[i] = Output.of(events)
+            result.rows, result.knees = aggregate(result.runs, summaries, outputs)
             result.elapsed_s = time.monotonic() - t_start
             _write_manifest(result)
             if on_run is not None:
@@ -392,34 +396,45 @@ def load_sweep(folder: str | os.PathLike[str]) -> tuple[SweepResult, dict[int, S
         plan=manifest.plan, folder=str(folder), runs=manifest.runs, complete=manifest.complete, elapsed_s=manifest.elapsed_s
     )
     summaries = {}
+    outputs = {}
     for run in result.runs:
         file = Path(folder) / run.file
         if not file.is_file():
             raise SpectuiError(f"{file}: recording listed in the sweep is missing")
-        summaries[run.index] = summarize(read_recording(file).events)
-    result.rows, result.knees = aggregate(result.runs, summaries)
+        rec = read_recording(file)
+        summaries[run.index] = summarize(rec.events)
+        if rec.header.config.sampling.greedy:
+            outputs[run.index] = Output.of(rec.events)
+    result.rows, result.knees = aggregate(result.runs, summaries, outputs)
     return result, summaries
 
 
 # -- the table ------------------------------------------------------------------------------------
 
 
-def aggregate(runs: Sequence[SweepRun], summaries: dict[int, Summary]) -> tuple[list[SweepRow], list[Knee]]:
-    ar_rate = {
-        (r.round, r.prompt): summaries[r.index].decode_tok_s for r in runs if r.knob == "ar"
-    }
+def aggregate(runs: Sequence[SweepRun], summaries: dict[int, Summary],
+              outputs: dict[int, Output] | None = None) -> tuple[list[SweepRow], list[Knee]]:
+    """The table: a row per tier and point. A run's speedup is against the AR run of the same
+    round and prompt, over the same text (``outputs``, greedy runs: two outputs that part are
+    timed up to where they part; without them, the whole runs' decode rates)."""
+    ar_run = {(r.round, r.prompt): r.index for r in runs if r.knob == "ar"}
     groups: dict[tuple[str, SweepPoint], list[SweepRun]] = {}
     for r in runs:
         groups.setdefault((r.tier, r.point), []).append(r)
+
+    def ratio(r: SweepRun, s: Summary) -> float | None:
+        base = ar_run.get((r.round, r.prompt))
+        if base is None or not summaries[base].decode_tok_s > 0:
+            return None
+        if outputs is not None and r.index in outputs and base in outputs and r.point.knob != "temperature":
+            return same_text_ratio(outputs[r.index], outputs[base])[0]
+        return s.decode_tok_s / summaries[base].decode_tok_s
+
     rows = []
     for (tier, point), members in groups.items():
         ss = [summaries[r.index] for r in members]
         rates = [s.decode_tok_s for s in ss]
-        ratios = [
-            s.decode_tok_s / ar_rate[(r.round, r.prompt)]
-            for r, s in zip(members, ss)
-            if ar_rate.get((r.round, r.prompt), 0) > 0
-        ]
+        ratios = [x for x in (ratio(r, s) for r, s in zip(members, ss)) if x is not None]
         low, high = median_ci(ratios)
         rows.append(
             SweepRow(

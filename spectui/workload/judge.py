@@ -15,10 +15,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from spectui.compare.divergence import NEAR_TIE, DivergenceCause, classify
+from spectui.metrics.same_text import common_tokens
 from spectui.recording.output import output_top_two
 from spectui.recording.schema import BatchNoise, End, Event
 from spectui.workload.plan import Setting
-from spectui.workload.result import BATCHED, DEFECT, IDENTICAL, REFERENCE, UNJUDGED, RequestOutcome, common_prefix
+from spectui.workload.result import BATCHED, DEFECT, IDENTICAL, REFERENCE, UNJUDGED, RequestOutcome
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,7 @@ class Judge:
                 out.exact = REFERENCE
             return
         ref = self.reference[key]
-        n = common_prefix(out.tokens, ref.tokens)
+        n = common_tokens(out.tokens, ref.tokens)
         if n == len(out.tokens) == len(ref.tokens):
             out.exact = IDENTICAL
             return
@@ -71,15 +72,15 @@ class Judge:
             out.exact, out.why = UNJUDGED, f"ended early ({out.reason})"
             return
         twin = self.twins.get((s.family, out.index, at)) if not s.ar else None
-        if s.ar or (twin is not None and common_prefix(twin.tokens, ref.tokens) == n and common_prefix(out.tokens, twin.tokens) > n):
+        if s.ar or (twin is not None and common_tokens(twin.tokens, ref.tokens) == n and common_tokens(out.tokens, twin.tokens) > n):
             against = "" if s.ar else " as AR under the same load does"
             cause = self.cause(s, n, ref, mine)
             out.exact = BATCHED
             out.why = f"parts at token {n}{against}: the load's batching, not speculation ({cause.reason.split(': ', 1)[-1]})"
             return
-        if twin is not None and common_prefix(twin.tokens, ref.tokens) < len(ref.tokens):
+        if twin is not None and common_tokens(twin.tokens, ref.tokens) < len(ref.tokens):
             ref, against = twin, "its AR twin under the same load"  # the reference itself moved under this load
-            n = common_prefix(out.tokens, ref.tokens)
+            n = common_tokens(out.tokens, ref.tokens)
             if n == len(out.tokens) == len(ref.tokens):
                 out.exact, out.why = BATCHED, "equals AR under the same load, which parts from AR at one client"
                 return

@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any, cast
 
 import msgspec
-import numpy as np
 
 from spectui.errors import SpectuiError
+from spectui.metrics.same_text import common_tokens
 from spectui.metrics.stats import nanmedian, nanpercentile
 
 IDENTICAL, NEAR_TIE, DEFECT, UNJUDGED, REFERENCE = "identical", "near-tie", "defect", "unjudged", "reference"
@@ -147,12 +147,6 @@ def fill_stats(level: LevelResult) -> None:
     level.counts = {v: sum(1 for r in level.requests if r.exact == v) for v in VERDICTS}
 
 
-def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    n = min(len(a), len(b))
-    x = np.asarray(a[:n]) != np.asarray(b[:n])
-    return int(np.argmax(x)) if x.any() else n
-
-
 def time_to(r: RequestOutcome, n: int) -> float:
     """Milliseconds from sending ``r`` to the arrival of its ``n``-th token."""
     return r.token_ms[n - 1] if 0 < n <= len(r.token_ms) else NAN
@@ -168,7 +162,7 @@ def pair_speedup(level: LevelResult, twin: LevelResult) -> None:
         produced += r.n_tokens
         if t is None:
             continue
-        n = common_prefix(r.tokens, t.tokens)
+        n = common_tokens(r.tokens, t.tokens)
         r.common = n
         r.common_ms = time_to(r, n)
         ar_ms = time_to(t, n)
