@@ -15,7 +15,8 @@ Per tier and point the table gives (all from ``summarize`` of each run's events)
 * TTFT: median over runs; peak memory: the largest peak RSS of any run; swap: the largest
   swap growth of any run;
 * speedup vs AR: the median over runs of (run tok/s / tok/s of the AR run of the same prompt
-  in the same round), with a 95% percentile-bootstrap interval of that median
+  in the same round), over the same text (greedy runs whose outputs part are both timed up to
+  where they part), with a 95% percentile-bootstrap interval of that median
   (``spectui.metrics.stats.median_ci``: ``BOOTSTRAP_RESAMPLES`` resamples, ``BOOTSTRAP_SEED``).
 
 The knee of the K curve, per tier (and per drafter of a grid): the smallest K whose speedup is
@@ -45,7 +46,7 @@ import msgspec
 from spectui import storage
 from spectui.config import RUNTIME_PREFIX, RunConfig
 from spectui.errors import SpectuiError
-from spectui.metrics.same_text import Output, same_text_ratio
+from spectui.metrics.same_text import Output, speedup
 from spectui.metrics.stats import Summary, median_ci, nanmedian, nanpercentile, summarize
 from spectui.prompts import PromptSpec
 from spectui.sessions.open import EngineCache, EngineFactory
@@ -427,7 +428,7 @@ def aggregate(runs: Sequence[SweepRun], summaries: dict[int, Summary],
         if base is None or not summaries[base].decode_tok_s > 0:
             return None
         if outputs is not None and r.index in outputs and base in outputs and r.point.knob != "temperature":
-            return same_text_ratio(outputs[r.index], outputs[base])[0]
+            return speedup(outputs[r.index], outputs[base], greedy=True)
         return s.decode_tok_s / summaries[base].decode_tok_s
 
     rows = []

@@ -50,3 +50,12 @@ def same_text_ratio(run: Output, baseline: Output) -> tuple[float, int]:
         n = len(run.tokens)
     b = decode_rate(baseline.t_us, n)
     return (decode_rate(run.t_us, n) / b if b == b and b > 0 else float("nan")), n
+
+
+def speedup(run: Output, baseline: Output, *, greedy: bool) -> float:
+    """``run``'s decode speedup over ``baseline``: over the same text where both are greedy,
+    over the whole runs where sampled (sampled outputs differ by design)."""
+    if greedy:
+        return same_text_ratio(run, baseline)[0]
+    b = decode_rate(baseline.t_us, len(baseline.t_us))
+    return decode_rate(run.t_us, len(run.t_us)) / b if b == b and b > 0 else float("nan")

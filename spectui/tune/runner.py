@@ -27,7 +27,7 @@ from spectui.engine.loop.sampling import Sampler
 from spectui.engine.protocol import Draft
 from spectui.errors import SpectuiError
 from spectui.format import model_name
-from spectui.metrics.stats import summarize
+from spectui.metrics.same_text import Output, speedup
 from spectui.models.cost_curves import CostCurve, save_curve
 from spectui.prompts import PromptSpec
 from spectui.recording.reader import Recording
@@ -155,8 +155,8 @@ def plan_tiers(data: Sequence[PromptData], curve: Curve, base: DraftConfig, draf
 def check(engine: Engine, plans: Sequence[TierPlan], configs: dict[str, RunConfig], curve: Curve, reps: int,
           progress: Progress) -> None:
     """Run AR and each tier's recommended setting, alternating, ``reps`` rounds per prompt;
-    the measured speedup (median of the rounds' decode tok/s ratios) goes beside the
-    prediction, per prompt and per tier (median over prompts)."""
+    the measured speedup (median of the rounds' decode tok/s ratios, over the same text) goes
+    beside the prediction, per prompt and per tier (median over prompts)."""
     for plan in plans:
         if plan.best.drafter == "ar":
             continue
@@ -167,10 +167,11 @@ def check(engine: Engine, plans: Sequence[TierPlan], configs: dict[str, RunConfi
             for r in range(reps):
                 progress(f"check {plan.tier}: {name} ({r + 1}/{reps})")
                 first, second = (ar, spec) if r % 2 == 0 else (spec, ar)  # a drift in speed cancels
-                rates = {id(c): summarize(engine.run(c, memory_interval_s=None)).decode_tok_s for c in (first, second)}
-                a, s = rates[id(ar)], rates[id(spec)]
-                if a > 0 and s > 0:
-                    ratios.append(s / a)
+                outputs = {id(c): Output.of(engine.run(c, memory_interval_s=None)) for c in (first, second)}
+                # over the same text: a greedy pair whose outputs part is timed up to where they part
+                ratio = speedup(outputs[id(spec)], outputs[id(ar)], greedy=ar.sampling.greedy)
+                if ratio > 0:
+                    ratios.append(ratio)
             plan.measured_per_prompt[name] = statistics.median(ratios) if ratios else math.nan
         values = [v for v in plan.measured_per_prompt.values() if not math.isnan(v)]
         plan.measured = statistics.median(values) if values else None

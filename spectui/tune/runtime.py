@@ -33,6 +33,7 @@ import msgspec
 from spectui.config import RUNTIME_PREFIX, RunConfig
 from spectui.errors import SpectuiError
 from spectui.format import model_name, num, text_table
+from spectui.metrics.same_text import Output, speedup
 from spectui.metrics.stats import summarize
 from spectui.prompts import PromptSpec
 from spectui.recording.schema import End, Event, Header, Step
@@ -214,8 +215,10 @@ def measure(
                         who.command = who.command or paste_command(props.get("runtime.command_line", ""))
                         command = command or props.get("runtime.command_line", "")
                         version = version or props.get("runtime.version", "")
-                    a, s = summarize(ar_events), summarize(events)
-                    m.ratios.setdefault(config.prompt_name, []).append(s.decode_tok_s / a.decode_tok_s if a.decode_tok_s > 0 else math.nan)
+                    s = summarize(events)
+                    # over the same text: outputs that part (a warm server's near-tie) are timed up to the parting
+                    ratio = speedup(Output.of(events), Output.of(ar_events), greedy=ar_config.sampling.greedy)
+                    m.ratios.setdefault(config.prompt_name, []).append(ratio)
                     m.drafted += s.drafted
                     m.drafted_on[config.prompt_name] = m.drafted_on.get(config.prompt_name, 0) + s.drafted
                     m.accepted += s.accepted
