@@ -27,6 +27,7 @@ from spectui.compare.divergence import UNCLASSIFIED, DivergenceCause, classify_r
 from spectui.compare.headers import first_difference
 from spectui.format import DASH, num, pct, signed_size
 from spectui.metrics.live import LiveRun
+from spectui.metrics.same_text import Output, same_text_ratio
 from spectui.metrics.stats import Summary
 from spectui.recording.redact import outputs_not_comparable
 from spectui.ui.labels import recorded_label
@@ -54,7 +55,15 @@ def delta_items(base: LiveRun, cand: LiveRun, sb: Summary, sc: Summary, styles: 
         out.append(Text.assemble((f"{label} ", muted), (text, style), end=""))
 
     ratio = sc.decode_tok_s / sb.decode_tok_s if sb.decode_tok_s > 0 else math.nan
-    item("speedup", "—" if math.isnan(ratio) else f"{ratio:.2f}×", good if ratio >= 1 else bad)
+    headers = (base.header, cand.header)
+    greedy = all(h is not None and h.config.sampling.greedy for h in headers)
+    over = ""
+    if greedy and not outputs_not_comparable(*headers):  # type: ignore[arg-type]  # greedy: both headers are there
+        # over the same text: two greedy outputs that part are timed up to where they part
+        ratio, shared = same_text_ratio(Output(cand.tokens, cand.token_t_us), Output(base.tokens, base.token_t_us))
+        if shared < min(len(cand.tokens), len(base.tokens)):
+            over = f" (first {shared} tokens, where the outputs part)"
+    item("speedup", "—" if math.isnan(ratio) else f"{ratio:.2f}×{over}", good if ratio >= 1 else bad)
     item(
         "ITL p50/p95/p99",
         f"{num(sb.itl_p50_ms, '.1f')}/{num(sb.itl_p95_ms, '.1f')}/{num(sb.itl_p99_ms, '.1f')} → "
