@@ -11,6 +11,7 @@ DIR`` reads an earlier run's folder again without any model.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import os
@@ -45,6 +46,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--sampling", choices=("greedy", "file"), default="greedy",
                    help="greedy (default: every request judged token by token against AR), or each request's own sampling fields")
     p.add_argument("--ar-server", metavar="URL", default="", help="with --server: the same model served without speculation, the AR to pair with")
+    p.add_argument("--hosts", metavar="A,B,...", default=None,
+                   help="with --server: send the load from these nodes (ssh destinations, spectui installed there), the clients"
+                        " spread over them in turn, every request recorded here")
     p.add_argument("--arrival-seed", type=int, default=0, help="the open loop's arrival times (the same for every setting)")
     p.add_argument("--out", default=None, help="folder for the recordings and workload.json (default recordings/workload-<time>)")
     p.add_argument("--json", action="store_true", help="one JSON object: every level of every setting")
@@ -133,6 +137,16 @@ def cmd_workload(args: argparse.Namespace) -> int:
 
     clients = _ints(args.clients, "--clients")
     rates = _rates(args.rate)
+    hosts = [h.strip() for h in (args.hosts or "").split(",") if h.strip()]
+    if hosts and not args.server:
+        raise SpectuiError("--hosts sends the load from several nodes to one server: name it with --server URL")
+    if hosts and rates:
+        raise SpectuiError("--hosts runs closed loops (--clients): a node's stream carries one request at a time")
+    if hosts:
+        from spectui.remote.ssh import check_host
+
+        for h in hosts:
+            check_host(h)
     workload = read_workload(workload_path(args.file), default_max_tokens=args.max_tokens or 128)
     plan = WorkloadPlan(workload=workload, settings=tuple(settings_from(args)), clients=clients, rates=rates, slots=args.slots,
                         warmup=args.warmup, passes=args.passes, keep_sampling=args.sampling == "file", seed=args.arrival_seed)
@@ -141,16 +155,17 @@ def cmd_workload(args: argparse.Namespace) -> int:
     check_run_folder(folder, "workload")
     if (folder / RESULT_NAME).exists():
         raise SpectuiError(f"{folder} holds a workload already; give this one a new folder")
+    opener = functools.partial(open_setting, hosts=hosts) if hosts else open_setting
     if not args.headless and not args.json and sys.stdout.isatty() and sys.stdin.isatty():
         from spectui.ui.launch import run_workload_view  # Textual loads only when the view opens
 
-        _, viewed = run_workload_view(plan, folder, open_setting, noise=embedded_noise, theme=args.theme)
+        _, viewed = run_workload_view(plan, folder, opener, noise=embedded_noise, theme=args.theme)
         if viewed is None:
             return 130
         result = viewed
     else:
         with StopOnSignal() as stop, Progress("workload", 1) as bar:
-            run = WorkloadRun(plan, folder, open_setting, stop=stop, noise=embedded_noise,
+            run = WorkloadRun(plan, folder, opener, stop=stop, noise=embedded_noise,
                               on_progress=lambda done, total, what: bar.update(done, what, total=total))
             result = run()
     print_result(result, args)

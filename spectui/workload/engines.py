@@ -8,13 +8,14 @@
 * **a server spectui did not start** (``--server URL``): the same; on this machine, the process
   behind its port is found as the watch finds it, for its CPU and memory.
 * **embedded**: the engine loaded in this process (one request at a time; the workload queues).
+* **from several nodes** (``--hosts``, a server's setting): ``Spread``, one node stream per client.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Sequence
 from pathlib import Path
 
 from spectui.config import RunConfig
@@ -24,7 +25,7 @@ from spectui.server.engine import ServerEngine
 from spectui.server.probe import read_metrics
 from spectui.sessions.protocol import EngineProtocol
 from spectui.watch.process import find_listener
-from spectui.workload.plan import EMBEDDED, LLAMA_SERVER, Setting
+from spectui.workload.plan import EMBEDDED, LLAMA_SERVER, SERVER, Setting
 
 PER_LEVEL = "read around each level by the workload: with several requests in flight, a change across one request is everyone's"
 
@@ -65,9 +66,73 @@ class _Served:
         self.close()
 
 
-def open_setting(setting: Setting, slots: int, folder: Path) -> tuple[EngineProtocol, int | None, Callable[[], str]]:
-    """(engine, the server's pid or None, why it no longer serves or "")."""
+class Spread:
+    """A setting's load sent from several nodes (``--hosts``): client ``i`` sends through its own
+    engine on node ``i`` mod the nodes (a node's channel carries one stream at a time), each
+    request recorded here as every ``--host`` run is. The server's counters are read from here
+    where its URL answers here too."""
+
+    def __init__(self, engines: list[EngineProtocol], counters: _Served | None) -> None:
+        self.engines = engines
+        self.config = engines[0].config
+        self._counters = counters
+
+    def for_client(self, client: int) -> EngineProtocol:
+        return self.engines[client % len(self.engines)]
+
+    def run(self, config: RunConfig | None = None, *, stop: threading.Event | None = None) -> Generator[Event, None, None]:
+        return self.engines[0].run(config, stop=stop)
+
+    def metrics_reading(self) -> dict[str, float]:
+        return self._counters.metrics_reading() if self._counters is not None else {}
+
+    def fits(self, config: RunConfig) -> bool:
+        return True
+
+    def check(self, config: RunConfig) -> None:
+        self.engines[0].check(config)
+
+    def calibrate(self, config: RunConfig, *, before: Callable[[], object] | None = None) -> BatchNoise | None:
+        return None
+
+    def close(self) -> None:
+        for engine in self.engines:
+            engine.close()
+
+    def __enter__(self) -> Spread:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open_spread(setting: Setting, slots: int, hosts: Sequence[str]) -> Spread:
+    """``slots`` engines over ``hosts`` in turn, each one a node's stream to the server."""
+    from spectui.sessions.open import open_engine
+
+    engines: list[EngineProtocol] = []
+    try:
+        for i in range(slots):
+            engines.append(open_engine(setting.config, host=hosts[i % len(hosts)]))
+        try:
+            counters: _Served | None = _Served(ServerEngine.load(setting.config))
+        except SpectuiError:  # the server answers the nodes, not this machine: the requests' own counts
+            counters = None
+        return Spread(engines, counters)
+    except BaseException:
+        for engine in engines:
+            engine.close()
+        raise
+
+
+def open_setting(setting: Setting, slots: int, folder: Path, hosts: Sequence[str] = ()) -> tuple[EngineProtocol, int | None, Callable[[], str]]:
+    """(engine, the server's pid or None, why it no longer serves or ""); ``hosts``: the nodes
+    that send the load (a server's setting only)."""
     config = setting.config
+    if hosts:
+        if setting.family != SERVER:
+            raise SpectuiError("--hosts sends the load from several nodes to one server: name it with --server URL")
+        return open_spread(setting, slots, hosts), None, lambda: ""
     if setting.family == EMBEDDED:
         from spectui.sessions.open import open_engine
 

@@ -36,6 +36,7 @@ from spectui.recording.schema import BatchNoise, End, Event, Header, LoadTag, Pr
 from spectui.sessions.protocol import EngineProtocol
 from spectui.sessions.record import record_session
 from spectui.workload.clients import LevelStopped, closed_loop, open_loop
+from spectui.workload.engines import Spread
 from spectui.workload.judge import Judge
 from spectui.workload.plan import EMBEDDED, Setting, WorkloadPlan
 from spectui.workload.result import (
@@ -264,7 +265,8 @@ class WorkloadRun:
         with one.lock or _nothing():
             if one.lock is not None:  # the embedded engine's queue: this request's wait for it
                 tag = msgspec.structs.replace(tag, queue_ms=tag.queue_ms + (time.perf_counter() - waited) * 1000)
-            events = list(record_session(_Tagged(one.engine, tag), config, path, stop=self.stop))
+            engine = one.engine.for_client(tag.client) if isinstance(one.engine, Spread) else one.engine
+            events = list(record_session(_Tagged(engine, tag), config, path, stop=self.stop))
         one.served += 1
         end = events[-1] if events else None
         if type(end) is End and end.reason == "error":
