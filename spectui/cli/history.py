@@ -8,6 +8,7 @@ picks the output. numpy, rich and plotext load inside the command.
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import sys
 
@@ -47,15 +48,20 @@ def cmd_history(args: argparse.Namespace) -> int:
 
     from spectui.history.render import format_history, history_json
     from spectui.history.trend import load_history
+    from spectui.workload.history import find_workloads, series_json, series_text, workload_series
 
     if args.last < 0:
         raise SpectuiError(f"--last must be >= 0, got {args.last}")
     folders = args.folders or default_folders()
     groups, update = load_history(folders, index=args.index, stale_days=args.stale_days, floors_of=sweep_floors)
+    workloads = workload_series(find_workloads(folders, update.notes))
     if args.json:
-        print(msgspec.json.encode(history_json(groups, update, stale_days=args.stale_days)).decode())
+        doc = msgspec.to_builtins(history_json(groups, update, stale_days=args.stale_days))
+        doc["workloads"] = series_json(workloads)
+        print(json.dumps(doc))
         return 0
     charts = sys.stdout.isatty() if args.charts is None else args.charts
     width = max(60, min(shutil.get_terminal_size((100, 24)).columns, 160))
     print(format_history(groups, update, stale_days=args.stale_days, last=args.last, charts=charts, width=width), end="")
+    print(series_text(workloads, last=args.last), end="")
     return 0

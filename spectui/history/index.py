@@ -42,6 +42,9 @@ INDEX_FILE = "history.sqlite"
 #: the file ``spectui sweep`` writes into its folder (``spectui.lab.sweep.MANIFEST``; lab sits
 #: beside this package, so the name is repeated rather than imported)
 SWEEP_MANIFEST = "sweep.json"
+#: the file ``spectui workload`` writes into its folder (``spectui.workload.result.RESULT_NAME``;
+#: the workload package sits above history, so the name is repeated rather than imported)
+WORKLOAD_RESULT = "workload.json"
 #: rows written per transaction while indexing: a crash loses at most this much work
 _BATCH = 500
 #: what may be at the index's path: an SQLite file with spectui's ``runs`` table (a corrupt
@@ -325,7 +328,10 @@ def _find_recordings(roots: Sequence[str], notes: list[str]) -> dict[str, tuple[
         if not os.path.isdir(root):
             notes.append(f"no such folder: {root}")
             continue
-        for folder, _dirs, files in os.walk(root, onerror=unreadable):
+        for folder, dirs, files in os.walk(root, onerror=unreadable):
+            if WORKLOAD_RESULT in files:
+                dirs[:] = []  # a workload's requests are its series' parts (``spectui.workload.history``), not runs
+                continue
             for name in files:
                 if not name.endswith(SUFFIX):
                     continue

@@ -120,6 +120,7 @@ class WorkloadResult(msgspec.Struct, kw_only=True):
     stopped: str = ""
     #: this machine's energy counters, or why there are none (levels' joules per token)
     energy: str = ""
+    host: str = ""  # the machine that sent the load ("cpu xN", as a recording's header names it)
 
     def find(self, setting: str, clients: int, rate: float, pass_no: int) -> LevelResult | None:
         return next((lv for lv in self.levels if (lv.setting, lv.clients, lv.rate, lv.pass_no) == (setting, clients, rate, pass_no)), None)

@@ -171,7 +171,7 @@ class WorkloadRun:
             settings=[s.label for s in plan.settings], clients=[c for c, _ in plan.levels() if c], rates=list(plan.rates),
             slots=plan.server_slots, warmup=plan.warmup, passes=plan.passes,
             sampling="as each request says" if plan.keep_sampling else "greedy (the file's sampling fields set aside)",
-            started_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            started_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), host=_host(),
         )
         #: every request's reference (AR at one client, first pass): tokens and top-two facts
         self.judge = Judge()
@@ -383,6 +383,13 @@ class _nothing:
 
     def __exit__(self, *exc: object) -> None:
         return None
+
+
+def _host() -> str:
+    from spectui.models.artifacts import host_info
+
+    h = host_info()
+    return f"{h.cpu or h.machine or 'unknown'} x{h.cpu_count}"
 
 
 def _load(clients: int, rate: float) -> str:
