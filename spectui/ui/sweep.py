@@ -27,8 +27,7 @@ from typing import Protocol
 
 import msgspec
 from rich.text import Text
-from textual.app import App, ComposeResult
-from textual.binding import Binding
+from textual.app import ComposeResult
 from textual.containers import Horizontal, ScrollableContainer, Vertical
 from textual.css.query import NoMatches
 from textual.message import Message
@@ -41,12 +40,10 @@ from spectui.lab.sweep import SweepPlan, SweepPoint, SweepProgress, SweepResult,
 from spectui.lab.sweep_report import COLUMNS
 from spectui.prompts import PromptSpec
 from spectui.sessions.open import EngineFactory
+from spectui.ui.background import BackgroundJobApp
 from spectui.ui.labels import backend_label, model_label
 from spectui.ui.themes import register_themes
 
-#: Exit codes of the view, as the headless sweep's.
-EXIT_COMPLETE = 0
-EXIT_STOPPED = 130
 #: How long ``launch.run_sweep_view`` waits, after the app closed, for the sweep thread to close the
 #: engines (the run in flight ends at its next step; a step is milliseconds to seconds).
 JOIN_TIMEOUT_S = 60.0
@@ -213,15 +210,11 @@ class SweepScreen(Screen[None]):
         }
 
 
-class SweepApp(App[int]):
+class SweepApp(BackgroundJobApp):
     """Runs one sweep plan in a thread worker and shows it on a ``SweepScreen``."""
 
     CSS_PATH = "app.tcss"
     TITLE = "spectui sweep"
-    BINDINGS = [
-        Binding("q", "stop_and_quit", "Quit"),
-        Binding("ctrl+c", "stop_and_quit", "Quit", show=False, priority=True),
-    ]
 
     @dataclass
     class Update(Message):
@@ -257,13 +250,10 @@ class SweepApp(App[int]):
         self.max_tokens = max_tokens
         self.load_engine = load_engine
         self.autostart = autostart
-        self.stop = threading.Event()
         self.sweep_done = threading.Event()  # set by the sweep thread as its very last act
-        self.state = "idle"  # idle (not started), running, stopping, done, stopped, error
         self.progress: SweepProgress | None = None
         self.result: SweepResult | None = None
         self.error: BaseException | None = None
-        self.quit_when_done = False
         self._received_at = time.monotonic()  # when ``progress`` arrived: the ETA counts down from it
         register_themes(self)
 
@@ -273,9 +263,6 @@ class SweepApp(App[int]):
     def on_mount(self) -> None:
         if self.autostart:
             self.start()
-
-    def on_unmount(self) -> None:
-        self.stop.set()  # however the app ends, the sweep ends at the next step
 
     def start(self) -> None:
         self.state = "running"
@@ -337,12 +324,11 @@ class SweepApp(App[int]):
             self.exit(self.exit_code)
 
     @property
-    def exit_code(self) -> int:
-        return EXIT_COMPLETE if self.result is not None and self.result.complete else EXIT_STOPPED
+    def completed(self) -> bool:
+        return self.result is not None and self.result.complete
 
-    @property
-    def running(self) -> bool:
-        return self.state in ("running", "stopping")
+    def redraw_now(self) -> None:
+        self._redraw()
 
     def _redraw(self) -> None:
         screen = self.screen
@@ -382,16 +368,3 @@ class SweepApp(App[int]):
                 return f"done in {r.elapsed_s:.0f} s · {where} · q quits"
             return f"stopped: {len(r.runs)} of {r.plan.total_runs} runs in {r.elapsed_s:.0f} s · {where} · q quits"
         return f"q stops after the run in flight · {where}"
-
-    def action_stop_and_quit(self) -> None:
-        """Stop after the run in flight and quit once the sweep ended (at once if it has)."""
-        if not self.running:
-            self.exit(self.exit_code)
-            return
-        self.quit_when_done = True
-        self.stop.set()
-        self.state = "stopping"
-        self._redraw()
-
-    async def action_quit(self) -> None:  # ctrl+q, the command palette: never leave a run behind
-        self.action_stop_and_quit()

@@ -21,21 +21,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rich.text import Text
-from textual.app import App, ComposeResult
-from textual.binding import Binding
+from textual.app import ComposeResult
 from textual.containers import Horizontal, ScrollableContainer
 from textual.css.query import NoMatches
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, ProgressBar, Static
 
+from spectui.ui.background import BackgroundJobApp
 from spectui.ui.themes import register_themes
 from spectui.workload.plan import WorkloadPlan
 from spectui.workload.report import HEADER, RIGHT, level_row, partings, speedup_bars
 from spectui.workload.result import WorkloadResult
 from spectui.workload.run import Opener, Snapshot, WorkloadRun
 
-EXIT_COMPLETE, EXIT_STOPPED = 0, 130
 #: after the app closed, how long to wait for the workload thread to stop its servers
 JOIN_TIMEOUT_S = 60.0
 
@@ -115,13 +114,11 @@ class WorkloadScreen(Screen[None]):
         return {str(k.value): [c.plain if isinstance(c, Text) else str(c) for c in table.get_row(k)] for k in table.rows}
 
 
-class WorkloadApp(App[int]):
+class WorkloadApp(BackgroundJobApp):
+    """Runs one workload in a thread worker and shows it on a ``WorkloadScreen``."""
+
     CSS_PATH = "app.tcss"
     TITLE = "spectui workload"
-    BINDINGS = [
-        Binding("q", "stop_and_quit", "Quit"),
-        Binding("ctrl+c", "stop_and_quit", "Quit", show=False, priority=True),
-    ]
 
     @dataclass
     class Update(Message):
@@ -139,13 +136,10 @@ class WorkloadApp(App[int]):
         super().__init__()
         self.plan, self.folder, self.opener, self.noise = plan, folder, opener, noise
         self.autostart = autostart
-        self.stop = threading.Event()
         self.done = threading.Event()
-        self.state = "idle"
         self.snapshot: Snapshot | None = None
         self.result: WorkloadResult | None = None
         self.error: BaseException | None = None
-        self.quit_when_done = False
         register_themes(self)
 
     def get_default_screen(self) -> WorkloadScreen:
@@ -155,9 +149,6 @@ class WorkloadApp(App[int]):
         if self.autostart:
             self.state = "running"
             self.run_worker(self._work, name="spectui-workload", group="workload", thread=True, exit_on_error=False)
-
-    def on_unmount(self) -> None:
-        self.stop.set()
 
     def _work(self) -> None:
         try:
@@ -192,8 +183,11 @@ class WorkloadApp(App[int]):
             self.exit(self.exit_code)
 
     @property
-    def exit_code(self) -> int:
-        return EXIT_COMPLETE if self.result is not None and self.result.complete else EXIT_STOPPED
+    def completed(self) -> bool:
+        return self.result is not None and self.result.complete
+
+    def redraw_now(self) -> None:
+        self._redraw()
 
     def _redraw(self) -> None:
         if isinstance(self.screen, WorkloadScreen):
@@ -211,15 +205,3 @@ class WorkloadApp(App[int]):
             stopped = self.result.stopped if self.result is not None else ""
             return f"stopped{': ' + stopped if stopped else ''} · {where} · q quits"
         return f"q stops after the requests in flight · {where}"
-
-    def action_stop_and_quit(self) -> None:
-        if self.state not in ("running", "stopping"):
-            self.exit(self.exit_code)
-            return
-        self.quit_when_done = True
-        self.stop.set()
-        self.state = "stopping"
-        self._redraw()
-
-    async def action_quit(self) -> None:
-        self.action_stop_and_quit()

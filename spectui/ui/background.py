@@ -1,0 +1,63 @@
+"""What the sweep and workload views share: a job in a thread worker that ``q`` stops.
+
+``q`` (or ctrl+c) sets the job's ``stop`` event and quits once the job has ended (at once if it
+has); ctrl+q and the command palette's quit do the same, so no run is ever left behind. A
+subclass says whether its job completed (``completed``) and how to redraw (``redraw_now``).
+"""
+
+from __future__ import annotations
+
+import threading
+
+from textual.app import App
+from textual.binding import Binding
+
+#: Exit codes of a view, as the headless commands': the job completed, or was stopped.
+EXIT_COMPLETE = 0
+EXIT_STOPPED = 130
+
+
+class BackgroundJobApp(App[int]):
+    BINDINGS = [
+        Binding("q", "stop_and_quit", "Quit"),
+        Binding("ctrl+c", "stop_and_quit", "Quit", show=False, priority=True),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stop = threading.Event()
+        self.state = "idle"  # idle (not started), running, stopping, done, stopped, error
+        self.quit_when_done = False
+
+    @property
+    def completed(self) -> bool:
+        """Whether the job ran to its end (the exit code says so)."""
+        raise NotImplementedError
+
+    def redraw_now(self) -> None:
+        """Draw the view's state (the state changed)."""
+        raise NotImplementedError
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_COMPLETE if self.completed else EXIT_STOPPED
+
+    @property
+    def running(self) -> bool:
+        return self.state in ("running", "stopping")
+
+    def on_unmount(self) -> None:
+        self.stop.set()  # however the app ends, the job ends at its next step
+
+    def action_stop_and_quit(self) -> None:
+        """Stop after the work in flight and quit once the job ended (at once if it has)."""
+        if not self.running:
+            self.exit(self.exit_code)
+            return
+        self.quit_when_done = True
+        self.stop.set()
+        self.state = "stopping"
+        self.redraw_now()
+
+    async def action_quit(self) -> None:  # ctrl+q, the command palette: never leave a run behind
+        self.action_stop_and_quit()
