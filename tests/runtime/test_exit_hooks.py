@@ -20,21 +20,10 @@ import pytest
 
 from spectui.runtime import lifetime
 from spectui.runtime.server import start
+from tests.runtime.test_build_safety import _gone
 from tests.runtime.test_server_loopback import HttpServer
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _gone(pid: int, within_s: float = 15.0) -> bool:
-    deadline = time.monotonic() + within_s
-    while time.monotonic() < deadline:
-        try:
-            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
-                return True
-        except psutil.NoSuchProcess:
-            return True
-        time.sleep(0.1)
-    return False
 
 
 def _live_children() -> set[int]:
