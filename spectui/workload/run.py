@@ -244,7 +244,10 @@ class WorkloadRun:
         engine, pid, alive = self.opener(setting, self.plan.server_slots, self.folder / _slug(setting.label))
         one = _Live(setting, engine, pid, alive, lock=threading.Lock() if setting.family == EMBEDDED else None)
         if setting.config.sampling.greedy and setting.family not in self.judge.noises:
-            reach = max(len(r.prompt) // 2 + sum(len(m.content) for m in r.history) // 2 + r.max_tokens for r in self.plan.workload.requests)
+            # the deepest a request reaches, its text counted as a token per two characters (more than
+            # any tokenizer makes: a calibration a little deeper than needed, never one too shallow)
+            reach = max((len(r.prompt) + len(r.system) + sum(len(m.content) for m in r.history)) // 2 + r.max_tokens
+                        for r in self.plan.workload.requests)
             self.judge.noises[setting.family] = self.noise_for(setting, reach)
         return one
 
@@ -267,7 +270,8 @@ class WorkloadRun:
                 tag = msgspec.structs.replace(tag, queue_ms=tag.queue_ms + (time.perf_counter() - waited) * 1000)
             engine = one.engine.for_client(tag.client) if isinstance(one.engine, Spread) else one.engine
             events = list(record_session(_Tagged(engine, tag), config, path, stop=self.stop))
-        one.served += 1
+        with self._lock:
+            one.served += 1
         end = events[-1] if events else None
         if type(end) is End and end.reason == "error":
             why = one.alive()
