@@ -112,7 +112,7 @@ def test_every_subcommand_registers_a_function_and_help_stays_light():
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     assert set(sub.choices) == {
         "run", "report", "diff", "gate", "export", "replay", "compare", "sweep", "soak", "quality", "models", "history",
-        "tune", "chat", "node", "runtime", "watch", "config",
+        "tune", "chat", "node", "runtime", "watch", "config", "workload",
     }  # fmt: skip
     for name, parser in sub.choices.items():
         nested = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
