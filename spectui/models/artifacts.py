@@ -15,6 +15,7 @@ from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
 
+import msgspec
 import psutil
 
 from spectui.models.gguf import GGUFInfo
@@ -66,6 +67,13 @@ def package_version(name: str) -> str:
 
 @lru_cache(maxsize=1)
 def host_info() -> HostInfo:
+    """This machine, as a header records it: read once a process (its CPU, GPU and memory do
+    not change while it runs, and ``nvidia-smi`` is a process to start on each reading)."""
+    return msgspec.structs.replace(_host_info())
+
+
+@lru_cache(maxsize=1)
+def _host_info() -> HostInfo:
     return HostInfo(
         os=f"{platform.system()} {platform.release()}",
         machine=platform.machine(),

@@ -54,7 +54,8 @@ def parse_json(text: str) -> Any:
     except RecursionError:
         obj = None
     else:
-        if _depth_within(obj, MAX_JSON_DEPTH):
+        # JSON nests no deeper than it has brackets: a count (in C) spares walking every chunk
+        if text.count("[") + text.count("{") <= MAX_JSON_DEPTH or _depth_within(obj, MAX_JSON_DEPTH):
             return obj
     raise ValueError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
 

@@ -56,6 +56,7 @@ def record_session(
     interleaved: bool = False,
     on_start: Callable[[Path | None], object] | None = None,
     provenance: Provenance | None = None,
+    host_readings: bool = True,
 ) -> Generator[Event, None, None]:
     """Yield the session's events, each already written to its recording.
 
@@ -71,12 +72,16 @@ def record_session(
     ``provenance``: the profile and the origin of each setting of the command that started
     the session (``spectui.cli.profiles``), kept in the header; by default the command's
     (``set_command_provenance``).
+
+    ``host_readings``: the machine's energy over the session and the other processes busy beside
+    it, as every session records them. A workload's requests leave them out: with many sessions
+    at once each reading would be every session's, and the workload reads them per level.
     """
     from spectui.metrics.energy_session import SessionMeter, not_this_sessions
     from spectui.metrics.host import cpu_snapshot, top_other_processes  # psutil: not for --help
 
     # the energy counters are opened before the engine's clock starts (it starts at the header)
-    meter = SessionMeter()
+    meter = SessionMeter() if host_readings else None
     events = engine.run(config, stop=stop)
     writer: RecordingWriter | None = None
     try:
@@ -84,7 +89,7 @@ def record_session(
         assert type(header) is Header  # every engine's run starts with its header (EngineProtocol.run)
         # who else uses the CPU: a snapshot now, the busiest others named in the End record;
         # a node's run (``--host``) names its own machine's, measured there
-        local = not getattr(header, "node", "")
+        local = not getattr(header, "node", "") and host_readings
         others_before, started = (cpu_snapshot() if local else None), time.perf_counter()
         if interleaved:
             header = msgspec.structs.replace(header, clock=INTERLEAVED_CLOCK)
@@ -100,7 +105,7 @@ def record_session(
         yield header
         # the machine's energy over the session, read on a thread of its own; a node's run
         # (``--host``) is measured on the node, its End arriving with the node's figures
-        measuring = meter.start(not_this_sessions(header, interleaved=interleaved)) if local else None
+        measuring = meter.start(not_this_sessions(header, interleaved=interleaved)) if local and meter is not None else None
         first_token_pending = measuring is not None
         away_us = 0
         for ev in events:
@@ -124,6 +129,7 @@ def record_session(
                 yield ev
     finally:
         events.close()  # ends the engine's own threads (memory sampler) at once
-        meter.close()  # a run that never reached its End (or a node's): stop the sampler, release the counters
+        if meter is not None:
+            meter.close()  # a run that never reached its End (or a node's): stop the sampler, release the counters
         if writer is not None:
             writer.close()

@@ -2,12 +2,12 @@
 output at one client (the reference), the way ``spectui.compare.divergence`` judges one run.
 
 Under load the server evaluates several clients' tokens in one batch, and llama.cpp's
-evaluation is not batch-invariant: AR itself may part from AR at one client. Where AR under the
-same load parts there too, the load moved the output, not speculation: such a request is
-``BATCHED``, and one whose reference moved under the load is held against its AR twin at that
-load instead. Otherwise a parting is classified with both runs' top-2 margins against the
-backend's calibrated batch-shape noise: a near-tie, a defect, or unjudged where no margin
-reaches the parting.
+evaluation is not batch-invariant: AR itself may part from AR at one client (``BATCHED``, with
+its margins). A speculative request that parts where its AR twin under the same load parts, and
+follows that twin, moved with the load, not with speculation: ``BATCHED`` too. Otherwise a
+parting is classified with both runs' top-2 margins against the backend's calibrated one-sequence
+batch-shape noise: a near-tie, a defect, or unjudged where no margin reaches the parting (a
+server streams none for drafted tokens, nor for the end-of-text token that stops a stream).
 """
 
 from __future__ import annotations
@@ -43,10 +43,7 @@ class Judge:
     noises: dict[str, BatchNoise | None] = field(default_factory=dict)
 
     def __call__(self, s: Setting, out: RequestOutcome, events: list[Event], at: tuple[int, float, int]) -> None:
-        """Against the same request's AR output at one client (the reference). Where the AR
-        under the same load parts from the reference too, the load's batching moved the output,
-        not speculation: such a request is held against that AR twin instead, and a request that
-        follows its twin past the reference's parting is ``BATCHED``."""
+        """Against the same request's AR output at one client (the reference), recorded on ``out``."""
         if not s.config.sampling.greedy:
             out.why = "sampled: judged by distribution, not token by token"
             return
@@ -72,26 +69,31 @@ class Judge:
             out.exact, out.why = UNJUDGED, f"ended early ({out.reason})"
             return
         twin = self.twins.get((s.family, out.index, at)) if not s.ar else None
-        if s.ar or (twin is not None and common_tokens(twin.tokens, ref.tokens) == n and common_tokens(out.tokens, twin.tokens) > n):
-            against = "" if s.ar else " as AR under the same load does"
-            cause = self.cause(s, n, ref, mine)
+        if s.ar:  # AR itself, under another load (or a later pass, its prefix cached): no speculation in it
             out.exact = BATCHED
-            out.why = f"parts at token {n}{against}: the load's batching, not speculation ({cause.reason.split(': ', 1)[-1]})"
+            out.why = f"AR itself parts at token {n} under this load: its evaluation is batched otherwise ({self._margins(s, n, ref, mine)})"
             return
-        if twin is not None and common_tokens(twin.tokens, ref.tokens) < len(ref.tokens):
-            ref, against = twin, "its AR twin under the same load"  # the reference itself moved under this load
-            n = common_tokens(out.tokens, ref.tokens)
-            if n == len(out.tokens) == len(ref.tokens):
-                out.exact, out.why = BATCHED, "equals AR under the same load, which parts from AR at one client"
+        if twin is not None and common_tokens(twin.tokens, ref.tokens) == n:
+            follows = common_tokens(out.tokens, twin.tokens)
+            if follows > n or follows == len(out.tokens) == len(twin.tokens):
+                out.exact, out.why = BATCHED, f"parts at token {n} as AR under the same load does: the load's batching, not speculation"
                 return
-        else:
-            against = "AR at one client"
         if n == min(len(out.tokens), len(ref.tokens)):
-            out.exact, out.why = DEFECT, f"ends at token {len(out.tokens)} where {against} has {len(ref.tokens)}"
+            # one side stopped (an end-of-text token: a server streams no margin for it) where the other went on
+            out.exact = UNJUDGED
+            out.why = f"ends at token {len(out.tokens)} where AR at one client has {len(ref.tokens)}: no margin recorded for the end"
             return
         cause = self.cause(s, n, ref, mine)
         out.exact = NEAR_TIE if cause.verdict == NEAR_TIE else (UNJUDGED if cause.verdict == "unclassified" else DEFECT)
-        out.why = f"parts from {against} at token {n}: {cause.reason}"
+        out.why = f"parts from AR at one client at token {n}: {cause.reason}"
+
+    def _margins(self, s: Setting, n: int, ref: _Output, mine: _Output) -> str:
+        """The two margins at a parting, in words (or why there are none)."""
+        cause = self.cause(s, n, ref, mine)
+        if cause.baseline_margin is None or cause.candidate_margin is None:
+            return "no margins recorded there"
+        bound = f", beyond one-sequence noise bound {cause.bound:.3f}" if cause.bound is not None and cause.verdict != NEAR_TIE else ""
+        return f"margins {cause.baseline_margin:.3f} + {cause.candidate_margin:.3f}{bound}"
 
     def cause(self, s: Setting, n: int, ref: _Output, mine: _Output) -> DivergenceCause:
         def side(o: _Output) -> tuple[int | None, tuple[int, int] | None]:

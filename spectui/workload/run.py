@@ -23,6 +23,7 @@ import datetime as dt
 import threading
 import time
 from collections.abc import Callable, Generator, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,7 +62,10 @@ class _Live:
     server_pid: int | None  # whose CPU and memory are the server's (None: this process)
     alive: Callable[[], str]  # "" while it serves, else why not
     served: int = 0
-    lock: threading.Lock | None = None  # the embedded engine: one request at a time
+    #: the embedded engine's one thread: llama.cpp's OpenMP team belongs to the thread that calls
+    #: it (requests from each client's thread would slow decoding threefold), and it serves one
+    #: request at a time, the others waiting their turn
+    worker: ThreadPoolExecutor | None = None
 
 
 @dataclass(frozen=True)
@@ -129,7 +133,12 @@ class _Tagged:
 
 
 def outcome_of(events: list[Event], r: WorkRequest, tag: LoadTag, recording: str) -> RequestOutcome:
-    out = RequestOutcome(index=r.index, pass_no=tag.pass_no, client=tag.client, recording=recording, queue_ms=tag.queue_ms)
+    head = events[0] if events and type(events[0]) is Header else None
+    recorded = head.load if head is not None and head.load is not None else tag
+    # the embedded engine's queue (recorded in the header's tag): its session's clock starts after
+    # the wait, a server's when the request is sent, so its times move by the wait
+    waited = max(0.0, recorded.queue_ms - tag.queue_ms)
+    out = RequestOutcome(index=r.index, pass_no=tag.pass_no, client=tag.client, recording=recording, queue_ms=recorded.queue_ms)
     prefill: Prefill | None = None
     drafted = accepted = 0
     for ev in events:
@@ -137,7 +146,7 @@ def outcome_of(events: list[Event], r: WorkRequest, tag: LoadTag, recording: str
             prefill = ev
         elif type(ev) is Step:
             out.tokens += ev.tokens
-            out.token_ms += [t / 1000 for t in ev.t_us]
+            out.token_ms += [t / 1000 + waited for t in ev.t_us]
             drafted, accepted = drafted + max(ev.drafted, 0), accepted + max(ev.accepted, 0)
         elif type(ev) is End:
             out.reason, out.error = ev.reason, ev.error
@@ -181,7 +190,7 @@ class WorkloadRun:
         #: client -> the request it has in flight, and the level running: what a live view shows
         self.in_flight: dict[int, int] = {}
         self.live: LevelResult | None = None
-        self.on_update = on_update or (lambda _s: None)
+        self.on_update = on_update
         self._total = len(plan.levels()) * len(plan.settings) * plan.passes * len(plan.workload.requests)
 
     def __call__(self) -> WorkloadResult:
@@ -218,6 +227,8 @@ class WorkloadRun:
         finally:
             self.energy.close()
             for one in live.values():
+                if one.worker is not None:
+                    one.worker.shutdown(wait=True)
                 one.engine.close()
             self._pair()
             self._save()
@@ -225,6 +236,8 @@ class WorkloadRun:
 
     def _notify(self) -> None:
         """Hand ``on_update`` a snapshot: the levels done, the one running so far, who is on what."""
+        if self.on_update is None:
+            return  # nobody watches (headless): no snapshot to make
         with self._lock:
             levels = list(self.result.levels)
             live = self.live
@@ -242,7 +255,8 @@ class WorkloadRun:
 
     def _open(self, setting: Setting) -> _Live:
         engine, pid, alive = self.opener(setting, self.plan.server_slots, self.folder / _slug(setting.label))
-        one = _Live(setting, engine, pid, alive, lock=threading.Lock() if setting.family == EMBEDDED else None)
+        worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="spectui-embedded") if setting.family == EMBEDDED else None
+        one = _Live(setting, engine, pid, alive, worker=worker)
         if setting.config.sampling.greedy and setting.family not in self.judge.noises:
             # the deepest a request reaches, its text counted as a token per two characters (more than
             # any tokenizer makes: a calibration a little deeper than needed, never one too shallow)
@@ -264,12 +278,14 @@ class WorkloadRun:
 
     def _record(self, one: _Live, r: WorkRequest, tag: LoadTag, path: Path) -> list[Event]:
         config = request_config(one.setting.config, r, self.plan.workload.name, self.plan.keep_sampling)
-        waited = time.perf_counter()
-        with one.lock or _nothing():
-            if one.lock is not None:  # the embedded engine's queue: this request's wait for it
-                tag = msgspec.structs.replace(tag, queue_ms=tag.queue_ms + (time.perf_counter() - waited) * 1000)
-            engine = one.engine.for_client(tag.client) if isinstance(one.engine, Spread) else one.engine
-            events = list(record_session(_Tagged(engine, tag), config, path, stop=self.stop))
+        engine = one.engine.for_client(tag.client) if isinstance(one.engine, Spread) else one.engine
+
+        def record(waited: float) -> list[Event]:
+            queued = msgspec.structs.replace(tag, queue_ms=tag.queue_ms + (time.perf_counter() - waited) * 1000)
+            # host readings (energy, other processes) are the level's, not each of many requests at once
+            return list(record_session(_Tagged(engine, queued), config, path, stop=self.stop, host_readings=False))
+
+        events = one.worker.submit(record, time.perf_counter()).result() if one.worker is not None else record(time.perf_counter())
         with self._lock:
             one.served += 1
         end = events[-1] if events else None
@@ -379,14 +395,6 @@ class WorkloadRun:
 
     def _save(self) -> None:
         storage.write_atomic(self.folder / RESULT_NAME, msgspec.json.encode(self.result), RESULT_KIND)
-
-
-class _nothing:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
 
 def _host() -> str:
