@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from jinja2 import TemplateError
+from functools import lru_cache
+
+from jinja2 import Template, TemplateError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from spectui.errors import SpectuiError
@@ -10,6 +12,15 @@ from spectui.errors import SpectuiError
 
 def _raise(message: str) -> None:
     raise TemplateError(message)
+
+
+@lru_cache(maxsize=8)
+def _compiled(template: str) -> Template:
+    """The template compiled once a process (compiling costs milliseconds; a workload renders
+    the same template for every request, and a compiled template renders from any thread)."""
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"])
+    env.globals["raise_exception"] = _raise
+    return env.from_string(template)
 
 
 def apply_chat_template(
@@ -22,10 +33,8 @@ def apply_chat_template(
     The template runs in Jinja's immutable sandbox: it comes from a model file, not from us.
     """
     messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else prompt
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"])
-    env.globals["raise_exception"] = _raise
     try:
-        return env.from_string(template).render(
+        return _compiled(template).render(
             messages=messages,
             add_generation_prompt=True,
             bos_token=bos_token,

@@ -10,6 +10,7 @@ or ``duration_s`` seconds, or at ``stop()``.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Callable
@@ -53,7 +54,14 @@ class WatchCore:
         self._last_energy: tuple[float, float] | None = None  # (t_s, joules) of the previous reading
 
     def take(self, result: Poll, t_s: float, process: ProcessSample | None = None, joules: float | None = None) -> WatchSample:
-        step = self.fold.add(result.reading) if result.reading is not None else None
+        # times to the microsecond from the first reading, as the recording keeps them: a live
+        # watch and its replay then fold the same numbers (a rate near a rounding edge, 314.55,
+        # showed 314.6 live and 314.5 replayed)
+        t_s = self.t0 + round((t_s - self.t0) * 1e6) / 1e6
+        reading = result.reading
+        if reading is not None:
+            reading = dataclasses.replace(reading, t_s=round((reading.t_s - self.t0) * 1e6) / 1e6)
+        step = self.fold.add(reading) if reading is not None else None
         watts = None
         if joules is not None:
             if self.first_joules is None:
@@ -61,7 +69,7 @@ class WatchCore:
             if self._last_energy is not None and t_s > self._last_energy[0]:
                 watts = (joules - self._last_energy[1]) / (t_s - self._last_energy[0])
             self._last_energy = (t_s, joules)
-        sample = WatchSample(self.n, t_s - self.t0, result.reading, step, result.live, result.error, process, joules, watts)
+        sample = WatchSample(self.n, t_s - self.t0, reading, step, result.live, result.error, process, joules, watts)
         self.n += 1
         return sample
 
