@@ -72,7 +72,9 @@ class RecordingWriter:
     """Appends framed events to a new recording file. Thread-safe (the memory sampler
     thread may write while the engine thread does)."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, sync_folder: bool = True) -> None:
+        """``sync_folder``: fsync the folder once the file exists; a caller that writes many
+        recordings into one folder at once (a workload's level) syncs the folder itself after."""
         self.path = Path(path)
         self._encode = msgspec.msgpack.Encoder().encode
         self._lock = threading.Lock()
@@ -94,7 +96,8 @@ class RecordingWriter:
                 raise
             # the file's own fsyncs keep its bytes, not its name: without this a crash can
             # lose the whole recording's entry in its folder
-            storage.fsync_dir(self.path.parent)
+            if sync_folder:
+                storage.fsync_dir(self.path.parent)
         except OSError as e:
             raise SpectuiError(f"cannot write recording {self.path}: {e.strerror or e}") from None
         with self._lock:

@@ -57,6 +57,7 @@ def record_session(
     on_start: Callable[[Path | None], object] | None = None,
     provenance: Provenance | None = None,
     host_readings: bool = True,
+    sync_folder: bool = True,
 ) -> Generator[Event, None, None]:
     """Yield the session's events, each already written to its recording.
 
@@ -76,6 +77,7 @@ def record_session(
     ``host_readings``: the machine's energy over the session and the other processes busy beside
     it, as every session records them. A workload's requests leave them out: with many sessions
     at once each reading would be every session's, and the workload reads them per level.
+    ``sync_folder``: the recording's folder fsynced as the file is made (``RecordingWriter``).
     """
     from spectui.metrics.energy_session import SessionMeter, not_this_sessions
     from spectui.metrics.host import cpu_snapshot, top_other_processes  # psutil: not for --help
@@ -97,7 +99,7 @@ def record_session(
         if provenance is not None:
             header = msgspec.structs.replace(header, provenance=provenance)
         path = record_to(_named_for(config, header)) if callable(record_to) else (Path(record_to) if record_to is not None else None)
-        writer = RecordingWriter(path) if path is not None else None
+        writer = RecordingWriter(path, sync_folder=sync_folder) if path is not None else None
         if on_start is not None:
             on_start(path)
         if writer is not None:

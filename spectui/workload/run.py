@@ -279,9 +279,12 @@ class WorkloadRun:
         return one
 
     def _warm_up(self, one: _Live) -> None:
+        folder = self.folder / _slug(one.setting.label) / "warmup"
         for r in self.plan.workload.requests[: self.plan.warmup]:
             tag = self._tag(one, r, 1, 0.0, 0, 0, warmup=True)
-            self._record(one, r, tag, self.folder / _slug(one.setting.label) / "warmup" / f"{r.index:04d}.spectui")
+            self._record(one, r, tag, folder / f"{r.index:04d}.spectui")
+        if folder.is_dir():
+            storage.fsync_dir(folder)
 
     def _tag(self, one: _Live, r: WorkRequest, clients: int, rate: float, pass_no: int, client: int, *, warmup: bool = False,
              queue_ms: float = 0.0) -> LoadTag:
@@ -296,7 +299,9 @@ class WorkloadRun:
         def record(waited: float) -> list[Event]:
             queued = msgspec.structs.replace(tag, queue_ms=tag.queue_ms + (time.perf_counter() - waited) * 1000)
             # host readings (energy, other processes) are the level's, not each of many requests at once
-            return list(record_session(_Tagged(engine, queued), config, path, stop=self.stop, host_readings=False))
+            # and the level's folder is synced once the level ends, not once a request
+            return list(record_session(_Tagged(engine, queued), config, path, stop=self.stop, host_readings=False,
+                                       sync_folder=False))
 
         events = one.worker.submit(record, time.perf_counter()).result() if one.worker is not None else record(time.perf_counter())
         with self._lock:
@@ -346,6 +351,8 @@ class WorkloadRun:
             outcomes, level.wall_s, level.stopped = open_loop(units, rate, send, self.stop, seed=self.plan.seed)
         with self._lock:
             level.requests = sorted(outcomes, key=lambda o: o.index)
+        if sub.is_dir():
+            storage.fsync_dir(sub)  # every request's entry in the folder survives a crash from here
         level.client_cpu_s = time.process_time() - client0
         cpu1 = _cpu(one.server_pid)
         if cpu0 is not None and cpu1 is not None:
