@@ -16,6 +16,7 @@ from typing import Any
 
 import msgspec
 
+from spectui.metrics.same_text import common_tokens
 from spectui.recording.redact import outputs_not_comparable
 from spectui.recording.schema import Header
 
@@ -45,21 +46,14 @@ def _fields(prefix: str, obj: Any) -> dict[str, Any]:
     return dict(_flatten(prefix, msgspec.to_builtins(obj)))
 
 
-def first_difference(a: str | list, b: str | list) -> int:
-    for i, (x, y) in enumerate(zip(a, b)):
-        if x != y:
-            return i
-    return min(len(a), len(b))
-
-
 def _field_diff(path: str, a: Any, b: Any) -> FieldDiff:
     if isinstance(a, list) or isinstance(b, list):  # prompt tokens: far too long to show
         a, b = a or [], b or []
-        i = first_difference(a, b)
+        i = common_tokens(a, b)
         note = f"first difference at token {i}"
         return FieldDiff(path=path, baseline=f"{len(a)} tokens", candidate=f"{len(b)} tokens", note=note)
     if isinstance(a, str) and isinstance(b, str) and max(len(a), len(b)) > 60:
-        i = first_difference(a, b)
+        i = common_tokens(a, b)
         lo = max(0, i - 20)
 
         def cut(s: str) -> str:
@@ -160,7 +154,7 @@ def comparability(b: Header, c: Header) -> list[str]:
         if len(b.prompt_tokens) != len(c.prompt_tokens):
             why.append(f"the prompts differ in length ({len(b.prompt_tokens)} vs {len(c.prompt_tokens)} tokens; one side is redacted)")
     elif b.prompt_tokens != c.prompt_tokens:
-        i = first_difference(b.prompt_tokens, c.prompt_tokens)
+        i = common_tokens(b.prompt_tokens, c.prompt_tokens)
         why.append(
             f"the prompt tokens differ ({len(b.prompt_tokens)} vs {len(c.prompt_tokens)} tokens, first difference at token {i})"
         )

@@ -29,8 +29,8 @@ class Output:
         return cls(tokens, times)
 
 
-def common_tokens(a: Sequence[int], b: Sequence[int]) -> int:
-    """How many tokens two outputs share from the start."""
+def common_tokens(a: Sequence[object], b: Sequence[object]) -> int:
+    """How many tokens (or characters) two sequences share from the start: where they part."""
     return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
 
 

@@ -8,6 +8,7 @@ subclass says whether its job completed (``completed``) and how to redraw (``red
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 from textual.app import App
 from textual.binding import Binding
@@ -23,16 +24,37 @@ class BackgroundJobApp(App[int]):
         Binding("ctrl+c", "stop_and_quit", "Quit", show=False, priority=True),
     ]
 
+    #: what the job names itself in a failure's notice ("sweep", "workload")
+    JOB = "job"
+
     def __init__(self) -> None:
         super().__init__()
         self.stop = threading.Event()
         self.state = "idle"  # idle (not started), running, stopping, done, stopped, error
         self.quit_when_done = False
+        self.result: Any = None  # the job's result, with its ``complete``
+        self.error: BaseException | None = None
 
     @property
     def completed(self) -> bool:
         """Whether the job ran to its end (the exit code says so)."""
-        raise NotImplementedError
+        return self.result is not None and bool(self.result.complete)
+
+    def finish(self, result: Any, error: BaseException | None = None) -> None:
+        """The job ended: its result, or the error that ended it; quit if ``q`` asked to."""
+        if error is not None:
+            self.state, self.error = "error", error
+            self.notify(str(error) or type(error).__name__, title=f"the {self.JOB} failed", severity="error", timeout=10)
+        elif result is not None:
+            self.result = result
+            self.state = "done" if result.complete else "stopped"
+            self.took(result)
+        self.redraw_now()
+        if self.quit_when_done:
+            self.exit(self.exit_code)
+
+    def took(self, result: Any) -> None:
+        """What a view keeps of its job's final result beyond ``result`` (nothing by default)."""
 
     def redraw_now(self) -> None:
         """Draw the view's state (the state changed)."""

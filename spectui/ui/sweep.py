@@ -215,6 +215,7 @@ class SweepApp(BackgroundJobApp):
 
     CSS_PATH = "app.tcss"
     TITLE = "spectui sweep"
+    JOB = "sweep"
 
     @dataclass
     class Update(Message):
@@ -253,7 +254,6 @@ class SweepApp(BackgroundJobApp):
         self.sweep_done = threading.Event()  # set by the sweep thread as its very last act
         self.progress: SweepProgress | None = None
         self.result: SweepResult | None = None
-        self.error: BaseException | None = None
         self._received_at = time.monotonic()  # when ``progress`` arrived: the ETA counts down from it
         register_themes(self)
 
@@ -309,23 +309,10 @@ class SweepApp(BackgroundJobApp):
     def on_sweep_app_finished(self, msg: Finished) -> None:
         self.finish(msg.result, msg.error)
 
-    def finish(self, result: SweepResult | None, error: BaseException | None = None) -> None:
-        if error is not None:
-            self.state, self.error = "error", error
-            self.notify(str(error) or type(error).__name__, title="the sweep failed", severity="error", timeout=10)
-        elif result is not None:
-            self.result = result
-            self.state = "done" if result.complete else "stopped"
-            if self.progress is not None:
-                done = dict(elapsed_s=result.elapsed_s, eta_s=0.0, current="")
-                self.progress = msgspec.structs.replace(self.progress, **done)
-        self._redraw()
-        if self.quit_when_done:
-            self.exit(self.exit_code)
-
-    @property
-    def completed(self) -> bool:
-        return self.result is not None and self.result.complete
+    def took(self, result: SweepResult) -> None:
+        if self.progress is not None:
+            done = dict(elapsed_s=result.elapsed_s, eta_s=0.0, current="")
+            self.progress = msgspec.structs.replace(self.progress, **done)
 
     def redraw_now(self) -> None:
         self._redraw()

@@ -119,6 +119,7 @@ class WorkloadApp(BackgroundJobApp):
 
     CSS_PATH = "app.tcss"
     TITLE = "spectui workload"
+    JOB = "workload"
 
     @dataclass
     class Update(Message):
@@ -139,7 +140,6 @@ class WorkloadApp(BackgroundJobApp):
         self.done = threading.Event()
         self.snapshot: Snapshot | None = None
         self.result: WorkloadResult | None = None
-        self.error: BaseException | None = None
         register_themes(self)
 
     def get_default_screen(self) -> WorkloadScreen:
@@ -169,22 +169,12 @@ class WorkloadApp(BackgroundJobApp):
         self._redraw()
 
     def on_workload_app_finished(self, msg: Finished) -> None:
-        if msg.error is not None:
-            self.state, self.error = "error", msg.error
-            self.notify(str(msg.error) or type(msg.error).__name__, title="the workload failed", severity="error", timeout=10)
-        elif msg.result is not None:
-            self.result = msg.result
-            self.state = "done" if msg.result.complete else "stopped"
-            done = self.snapshot.done if self.snapshot is not None else 0
-            total = self.snapshot.total if self.snapshot is not None else done
-            self.snapshot = Snapshot(done=done, total=total, in_flight={}, result=msg.result, level=None)
-        self._redraw()
-        if self.quit_when_done:
-            self.exit(self.exit_code)
+        self.finish(msg.result, msg.error)
 
-    @property
-    def completed(self) -> bool:
-        return self.result is not None and self.result.complete
+    def took(self, result: WorkloadResult) -> None:
+        done = self.snapshot.done if self.snapshot is not None else 0
+        total = self.snapshot.total if self.snapshot is not None else done
+        self.snapshot = Snapshot(done=done, total=total, in_flight={}, result=result, level=None)
 
     def redraw_now(self) -> None:
         self._redraw()

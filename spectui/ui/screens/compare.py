@@ -24,10 +24,9 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from spectui.compare.divergence import UNCLASSIFIED, DivergenceCause, classify_runs, token_at
-from spectui.compare.headers import first_difference
 from spectui.format import DASH, num, pct, signed_size
 from spectui.metrics.live import LiveRun
-from spectui.metrics.same_text import Output, same_text_ratio
+from spectui.metrics.same_text import common_tokens, decode_rate
 from spectui.metrics.stats import Summary
 from spectui.recording.redact import outputs_not_comparable
 from spectui.ui.labels import recorded_label
@@ -54,15 +53,17 @@ def delta_items(base: LiveRun, cand: LiveRun, sb: Summary, sc: Summary, styles: 
     def item(label: str, text: str, style: StyleType = value) -> None:
         out.append(Text.assemble((f"{label} ", muted), (text, style), end=""))
 
+    n = min(len(base.tokens), len(cand.tokens))
+    shared = common_tokens(base.tokens, cand.tokens)  # where the outputs part (n: they do not, so far)
+    redacted = outputs_not_comparable(base.header, cand.header) if base.header and cand.header else ""
+    greedy = all(h is not None and h.config.sampling.greedy for h in (base.header, cand.header))
     ratio = sc.decode_tok_s / sb.decode_tok_s if sb.decode_tok_s > 0 else math.nan
-    headers = (base.header, cand.header)
-    greedy = all(h is not None and h.config.sampling.greedy for h in headers)
     over = ""
-    if greedy and not outputs_not_comparable(*headers):  # type: ignore[arg-type]  # greedy: both headers are there
+    if greedy and not redacted and shared < n:
         # over the same text: two greedy outputs that part are timed up to where they part
-        ratio, shared = same_text_ratio(Output(cand.tokens, cand.token_t_us), Output(base.tokens, base.token_t_us))
-        if shared < min(len(cand.tokens), len(base.tokens)):
-            over = f" (first {shared} tokens, where the outputs part)"
+        base_rate = decode_rate(base.token_t_us, shared)
+        ratio = decode_rate(cand.token_t_us, shared) / base_rate if base_rate > 0 else math.nan
+        over = f" (first {shared} tokens, where the outputs part)"
     item("speedup", "—" if math.isnan(ratio) else f"{ratio:.2f}×{over}", good if ratio >= 1 else bad)
     item(
         "ITL p50/p95/p99",
@@ -75,12 +76,10 @@ def delta_items(base: LiveRun, cand: LiveRun, sb: Summary, sc: Summary, styles: 
     item("peak RSS", signed_size(sc.peak_rss_bytes - sb.peak_rss_bytes) if sb.peak_rss_bytes else DASH)
     if sc.drafted:
         item("acceptance", f"{pct(sc.acceptance_rate)} · {sc.mean_accepted_length:.2f} tok/block")
-    n = min(len(base.tokens), len(cand.tokens))
-    redacted = outputs_not_comparable(base.header, cand.header) if base.header and cand.header else ""
     if n and redacted:  # token stand-ins of a redacted copy match nothing else
         item("outputs", "not compared (redacted)", value)
     elif n:
-        i = first_difference(base.tokens[:n], cand.tokens[:n])
+        i = shared
         if i == n:
             item("outputs", f"identical ({n} tokens)", good)
         else:
