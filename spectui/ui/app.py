@@ -95,10 +95,8 @@ class SpectuiApp(App[int]):
         Binding("minus", "k_down", "K-", show=False),
         Binding("right_square_bracket", "temperature_up", "T", key_display="]["),
         Binding("left_square_bracket", "temperature_down", "T-", show=False),
-        # type or paste a prompt; in a chat, the next message. A priority binding, so it acts as
-        # the app first sees the key: an ordinary one goes to the focused widget and back up, and
-        # the keys typed meanwhile went to the dashboard, not the composer (off under a modal
-        # screen, where the key is text: check_action)
+        # a prompt (in a chat, the next message); priority: acts as the key arrives, so the keys typed
+        # after it reach the composer, not the focused dashboard (text under a modal: check_action)
         Binding("e", "compose", "Edit", priority=True),
         Binding("n", "new_chat", "New"),  # a new conversation: shown during one only (check_action)
         Binding("p", "pick_prompt", "Prompt"),
@@ -335,9 +333,7 @@ class SpectuiApp(App[int]):
 
         composer = Composer(recall=ctl.last_prompt, system=cfg.system, chat=cfg.chat, turn=ctl.chat.next_turn(),
                             context=cfg.backend.n_ctx)
-        # wait for it to mount, its text focused: the app hands on no key before, so the keys
-        # typed at once after e reach the text in order (spectui.ui.screens.composer)
-        await self.push_screen(composer, sent)
+        await self.push_screen(composer, sent)  # mounted, its text focused, before the next key is handed on
 
     def action_new_chat(self) -> None:
         self.controller.new_conversation()
