@@ -174,7 +174,7 @@ class WorkloadApp(BackgroundJobApp):
     def took(self, result: WorkloadResult) -> None:
         done = self.snapshot.done if self.snapshot is not None else 0
         total = self.snapshot.total if self.snapshot is not None else done
-        self.snapshot = Snapshot(done=done, total=total, in_flight={}, result=result, level=None)
+        self.snapshot = Snapshot(done=done, total=total, in_flight={}, result=result)
 
     def redraw_now(self) -> None:
         self._redraw()

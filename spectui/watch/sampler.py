@@ -50,7 +50,6 @@ class WatchCore:
         self.t0 = t0
         self.fold = WatchFold()
         self.n = 0
-        self.first_joules: float | None = None
         self._last_energy: tuple[float, float] | None = None  # (t_s, joules) of the previous reading
 
     def take(self, result: Poll, t_s: float, process: ProcessSample | None = None, joules: float | None = None) -> WatchSample:
@@ -64,21 +63,12 @@ class WatchCore:
         step = self.fold.add(reading) if reading is not None else None
         watts = None
         if joules is not None:
-            if self.first_joules is None:
-                self.first_joules = joules
             if self._last_energy is not None and t_s > self._last_energy[0]:
                 watts = (joules - self._last_energy[1]) / (t_s - self._last_energy[0])
             self._last_energy = (t_s, joules)
         sample = WatchSample(self.n, t_s - self.t0, reading, step, result.live, result.error, process, joules, watts)
         self.n += 1
         return sample
-
-    @property
-    def joules(self) -> float | None:
-        """This machine's energy over the watch so far (None: no counter read)."""
-        if self.first_joules is None or self._last_energy is None:
-            return None
-        return self._last_energy[1] - self.first_joules
 
 
 class WatchSampler:

@@ -122,8 +122,6 @@ class WorkloadResult(msgspec.Struct, kw_only=True):
     energy: str = ""
     host: str = ""  # the machine that sent the load ("cpu xN", as a recording's header names it)
 
-    def find(self, setting: str, clients: int, rate: float, pass_no: int) -> LevelResult | None:
-        return next((lv for lv in self.levels if (lv.setting, lv.clients, lv.rate, lv.pass_no) == (setting, clients, rate, pass_no)), None)
 
 
 def fill_stats(level: LevelResult) -> None:

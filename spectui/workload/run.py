@@ -70,13 +70,12 @@ class _Live:
 @dataclass(frozen=True)
 class Snapshot:
     """A workload as it stands, for a live view: requests done of all, each client's request
-    in flight, the levels so far (with speedups and knees) and the level running (partial)."""
+    in flight, the levels so far (with speedups and knees), the level running last (partial)."""
 
     done: int
     total: int
     in_flight: dict[int, int]
     result: WorkloadResult
-    level: LevelResult | None
 
 
 T = TypeVar("T")
@@ -255,7 +254,7 @@ class WorkloadRun:
                 fill_stats(live)
                 levels.append(live)
             snapshot = Snapshot(done=self._done, total=self._total, in_flight=dict(self.in_flight),
-                                result=msgspec.structs.replace(self.result, levels=levels), level=live)
+                                result=msgspec.structs.replace(self.result, levels=levels))
         self.on_update(snapshot)
 
     def _ordered(self) -> list[Setting]:

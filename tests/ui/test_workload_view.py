@@ -37,8 +37,7 @@ async def test_the_view_shows_the_printed_rows_and_the_knee(tmp_path: Path) -> N
     result = WorkloadResult(workload="mixed-12", path="", n_requests=12, settings=[s.label for s in settings], levels=done[:3],
                             knees={"llama-server ngram-mod": "llama-server ngram-mod pays up to 1 client here: 1.40x at 1"})
     async with app.run_test(size=(160, 40)) as pilot:
-        running = done[3]
-        app.show(Snapshot(done=40, total=48, in_flight={0: 5, 1: 7}, result=result, level=running))
+        app.show(Snapshot(done=40, total=48, in_flight={0: 5, 1: 7}, result=result))
         await pilot.pause()
         screen = app.screen
         assert isinstance(screen, WorkloadScreen)
