@@ -98,7 +98,8 @@ class SpectuiApp(App[int]):
         # a prompt (in a chat, the next message); priority: acts as the key arrives, so the keys typed
         # after it reach the composer, not the focused dashboard (text under a modal: check_action)
         Binding("e", "compose", "Edit", priority=True),
-        Binding("n", "new_chat", "New"),  # a new conversation: shown during one only (check_action)
+        # a new conversation (shown during one only); priority as e's: "n e" typed fast keeps its n
+        Binding("n", "new_chat", "New", priority=True),
         Binding("p", "pick_prompt", "Prompt"),
         Binding("o", "open_recording", "Open"),
         Binding("h", "history", "History", show=False),  # spectui history over the recordings folder
@@ -429,8 +430,8 @@ class SpectuiApp(App[int]):
             return self.controller.player is not None
         if action == "compose":  # under a modal screen (the composer, a picker) e is text
             return not self.screen.is_modal
-        if action == "new_chat":  # n: steps a replay instead
-            return self.controller.player is None and self.controller.chat.conversation is not None
+        if action == "new_chat":  # n: text under a modal; steps a replay instead
+            return not self.screen.is_modal and self.controller.player is None and self.controller.chat.conversation is not None
         if action in self.LIVE_SETTINGS:
             return self.controller.player is None
         return True
