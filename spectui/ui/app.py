@@ -359,7 +359,7 @@ class SpectuiApp(App[int]):
         from spectui.ui.screens.tune import TuneScreen
 
         if not isinstance(self.screen, TuneScreen):
-            self.push_screen(TuneScreen(self.controller.config, self.controller.runner, busy=lambda: self.controller.running))
+            self.push_screen(TuneScreen(self.controller.config, self.controller.run_job, busy=lambda: self.controller.running))
 
     def action_pick_models(self) -> None:
         """The model picker (``spectui models``' catalogue): the next run's target and draft."""

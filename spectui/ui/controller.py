@@ -31,7 +31,7 @@ from spectui.prompts import DEFAULT_PROMPT, PromptSpec
 from spectui.recording.schema import Event, Header, MemorySample
 from spectui.sessions.notes import Note
 from spectui.sessions.open import EngineFactory
-from spectui.sessions.runner import SessionRunner
+from spectui.sessions.runner import JobRequest, SessionRunner
 from spectui.ui.backends import BackendCycle
 from spectui.ui.chat import ChatState
 from spectui.ui.labels import artifact_label
@@ -292,6 +292,11 @@ class DashboardController:
             self.current.stop()
         for runner in self.runners:
             runner.shutdown()
+
+    def run_job(self, request: JobRequest) -> None:
+        """Run a job (a function of the loaded engine: the tune screen's tune) on the dashboard's
+        engine thread, on the engine its sessions use: a screen asks here, never the runner."""
+        self.runner.submit(request)
 
     def engine_failed(self, error: BaseException | None) -> None:
         """The engine thread died (``SessionRunner`` catches every session's errors: this is

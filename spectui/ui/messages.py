@@ -11,15 +11,27 @@ pending at most), and status and finish notes must each arrive.
 A screen that asks for a run (or a stop, a diff, another way to compare) posts one of the
 requests below; it bubbles up to the app (``SpectuiApp.on_*``), which has the controller do it.
 A screen never names an app action by string, and never holds the controller.
+
+The other apps' and screens' messages live here too, each named for what it carries, so its
+handler's name says it (``on_sweep_update``): a background job's progress and end from its
+thread worker (the sweep and workload views, the tune screen), the watch feed's samples.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from textual.message import Message
 
 from spectui.sessions.notes import Note
+
+if TYPE_CHECKING:  # the types of fields only: the dashboard need not import the sweep or the workload
+    from spectui.lab.sweep import SweepProgress, SweepResult
+    from spectui.tune.result import TuneResult
+    from spectui.watch.sampler import WatchSample
+    from spectui.workload.result import WorkloadResult
+    from spectui.workload.run import Snapshot
 
 
 @dataclass
@@ -47,3 +59,92 @@ class InterleaveToggled(Message):
 
 class DiffRequested(Message):
     """Show ``spectui diff`` of the compared pair."""
+
+
+# -- the sweep view (``spectui.ui.sweep``) ------------------------------------------------------
+
+
+@dataclass
+class SweepUpdate(Message):
+    """From the sweep thread after each run: the progress and the table so far."""
+
+    progress: SweepProgress
+    result: SweepResult
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, SweepUpdate)  # only the newest table matters
+
+
+@dataclass
+class SweepFinished(Message):
+    """The sweep thread is done: its final result, or the error that ended it."""
+
+    result: SweepResult | None = None
+    error: BaseException | None = None
+
+
+# -- the workload view (``spectui.ui.workload_view``) -------------------------------------------
+
+
+@dataclass
+class WorkloadUpdate(Message):
+    """From the workload thread as requests end: where the workload stands."""
+
+    snapshot: Snapshot
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, WorkloadUpdate)  # only the newest snapshot matters
+
+
+@dataclass
+class WorkloadFinished(Message):
+    """The workload thread is done: its result, or the error that ended it."""
+
+    result: WorkloadResult | None = None
+    error: BaseException | None = None
+
+
+# -- the tune screen (``spectui.ui.screens.tune``) ----------------------------------------------
+
+
+@dataclass
+class TuneLoaded(Message):
+    """The stored tune result for the target's key (None: there is none), or why there can be none."""
+
+    key: str | None
+    result: TuneResult | None
+    error: str = ""
+
+
+@dataclass
+class TuneProgress(Message):
+    """A tune from the dashboard moved on: ``done`` of ``total`` steps, what it does now."""
+
+    done: int
+    total: int
+    text: str
+
+
+@dataclass
+class TuneFinished(Message):
+    """A tune from the dashboard ended: its result (None: it failed, ``error`` says why)."""
+
+    result: TuneResult | None
+    error: str = ""
+
+
+# -- the watch dashboard (``spectui.ui.watch_app``) ---------------------------------------------
+
+
+@dataclass
+class WatchSampled(Message):
+    """A sample from the feed's thread."""
+
+    sample: WatchSample
+
+
+@dataclass
+class WatchEnded(Message):
+    """The feed stopped by itself (its bound, the end of a recording), and why."""
+
+    why: str

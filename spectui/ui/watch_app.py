@@ -1,21 +1,21 @@
 """The watch dashboard's app: one screen (``screens/watch.py``) fed by a live watch or a replay.
 
 The feed (``spectui.watch.feed``) runs on a thread of its own and posts each sample as a
-``WatchSampled`` message (``post_message`` is thread-safe and never blocks the sampler); the
-board (``spectui.watch.board``) changes only here, on the UI thread, and the screen redraws
-from it. ``q`` asks the feed to stop without waiting for it and exits: the caller then waits for
-the feed's thread and ends the recording (``launch.run_watch``), with the terminal already back.
+``WatchSampled`` message of ``ui/messages.py`` (``post_message`` is thread-safe and never blocks
+the sampler); the board (``spectui.watch.board``) changes only here, on the UI thread, and the
+screen redraws from it. ``q`` asks the feed to stop without waiting for it and exits: the caller
+then waits for the feed's thread and ends the recording (``launch.run_watch``), with the
+terminal already back.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Protocol
 
 from textual.app import App
 from textual.binding import Binding
-from textual.message import Message
 
+from spectui.ui.messages import WatchEnded, WatchSampled
 from spectui.ui.screens.watch import WatchScreen
 from spectui.ui.themes import register_themes
 from spectui.watch.board import WatchBoard
@@ -27,20 +27,6 @@ class Feed(Protocol):
     def start(self, on_sample: OnSample, on_end: OnEnd | None = None) -> None: ...
 
     def request_stop(self) -> None: ...
-
-
-@dataclass
-class WatchSampled(Message):
-    """A sample from the feed's thread."""
-
-    sample: WatchSample
-
-
-@dataclass
-class WatchEnded(Message):
-    """The feed stopped by itself (its bound, the end of a recording), and why."""
-
-    why: str
 
 
 class WatchApp(App[int]):

@@ -14,7 +14,7 @@ from spectui.lab.sweep_report import format_table
 from spectui.prompts import list_prompts
 from spectui.recording.reader import read_recording
 from spectui.ui.launch import make_app, make_sweep_app
-from spectui.ui.sweep import SweepScreen
+from spectui.ui.screens.sweep import SweepScreen
 
 from .conftest import real_config, visible, wait_until
 

@@ -24,7 +24,7 @@ from spectui.prompts import list_prompts
 from spectui.recording.reader import read_recording
 from spectui.recording.schema import Step
 from spectui.ui.launch import make_sweep_app
-from spectui.ui.sweep import SweepScreen
+from spectui.ui.screens.sweep import SweepScreen
 
 from .conftest import FIXED_AR, FIXED_SPEC, REPO, WAIT_S, GatedEngine, real_config, visible, wait_thread, wait_until
 

@@ -9,7 +9,8 @@ import pytest
 
 from spectui.config import RunConfig
 from spectui.prompts import prompts_dir
-from spectui.ui.workload_view import WorkloadApp, WorkloadScreen
+from spectui.ui.screens.workload import WorkloadScreen
+from spectui.ui.workload_view import WorkloadApp
 from spectui.workload.plan import LLAMA_SERVER, Setting, WorkloadPlan
 from spectui.workload.report import level_row
 from spectui.workload.result import LevelResult, RequestOutcome, WorkloadResult

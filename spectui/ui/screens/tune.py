@@ -10,7 +10,9 @@ to use and the plotext charts. The store's key is the target's cost-curve key
 Reading the store (hashing the model file the first time) and running tune happen in thread
 workers: the UI never waits on them. A tune from here is short (``TUNE_TIERS``, one check
 round) and refused while a dashboard session runs: two engines on one machine would measure
-each other. Leaving the screen cancels a tune in flight (it stops after its current step).
+each other. Leaving the screen cancels a tune in flight (it stops after its current step). The
+tune runs as a job the screen hands to the controller (``DashboardController.run_job``), on the
+engine the dashboard's sessions run on.
 """
 
 from __future__ import annotations
@@ -22,12 +24,12 @@ from typing import TYPE_CHECKING
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from spectui.config import RunConfig
-from spectui.sessions.runner import SessionRunner
+from spectui.sessions.runner import JobRequest
+from spectui.ui.messages import TuneFinished, TuneLoaded, TuneProgress
 
 if TYPE_CHECKING:
     from spectui.tune.result import TuneResult
@@ -94,28 +96,14 @@ class TuneScreen(Screen[None]):
         Binding("q", "app.quit", "Quit"),
     ]
 
-    class Loaded(Message):
-        def __init__(self, key: str | None, result: TuneResult | None, error: str = "") -> None:
-            super().__init__()
-            self.key, self.result, self.error = key, result, error
-
-    class Progress(Message):
-        def __init__(self, done: int, total: int, text: str) -> None:
-            super().__init__()
-            self.done, self.total, self.text = done, total, text
-
-    class Finished(Message):
-        def __init__(self, result: TuneResult | None, error: str = "") -> None:
-            super().__init__()
-            self.result, self.error = result, error
-
-    def __init__(self, config: RunConfig, service: SessionRunner, *, busy: Callable[[], bool] = lambda: False) -> None:
-        """``config``: the dashboard's next run (its target is tuned); ``service``: the
-        dashboard's engine thread, which runs the tune on the engine it keeps loaded;
-        ``busy()``: a dashboard session is under way (a tune is refused then)."""
+    def __init__(self, config: RunConfig, run_job: Callable[[JobRequest], None], *, busy: Callable[[], bool] = lambda: False) -> None:
+        """``config``: the dashboard's next run (its target is tuned); ``run_job``: the
+        dashboard's way to run a job on its engine thread, on the engine it keeps loaded
+        (``DashboardController.run_job``); ``busy()``: a dashboard session is under way (a
+        tune is refused then)."""
         super().__init__()
         self.config = config
-        self.service = service
+        self.run_job = run_job
         self.busy = busy
         self.key: str | None = None
         self.result: TuneResult | None = None  # the result shown
@@ -136,10 +124,10 @@ class TuneScreen(Screen[None]):
 
     def _load(self) -> None:
         if self.config.backend.name == "server":
-            self.post_message(self.Loaded(None, None, "tune measures the embedded engine; a server has no tune result"))
+            self.post_message(TuneLoaded(None, None, "tune measures the embedded engine; a server has no tune result"))
             return
         if self.config.backend.is_runtime:
-            self.post_message(self.Loaded(None, None, f"tune here measures the embedded engine; for {self.config.backend.name}'s own "
+            self.post_message(TuneLoaded(None, None, f"tune here measures the embedded engine; for {self.config.backend.name}'s own "
                                           f"methods run: spectui tune --runtime {self.config.backend.name}"))
             return
         from spectui.tune.store import load_result
@@ -147,9 +135,9 @@ class TuneScreen(Screen[None]):
         try:
             key = target_key(self.config)
         except Exception as exc:  # noqa: BLE001 - no such model file, an unreadable one: shown on the screen
-            self.post_message(self.Loaded(None, None, f"cannot find the target: {exc}"))
+            self.post_message(TuneLoaded(None, None, f"cannot find the target: {exc}"))
             return
-        self.post_message(self.Loaded(key, load_result(key)))
+        self.post_message(TuneLoaded(key, load_result(key)))
 
     def _tune(self, config: RunConfig) -> threading.Event:
         """Tune ``config``'s target as a job on the dashboard's engine thread, on the engine its
@@ -157,7 +145,6 @@ class TuneScreen(Screen[None]):
         from spectui.engine.embedded import Engine
         from spectui.errors import SpectuiError
         from spectui.sessions.protocol import EngineProtocol
-        from spectui.sessions.runner import JobRequest
         from spectui.tune.result import TuneResult
         from spectui.tune.runner import tune_config, tune_engine
 
@@ -170,7 +157,7 @@ class TuneScreen(Screen[None]):
             if stop.is_set():
                 raise _Cancelled
             done = min(done + 1, total)
-            self.post_message(self.Progress(done, total, text))
+            self.post_message(TuneProgress(done, total, text))
 
         def job(engine: EngineProtocol) -> TuneResult:
             if not isinstance(engine, Engine):  # a runtime's or a node's engine: tune measures models loaded here
@@ -181,23 +168,23 @@ class TuneScreen(Screen[None]):
             if stop.is_set():
                 return
             if not isinstance(result, TuneResult):  # None: the job failed or was stopped (``error`` says)
-                self.post_message(self.Finished(None, error or "no result"))
+                self.post_message(TuneFinished(None, error or "no result"))
                 return
             from spectui.tune.store import save_result
 
             stored = save_result(result)
-            self.post_message(self.Finished(result, "" if stored else "(not stored: the cache folder is not writable)"))
+            self.post_message(TuneFinished(result, "" if stored else "(not stored: the cache folder is not writable)"))
 
-        self.post_message(self.Progress(0, total, "waiting for the engine"))
-        self.service.submit(JobRequest(
+        self.post_message(TuneProgress(0, total, "waiting for the engine"))
+        self.run_job(JobRequest(
             tune_config(config), job, finished, stop,
-            loading=lambda what: self.post_message(self.Progress(0, total, f"loading {what}")),
+            loading=lambda what: self.post_message(TuneProgress(0, total, f"loading {what}")),
         ))
         return stop
 
     # -- messages --------------------------------------------------------------------------
 
-    def on_tune_screen_loaded(self, msg: Loaded) -> None:
+    def on_tune_loaded(self, msg: TuneLoaded) -> None:
         self.loaded = True
         self.key, self.result = msg.key, msg.result
         if msg.error:
@@ -205,12 +192,12 @@ class TuneScreen(Screen[None]):
             return
         self._show_result()
 
-    def on_tune_screen_progress(self, msg: Progress) -> None:
+    def on_tune_progress(self, msg: TuneProgress) -> None:
         width = 24
         fill = width * msg.done // msg.total
         self._title(f"tuning {self._target()}: [{'#' * fill}{'.' * (width - fill)}] {msg.done}/{msg.total} {msg.text}")
 
-    def on_tune_screen_finished(self, msg: Finished) -> None:
+    def on_tune_finished(self, msg: TuneFinished) -> None:
         self.tuning = None
         if msg.result is None:
             self._title(f"tune failed: {msg.error}")
