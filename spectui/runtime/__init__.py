@@ -9,13 +9,20 @@ loop; this package lets spectui run that runtime as it is deployed:
   ``cmake`` runs its steps as one process group, ``archive`` unpacks the source checked;
 * ``methods``: every ``--spec-type`` as a method, spectui's K / p-min mapped onto the flags
   each one reads, and what cannot work refused from the GGUF headers before a server starts;
-* ``server``: the launcher (loopback port, a fresh API key per start, no ``/slots``, health,
-  the log kept: ``logs``), with ``lifetime``: a server that never outlives spectui;
+* ``server``: the launcher every runtime shares (a free loopback port, a fresh API key per
+  start, waiting until it is ready, the listener guard that fails closed, stop, the log kept:
+  ``logs``), with ``lifetime``: a server that never outlives spectui;
+* ``llama_server``: llama-server on that launcher (its settings and flags, the key in its
+  environment, no ``/slots``, ``/props`` read once ready);
 * ``ownership`` and ``leftovers``: a cached build or export is run only while it is the user's
   alone, and what a crashed run left half-made is removed at the next start;
 * ``mlx_lm_server``: mlx_lm.server on the same launcher (its draft-model method, the model
   exported from a GGUF once, no API key and no acceptance to report, both said in the header);
-* ``engine``: a session on it through the existing server engine and client.
+* ``engine``: a session on it through the existing server engine and client (``runtime_engine``,
+  the ``runtime.*`` properties the header records);
+* ``session``: ``RuntimeEngine``, the engine a session opens for a runtime: it starts the
+  runtime's server for the run's settings (llama-server or mlx_lm.server), keeps it while they
+  fit, and stops it when closed.
 
 The layer between ``sessions`` (which chooses engines) and ``server`` (which measures a running
 one): it imports ``server``, ``models`` and below, and nothing above.

@@ -1,5 +1,7 @@
-"""A session on a started runtime: the existing server engine (``spectui.server.engine``) over
-the ``RuntimeServer``'s client, with what the runtime is added to the header.
+"""The engine a started runtime is measured through: the existing server engine
+(``spectui.server.engine``) over the ``RuntimeServer``'s client, with what the runtime is added
+to the header. ``RuntimeEngine`` (``session.py``), the engine a session opens for
+``--runtime``, starts the server and measures it through one of these.
 
 ``ServerEngine`` probes the server as it would any other (``/props`` flattened into the
 header's ``server.props``, ``/metrics`` for the acceptance counters; ``/slots`` answers 501, as

@@ -1,42 +1,35 @@
-"""Starting a runtime's server for a run, and making sure it stops.
+"""The launcher every runtime's server shares: start it for a run, and make sure it stops.
 
-``launch`` starts llama-server on 127.0.0.1 with the run's settings and method, waits until
-``/health`` answers, reads ``/props``, and returns a ``RuntimeServer`` whose ``client()`` is the
-existing server client (``spectui.server.client``) with the key set. ``stop`` (also on leaving a
-``with`` block) ends it. ``start`` is the part every runtime shares (the port, the log, the
-process that never outlives spectui, the one-line failure); what differs between runtimes (the
-command line, the environment, the log line that says it listens, when it is ready) is a
-``Runtime``: ``LlamaServer`` here, ``spectui.runtime.mlx_lm_server.MlxLmServer`` for
-``mlx_lm.server``, which takes no API key (that module says what that means).
+``start`` takes a ``Runtime`` (what differs between runtimes: the command line, the
+environment, the log line that says it listens, when it is ready: ``llama_server.LlamaServer``,
+``mlx_lm_server.MlxLmServer``), starts it on a free loopback port, waits until it is ready and
+returns a ``RuntimeServer`` whose ``client()`` is the existing server client
+(``spectui.server.client``) with its key set. ``stop`` (also on leaving a ``with`` block) ends
+it; ``guard`` stops it where it ever listens beyond loopback.
 
-What a shared machine needs:
+What a shared machine needs, for every runtime:
 
-* **A fresh API key per start** (``secrets``), handed to llama-server in its environment
-  (``LLAMA_API_KEY``), never on its command line, which every user can read in ``ps``;
-  ``/proc/PID/environ`` is readable by its owner only. It is given to the client and nowhere
-  else: not in ``command_line``, not in the log (llama-server prints keys at trace level
-  only), not in errors. ``/health`` stays public (llama-server's rule), every other route asks
-  for the key.
-* **No /slots** (``--no-slots``): llama-server cannot show part of it, and it shows the
-  prompts; the recording takes the speculative settings from the command line instead. No web
-  UI (``--no-webui``), one slot (``-np 1``), ``--metrics`` for the acceptance counters.
-* **The environment is the command line's**: ``LLAMA_ARG_*`` variables (llama-server reads
-  one per flag) are dropped from the child's environment, so ``command_line`` is the whole
-  configuration.
+* **A fresh API key per start** (``secrets``), for a runtime that takes one; the runtime hands
+  it to its server in the environment, never on the command line, which every user can read
+  in ``ps`` (``/proc/PID/environ`` is readable by its owner only). It is given to the client
+  and nowhere else: not in ``command_line``, not in errors.
 * **A free port, and a busy one is not a failure**: a port the OS just gave out can be taken
-  before llama-server binds it; llama-server binds before it loads the model, so a bind
-  failure shows within milliseconds and the launch tries another port.
+  before the server binds it; the runtime says from its log when a bind failed, and the start
+  tries another port.
+* **Loopback only, failing closed**: kept only where its processes are seen listening on its
+  port and on loopback alone, while it loads and once ready, then read again every
+  ``GUARD_EVERY_S`` for as long as it runs; a listener beyond loopback, or listeners that can
+  no longer be read, stop it.
 * **It never outlives spectui**: its own process group, stopped by ``stop``, on any exit, and
   on Linux by the kernel when spectui dies by any signal, SIGKILL included
   (``spectui.runtime.lifetime`` says how, and what macOS lacks).
 * **A failed start is one line**: the exit status or the timeout, and the last meaningful
-  line of its log; the log is kept (beside the recording when one is named, else in the
-  user cache) and its path is in the line.
+  line of its log; the log (``logs``) is kept (beside the recording when one is named, else in
+  the user cache) and its path is in the line.
 """
 
 from __future__ import annotations
 
-import functools
 import os
 import re
 import secrets
@@ -47,16 +40,13 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from spectui import storage
 from spectui.errors import SpectuiError
 from spectui.runtime import lifetime
-from spectui.runtime.build import ServerBinary, spec_types
 from spectui.runtime.logs import last_log_line, log_file, read_all, read_tail
-from spectui.runtime.methods import RuntimeMethod
 from spectui.server.client import ServerClient, ServerError, parse_server_url
 from spectui.watch.process import beyond_loopback, listening_sockets
 
@@ -70,43 +60,6 @@ STOP_GRACE_S = 10.0
 GUARD_EVERY_S = 1.0
 #: Ports tried before a start gives up on binding.
 PORT_ATTEMPTS = 5
-_BIND_FAILED = "couldn't bind HTTP server socket"
-
-
-@dataclass(frozen=True)
-class LaunchSettings:
-    """What a run asks of the server; ``threads`` 0 = one per core this process may use."""
-
-    model: str
-    method: RuntimeMethod = field(default_factory=lambda: RuntimeMethod(("none",)))
-    threads: int = 0
-    ctx: int = 4096
-    flash_attn: str = "auto"  # llama.cpp's on / off / auto
-    gpu_layers: int = -1  # -1 = llama-server's own default
-    #: slots (``-np``): clients served at once, each with a context of ``ctx`` tokens and, for a
-    #: speculative method, a drafting state of its own (a workload's clients)
-    parallel: int = 1
-
-    def args(self, port: int) -> list[str]:
-        threads = str(self.threads or _usable_cores())
-        # llama-server splits ``-c`` between its slots: each slot gets the context a run asks for
-        ctx = str(self.ctx * self.parallel)
-        out = ["-m", self.model, "-c", ctx, "-t", threads, "-tb", threads, "-fa", self.flash_attn]
-        if self.gpu_layers >= 0:
-            out += ["-ngl", str(self.gpu_layers)]
-        if self.method.uses_draft_model:
-            out += ["-td", threads, "-tbd", threads]
-        out += ["-np", str(self.parallel), "--metrics", "--no-slots", "--no-webui", *self.method.args()]
-        # last, so that no flag before them can move the server off loopback (llama-server
-        # takes the last of a repeated flag)
-        return out + ["--host", HOST, "--port", str(port)]
-
-
-def _usable_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # macOS
-        return os.cpu_count() or 1
 
 
 def free_port() -> int:
@@ -155,50 +108,6 @@ class Runtime(Protocol):
     def props(self) -> dict[str, str]:
         """What the header records about this runtime besides its command line (``runtime.*``)."""
         ...
-
-
-@dataclass(frozen=True)
-class LlamaServer:
-    """llama-server as a ``Runtime``."""
-
-    binary: ServerBinary
-    settings: LaunchSettings
-    name: str = "llama-server"
-    log_folder: str = "llama.cpp/logs"
-
-    def argv(self, port: int) -> list[str]:
-        return [self.binary.path, *self.settings.args(port)]
-
-    def environment(self, api_key: str) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("LLAMA_ARG_") and k != "LLAMA_API_KEY"}
-        env["LLAMA_API_KEY"] = api_key
-        return env
-
-    def takes_key(self) -> bool:
-        return True
-
-    def listening(self, port: int) -> re.Pattern[str]:
-        # after the model loaded, in this revision and in older ones alike
-        return re.compile(rf"listening on https?://{re.escape(HOST)}:{port}\b")
-
-    def bind_failed(self, log_tail: str) -> bool:
-        return _BIND_FAILED in log_tail
-
-    def ready(self, server: RuntimeServer) -> bool:
-        client = server.client(read_timeout_s=5.0)
-        if not client.get("/health", timeout_s=5.0).ok:
-            return False  # still warming up (503)
-        props = client.get("/props", timeout_s=10.0)
-        server.props = props.json() if props.ok and isinstance(props.json(), dict) else {}
-        return True
-
-    def props(self) -> dict[str, str]:
-        b = self.binary
-        out = {"runtime.binary": b.path, "runtime.origin": b.origin, "runtime.version": b.version or "unknown",
-               "runtime.commit": b.commit or "unknown"}
-        if b.llama_cpp_python:
-            out["runtime.built_from"] = f"llama-cpp-python {b.llama_cpp_python}"
-        return out
 
 
 class RuntimeServer:
@@ -291,32 +200,6 @@ class RuntimeServer:
         return self.refused or last_log_line(self.log_path)
 
 
-def launch(
-    binary: ServerBinary,
-    settings: LaunchSettings,
-    *,
-    log_path: str | os.PathLike[str] | None = None,
-    recording: str | os.PathLike[str] | None = None,
-    ready_timeout_s: float = READY_TIMEOUT_S,
-    pick_port: Callable[[], int] = free_port,
-    attempts: int = PORT_ATTEMPTS,
-) -> RuntimeServer:
-    """Start llama-server and return it ready (``/health`` 200, ``/props`` read). The log
-    goes to ``log_path``, else beside ``recording`` (``NAME.llama-server.log``), else to the
-    user cache. What cannot work (a missing model, a method the GGUF headers rule out, a
-    ``--spec-type`` the binary does not list) is refused before anything starts. A failure is
-    a ``SpectuiError`` of one line, after the process is gone."""
-    if not os.path.isfile(settings.model):
-        raise SpectuiError(f"model file not found: {settings.model}")
-    accepted = accepted_types(binary.path) if settings.method.speculative else ()
-    if settings.method.speculative and not accepted:
-        raise SpectuiError(f"{binary.path} has no --spec-type (a llama-server older than llama.cpp's speculative types); "
-                           "`spectui runtime build` makes one from the vendored llama.cpp")
-    settings.method.check(settings.model, accepted=accepted)
-    return start(LlamaServer(binary, settings), log_path=log_path, recording=recording, ready_timeout_s=ready_timeout_s,
-                 pick_port=pick_port, attempts=attempts)
-
-
 def start(
     runtime: Runtime,
     *,
@@ -371,19 +254,6 @@ def start(
         raise AssertionError("unreachable")
     finally:
         os.close(fd)  # the child holds its own copy
-
-
-@functools.lru_cache(maxsize=8)
-def _types_of(path: str, _mtime_ns: int) -> tuple[str, ...]:
-    return spec_types(path)
-
-
-def accepted_types(path: str) -> tuple[str, ...]:
-    """The binary's ``--spec-type`` values, read from its ``--help`` once per file version."""
-    try:
-        return _types_of(path, os.stat(path).st_mtime_ns)
-    except OSError as exc:
-        raise SpectuiError(f"cannot run {path}: {exc.strerror or exc}") from None
 
 
 def _spawn(runtime: Runtime, port: int, log_fd: int, log: Path) -> RuntimeServer:

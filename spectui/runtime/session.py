@@ -25,8 +25,9 @@ from spectui.runtime import mlx_lm_server as mlx
 from spectui.runtime.build import find_server
 from spectui.runtime.cmake import BuildError
 from spectui.runtime.engine import runtime_engine
+from spectui.runtime.llama_server import LaunchSettings, launch
 from spectui.runtime.methods import RuntimeMethod
-from spectui.runtime.server import LaunchSettings, RuntimeServer, launch, start
+from spectui.runtime.server import RuntimeServer, start
 from spectui.server.engine import ServerEngine
 
 

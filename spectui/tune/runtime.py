@@ -13,7 +13,7 @@ server starts once per setting and round, not once per run, at the price of two 
 weights in memory while tune runs.
 
 What tune prints for a setting is the command line the launcher started it with
-(``spectui.runtime.server.LaunchSettings`` and ``RuntimeMethod.args``: the flags each method
+(``spectui.runtime.llama_server.LaunchSettings`` and ``RuntimeMethod.args``: the flags each method
 reads), minus the loopback host and port spectui picked: the measured command, to paste.
 Greedy runs of one server at one thread with flash attention on are exact; the report counts
 the runs whose output equals AR's, so a setting that changes the text shows.

@@ -3,8 +3,9 @@ test_server.py starts real ones)."""
 
 from __future__ import annotations
 
+from spectui.runtime.llama_server import LaunchSettings
+from spectui.runtime.logs import last_log_line
 from spectui.runtime.methods import RuntimeMethod
-from spectui.runtime.server import LaunchSettings, last_log_line
 
 
 def test_the_command_line_has_metrics_no_slots_no_webui_loopback_and_no_key():

@@ -33,8 +33,9 @@ from spectui.config import BackendConfig, RunConfig
 from spectui.errors import SpectuiError
 from spectui.recording.schema import End, Header, Step
 from spectui.runtime.engine import runtime_engine
+from spectui.runtime.llama_server import LaunchSettings, launch
 from spectui.runtime.methods import RuntimeMethod
-from spectui.runtime.server import HOST, LaunchSettings, free_port, launch
+from spectui.runtime.server import HOST, free_port
 from spectui.server.client import ServerClient, ServerError, parse_server_url
 from tests.conftest import REPO
 
@@ -203,8 +204,8 @@ def test_a_server_started_from_a_finished_thread_keeps_running(llama_server_bina
 _SPECTUI_MID_RUN = """
 import sys
 from spectui.runtime.build import ServerBinary
+from spectui.runtime.llama_server import LaunchSettings, launch
 from spectui.runtime.methods import RuntimeMethod
-from spectui.runtime.server import LaunchSettings, launch
 
 binary = ServerBinary(path=sys.argv[1], origin="--llama-server")
 server = launch(binary, LaunchSettings(model=sys.argv[2], method=RuntimeMethod.parse("ngram-mod"), threads=1), log_path=sys.argv[3])
