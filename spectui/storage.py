@@ -1,7 +1,7 @@
 """The one way spectui writes a file it owns: checked, atomic, private where it holds text.
 
-Every cache, index, memory, result and output spectui writes goes through here (README.md,
-"What spectui writes, where, and what survives what"), and follows one rule:
+Every cache, index, memory, result and output spectui writes goes through here (each is listed,
+with where it lives and what survives what, in docs/reference/files.md), and follows one rule:
 
 * It never replaces a file it did not make. Before an existing path is replaced or opened for writing,
   ``claim`` looks at it: a file of the expected kind is used; a file of another kind (a recording

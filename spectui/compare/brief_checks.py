@@ -22,7 +22,7 @@ from spectui.recording.reader import Recording
 
 MIB = 2**20
 
-#: the brief's checklist line behind each check (README: "The acceptance brief, line by line")
+#: the brief's checklist line behind each check (docs/guide/brief.md walks through them)
 BRIEF = {
     "headroom": "Headroom: sustained free memory >= agreed floor (10 GB free on a 24 GB host)",
     "red pressure": "Pressure: no continuous memory pressure red state > 60 s while decoding",

@@ -151,8 +151,8 @@ class HistoryIndex:
 
     def _open(self) -> sqlite3.Connection:
         # Never replace a file that is not an index (a recording given to --index by a slip):
-        # refuse it in one line; a damaged index is moved aside, never deleted (README.md,
-        # "What spectui writes, where, and what survives what").
+        # refuse it in one line; a damaged index is moved aside as NAME.corrupt-<time>, never
+        # deleted (``spectui.storage``).
         if self.path.is_dir():
             raise SpectuiError(f"--index {self.path} is a folder; give a file path")
         try:

@@ -85,7 +85,7 @@ class RecordingWriter:
             try:
                 # O_EXCL: never clobber (or interleave with) another recording; an empty
                 # placeholder (mktemp, touch) is fine to fill. 0600 whatever the umask: it
-                # holds the prompt and every token (README.md, "What spectui writes").
+                # holds the prompt and every token.
                 fd = storage.create_new(self.path, private=True)
             except FileExistsError:
                 raise SpectuiError(f"recording {self.path} already exists; choose another file name") from None

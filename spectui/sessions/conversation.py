@@ -77,7 +77,7 @@ class Conversation:
         """Where a turn's run is recorded (a baseline re-run of a turn gets the next free name)."""
         if self.folder is None:
             raise SpectuiError("this conversation is not recorded")
-        try:  # a whole conversation: 0700 when spectui makes it (README.md, "What spectui writes")
+        try:  # a whole conversation: 0700 when spectui makes it (its turns hold every prompt and output)
             storage.prepare_dir(self.folder, private=True)
         except OSError as exc:
             raise storage.disk_error(self.folder, exc) from None

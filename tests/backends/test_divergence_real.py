@@ -1,4 +1,4 @@
-"""Issue 20 on the real model: greedy runs record top-2 margins and the backend's batch noise,
+"""Near-ties against changes, on the real model: greedy runs record top-2 margins and the backend's batch noise,
 and ``spectui diff`` / ``spectui gate`` tell a numerical near-tie from speculation changing
 the output. The classifier's arithmetic is ``tests/unit/test_divergence.py``."""
 

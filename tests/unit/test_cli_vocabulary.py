@@ -1,4 +1,4 @@
-"""One vocabulary across the CLI (README.md, "One vocabulary for every command"): every flag of
+"""One vocabulary across the CLI (docs/reference/conventions.md): every flag of
 every subcommand says what it does in ``--help``; the same idea has the same flag everywhere;
 the spellings it replaced still work (hidden from ``--help``), each proven by a test of its own.
 Parsing only: no model loads."""
