@@ -1,14 +1,18 @@
 """The command line: argument parsing, signal handling, and what a command prints.
 
 Owns ``spectui`` (the console script and ``python -m spectui``): ``build_parser`` and ``main``
-here, the shared flags, configuration, signal handler and recording reader in ``common``, and
-one module per command family, each with ``register(sub)`` adding its subcommands with
-``set_defaults(func=...)``. ``spectui`` with no subcommand means ``spectui run``.
+here; what the families share, one module per role: ``parsing`` (the parser class, old
+spellings, argparse types), ``run_flags`` (the run flags and the ``RunConfig`` they describe),
+``host_flag`` (``--host NODE``), ``signals`` (a clean stop on Ctrl-C, hangup or ``kill``),
+``inputs`` (recordings read, a terminal asked for, before anything prints) and ``progress``;
+and one module per command family, each with ``register(sub)`` adding its subcommands with
+``set_defaults(func=...)``. ``spectui`` with no subcommand means ``spectui run``. (``common``
+only re-exports two names for the scripts in ``benchmarks/``.)
 
 The top layer: it may import everything below it (``spectui.ui`` lazily, inside the commands
 that open a dashboard; ``lab``, ``compare``, ``telemetry``, ``report``, ``sessions``, ``engine``,
 ``recording``, ``config`` ...), and nothing imports it. No module of this package imports the
-package itself back, only ``common`` and its siblings.
+package itself back, only its sibling modules.
 
 Every user mistake ends as one line on stderr and exit code 2 (``SpectuiError``). ``spectui
 --help`` imports every family, so their top levels stay light: llama.cpp, numpy and Textual
@@ -25,7 +29,7 @@ from typing import TextIO
 
 from spectui import __version__
 from spectui.cli import chat, config_cmd, history, lab, models, node, quality, recordings, run, runtime, tune, views, watch, workload
-from spectui.cli.common import Parser
+from spectui.cli.parsing import Parser
 from spectui.cli.profiles import add_profile_option, parse_args
 from spectui.errors import SpectuiError
 

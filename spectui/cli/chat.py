@@ -17,8 +17,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from spectui.cli.common import StopOnSignal, add_host_argument, add_old_spelling, add_run_arguments, config_from_args, gave_prompt
+from spectui.cli.host_flag import add_host_argument
+from spectui.cli.parsing import add_old_spelling
 from spectui.cli.run import end_output, engine_failed
+from spectui.cli.run_flags import add_run_arguments, config_from_args, gave_prompt
+from spectui.cli.signals import StopOnSignal
 from spectui.errors import SpectuiError
 
 if TYPE_CHECKING:

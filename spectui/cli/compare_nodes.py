@@ -20,8 +20,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from spectui.cli.common import StopOnSignal, config_from_args, host_engines
+from spectui.cli.host_flag import host_engines
 from spectui.cli.progress import Progress
+from spectui.cli.run_flags import config_from_args
+from spectui.cli.signals import StopOnSignal
 from spectui.cli.sweep_nodes import node_folder
 from spectui.errors import SpectuiError
 

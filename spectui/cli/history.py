@@ -12,7 +12,7 @@ import json
 import shutil
 import sys
 
-from spectui.cli.common import add_charts_arguments
+from spectui.cli.parsing import add_charts_arguments
 from spectui.errors import SpectuiError
 
 

@@ -16,17 +16,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from spectui.cli.common import (
-    StopOnSignal,
-    add_charts_arguments,
-    add_host_argument,
-    add_old_spelling,
-    add_run_arguments,
-    config_from_args,
-    gave_prompt,
-    host_engines,
-)
+from spectui.cli.host_flag import add_host_argument, host_engines
+from spectui.cli.parsing import add_charts_arguments, add_old_spelling
 from spectui.cli.progress import Progress
+from spectui.cli.run_flags import add_run_arguments, config_from_args, gave_prompt
+from spectui.cli.signals import StopOnSignal
 from spectui.errors import SpectuiError
 from spectui.format import counted
 

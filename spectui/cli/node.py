@@ -4,7 +4,7 @@
 ends; ``spectui node watch URL`` watches a server from the node and streams its readings back
 (``spectui watch --host``: ``spectui.cli.watch``); ``spectui node hello`` prints the handshake as
 JSON (what a node offers, for a person checking a node by hand: ``ssh NODE spectui node hello``).
-README.md, "Remote nodes".
+How a person uses nodes: docs/guide/remote.md.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def prepare(config: RunConfig) -> RunConfig:
     import msgspec
     import psutil
 
-    from spectui.cli.common import model_path
+    from spectui.cli.run_flags import model_path
     from spectui.metrics.envelope import resolve_envelope
 
     draft = msgspec.structs.replace(config.draft, source=model_path(config.draft.source))

@@ -393,7 +393,7 @@ def words_for_node(parser: argparse.ArgumentParser, words: Sequence[str], args: 
     if found is None or provenance is None:
         return list(words)
     options = option_actions(found[1])
-    from spectui.cli.common import without_option
+    from spectui.cli.parsing import without_option
 
     out = without_option(words, "--profile")
     for setting in provenance.settings:

@@ -23,8 +23,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from spectui.cli.common import JoinComma, StopOnSignal, add_host_argument, add_old_spelling, add_run_arguments, config_from_args
+from spectui.cli.host_flag import add_host_argument
+from spectui.cli.parsing import JoinComma, add_old_spelling
 from spectui.cli.progress import Progress
+from spectui.cli.run_flags import add_run_arguments, config_from_args
+from spectui.cli.signals import StopOnSignal
 from spectui.errors import SpectuiError
 
 if TYPE_CHECKING:
@@ -101,7 +104,8 @@ def select_prompts(only: list[str] | None) -> list[PromptSpec]:
 
     specs = [s for s in list_prompts() if s.check]
     if not specs:
-        raise SpectuiError(f"no prompt with a quality check in {prompts_dir()} (add '# check:' lines: docs/guide/quality.md)")
+        raise SpectuiError(f"no prompt with a quality check in {prompts_dir()}: a quality prompt's header has '# check: json' "
+                           "with '# keys: NAME:TYPE, ...', or '# check: tool-call' with '# tools: NAME(ARG:TYPE, ...)'")
     if not only:
         return specs
     by_name = {s.name: s for s in specs}

@@ -14,7 +14,9 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from spectui.cli.common import add_envelope_arguments, otlp_endpoint, output_path, read_recordings
+from spectui.cli.inputs import read_recordings
+from spectui.cli.parsing import otlp_endpoint, output_path
+from spectui.cli.run_flags import add_envelope_arguments
 from spectui.errors import SpectuiError
 
 if TYPE_CHECKING:

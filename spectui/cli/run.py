@@ -14,16 +14,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from spectui import storage
-from spectui.cli.common import (
-    StopOnSignal,
-    add_host_argument,
-    add_old_spelling,
-    add_run_arguments,
-    config_from_args,
-    host_engines,
-    otlp_endpoint,
-    output_path,
-)
+from spectui.cli.host_flag import add_host_argument, host_engines
+from spectui.cli.parsing import add_old_spelling, otlp_endpoint, output_path
+from spectui.cli.run_flags import add_run_arguments, config_from_args
+from spectui.cli.signals import StopOnSignal
 from spectui.errors import SpectuiError
 
 if TYPE_CHECKING:

@@ -24,8 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from spectui.cli.common import StopOnSignal, host_engines
+from spectui.cli.host_flag import host_engines
 from spectui.cli.progress import Progress
+from spectui.cli.signals import StopOnSignal
 from spectui.errors import SpectuiError
 
 if TYPE_CHECKING:

@@ -11,17 +11,11 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from spectui.cli.common import (
-    add_charts_arguments,
-    add_host_argument,
-    add_run_arguments,
-    config_from_args,
-    gave_prompt,
-    output_path,
-    read_recordings,
-    without_host,
-)
+from spectui.cli.host_flag import add_host_argument, without_host
+from spectui.cli.inputs import read_recordings
+from spectui.cli.parsing import add_charts_arguments, output_path
 from spectui.cli.progress import Progress
+from spectui.cli.run_flags import add_run_arguments, config_from_args, gave_prompt
 from spectui.config import RUNTIME_PREFIX
 from spectui.errors import SpectuiError
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 import argparse
 import os
 
-from spectui.cli.common import add_host_argument, add_run_arguments, config_from_args, host_engines, need_terminal, read_recordings
+from spectui.cli.host_flag import add_host_argument, host_engines
+from spectui.cli.inputs import need_terminal, read_recordings
+from spectui.cli.run_flags import add_run_arguments, config_from_args
 from spectui.errors import SpectuiError
 
 

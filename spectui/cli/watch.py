@@ -182,7 +182,7 @@ def _dashboard(args: argparse.Namespace, feed: LiveFeed | NodeFeed, info: WatchI
 
 def _headless(args: argparse.Namespace, target: WatchTarget, info: WatchInfo, feed: LiveFeed | NodeFeed,
               recorder: WatchRecorder | None) -> int:  # fmt: skip
-    from spectui.cli.common import StopOnSignal
+    from spectui.cli.signals import StopOnSignal
     from spectui.watch.sampler import WatchSample
     from spectui.watch.text import (
         energy_figures,
@@ -257,7 +257,7 @@ def replay_watch(rec: Recording, *, speed: float, json_lines: bool, theme: str |
         energy = energy_figures(watch_joules(watch.samples), watch.totals, watch.info.energy)
         print(json.dumps(summary_json(watch.totals, len(watch.samples), watch.failed, energy)))
         return 0
-    from spectui.cli.common import need_terminal
+    from spectui.cli.inputs import need_terminal
 
     need_terminal("replay")
     from spectui.ui.launch import run_watch

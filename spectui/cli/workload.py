@@ -19,8 +19,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from spectui.cli.common import StopOnSignal, add_run_arguments, config_from_args
 from spectui.cli.progress import Progress
+from spectui.cli.run_flags import add_run_arguments, config_from_args
+from spectui.cli.signals import StopOnSignal
 from spectui.errors import SpectuiError
 
 if TYPE_CHECKING:

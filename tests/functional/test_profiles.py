@@ -329,8 +329,8 @@ def _no_engine(_config):  # noqa: ANN001, ANN202 - nothing here runs a session
 
 def _dashboard(argv: list[str]):  # noqa: ANN202 - a SpectuiApp as ``spectui run`` makes it
     from spectui.cli import build_parser
-    from spectui.cli.common import config_from_args
     from spectui.cli.profiles import options_set, parse_args
+    from spectui.cli.run_flags import config_from_args
     from spectui.ui.launch import remembering_app
 
     args = parse_args(build_parser(), argv, environ={})

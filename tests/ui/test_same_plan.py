@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 
 from spectui.cli import build_parser
-from spectui.cli.common import config_from_args
+from spectui.cli.run_flags import config_from_args
 from spectui.recording.reader import read_recording
 from spectui.recording.schema import Step
 from spectui.ui.launch import make_app

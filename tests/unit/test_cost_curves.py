@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from spectui.cli import build_parser
-from spectui.cli.common import config_from_args
+from spectui.cli.run_flags import config_from_args
 from spectui.config import DraftConfig
 from spectui.errors import SpectuiError
 from spectui.models.cost_curves import CostCurve, curve_key, load_curve, merge_run_curve, save_curve

@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 
 from spectui.cli import build_parser
-from spectui.cli.common import config_from_args
+from spectui.cli.run_flags import config_from_args
 from spectui.config import DraftConfig
 
 

@@ -257,7 +257,7 @@ def test_a_damaged_state_file_is_nothing_remembered(tmp_path):
 def test_a_command_run_whole_on_a_node_carries_the_files_settings_as_flags(home):
     """``tune --host``: the node has no copy of the config files, so what they set travels as
     flags; a flag given stays as given, ``--profile`` and the node itself do not travel."""
-    from spectui.cli.common import without_host
+    from spectui.cli.host_flag import without_host
     from spectui.cli.profiles import words_for_node
 
     user, _ = home
