@@ -22,8 +22,10 @@ MAX_DRAFT_LENGTH = 64
 Mode = Literal["ar", "spec"]
 #: The drafters that need no model, by the name ``DraftConfig.source`` gives them, with the label
 #: reports show. The engine's drafter registry (``spectui.engine.drafters.register``) fills it,
-#: so a registered drafter is a valid ``--draft`` everywhere; any other source names a draft
-#: model. The built-in ones are here too, so that recordings read without the engine loaded.
+#: a plugin's drafter when it loads, so a registered drafter is a valid ``--draft`` everywhere;
+#: any other source names a draft model. The registry is the one source: the two built-in ones
+#: are written here too only so that recordings read without the engine loaded (the layers run
+#: one way: config cannot import it), and tests/unit/test_drafter_plugins.py holds them equal.
 MODEL_FREE: dict[str, str] = {"ngram": "n-gram", "suffix": "suffix"}
 Role = Literal["user", "assistant"]
 #: The ``--draft`` prefix that names a runtime's own method (``runtime:ngram-mod``): the

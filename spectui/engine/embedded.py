@@ -21,7 +21,7 @@ import msgspec
 from spectui import __version__
 from spectui.config import RunConfig
 from spectui.engine.backends import backend_kind
-from spectui.engine.drafters import DraftSources, make_drafter
+from spectui.engine.drafters import DraftSources, find_drafter, make_drafter
 from spectui.engine.drafters.suffix_memory import SuffixMemory
 from spectui.engine.host.noise import batch_noise, require_invariant
 from spectui.engine.host.proposal_prices import load_prices, prices_key, save_prices
@@ -63,6 +63,8 @@ class Engine:
     def load(cls, config: RunConfig) -> Engine:
         """Load the models ``config`` runs on, through its backend's opener (``backends``):
         every check that can fail on bad input is done before a model loads."""
+        if config.mode == "spec":  # a plugin's drafter is registered before its source is read as a model
+            find_drafter(config.draft.source)
         config.validate()
         if config.backend.name == "server":  # a server is spectui.sessions.open_engine's to pick
             raise SpectuiError("a server is not an embedded backend: spectui.sessions opens it")
@@ -362,9 +364,8 @@ class Engine:
             merge_run_curve(self.cost_key(), draft_length.cost.measured())
             if drafter is not None:
                 save_prices(prices_key(self.target.artifacts().sha256, drafter.name), draft_length.calibration.run_counts())
-        finish = getattr(drafter, "finish", None)
-        if finish is not None:  # a drafter that learns from outputs (suffix memory) takes them
-            finish([*prompt_tokens, *output])
+        if drafter is not None:  # a drafter that learns from outputs (suffix memory) takes them
+            drafter.finish([*prompt_tokens, *output])
         if sampler is not None:
             samples.append(sampler.sample_now())
             while samples:

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from spectui.config import RunConfig
-from spectui.engine.drafters.ngram import NgramDrafter
+from spectui.engine.drafters import DraftSources, drafter_kind
 from spectui.engine.loop.decode import decode
 from spectui.engine.loop.draft_length import DraftLength
 from spectui.engine.loop.policy import FallbackPolicy, ladder
@@ -66,7 +66,7 @@ def make_policy(config: RunConfig, drafter: Drafter | None) -> FallbackPolicy | 
     rungs = ladder(config)
     drafters: dict[str, Drafter] = {rungs[0].drafter: drafter}
     if any(r.drafter == "ngram" for r in rungs) and "ngram" not in drafters:
-        drafters["ngram"] = NgramDrafter(config.draft.ngram_min, config.draft.ngram_max)
+        drafters["ngram"] = drafter_kind("ngram").make(DraftSources(config))
     return FallbackPolicy(config.policy, rungs, drafters)
 
 

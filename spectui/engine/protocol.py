@@ -5,13 +5,14 @@ cache and hands back the logits of the rows asked for, and it truncates its cach
 tokens. That is all the AR and speculative loops need, so they are written once for every
 backend (llama.cpp, MLX).
 
-A ``Drafter`` proposes up to ``k`` tokens that continue a history.
+A ``Drafter`` proposes up to ``k`` tokens that continue a history; ``DrafterBase`` gives the
+defaults of the members most drafters leave as they are.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, TypeGuard, runtime_checkable
 
 import numpy as np
 
@@ -173,9 +174,21 @@ class Draft:
 
 @runtime_checkable
 class Drafter(Protocol):
+    """What the decode loop asks of a drafter, every member of it. ``DrafterBase`` gives the
+    members most drafters leave as they are their defaults (``free``, ``chained``, ``reset``,
+    ``finish``, ``close``); a drafter then writes ``name`` and ``propose`` (docs/internals/drafters.md).
+
+    Any drafter is exact: the target verifies every token proposed and keeps only what it
+    would have produced itself, so a drafter decides how fast a run is, never what it says.
+    """
+
+    #: as recordings and calibrations name it (``ngram``, a draft model's file name)
     name: str
     #: proposing costs nothing (no model): an adaptive K may ask for guesses it won't verify
     free: bool
+    #: a lookup in front of a draft model (``drafters/chain.py``): under a cost-aware K the
+    #: loop asks each part itself (``Chain``); False for every other drafter
+    chained: bool
 
     def reset(self, prompt: Sequence[int]) -> None:
         """Start a new session whose history begins with ``prompt``."""
@@ -187,7 +200,44 @@ class Drafter(Protocol):
         calls; it must cope with its previous proposal having been partly rejected.
         """
 
-    def close(self) -> None: ...
+    def finish(self, history: Sequence[int]) -> None:
+        """The run is over: called once with its whole history (prompt and output), for a
+        drafter that learns from outputs (suffix decoding's memory). Default: nothing."""
 
-    # Optional: ``finish(history)``, called once with the run's whole history (prompt and
-    # output) when it ends, for a drafter that learns from outputs (suffix decoding's memory).
+    def close(self) -> None:
+        """Free what the drafter holds (a draft model's context). Default: nothing."""
+
+
+class Chain(Drafter, Protocol):
+    """A drafter that is a free lookup in front of a draft model (``chained`` is True)."""
+
+    @property
+    def lookup(self) -> Drafter:
+        """The free drafter asked first."""
+
+    @property
+    def model(self) -> Drafter:
+        """The draft model, asked where the lookup's proposal does not pay."""
+
+
+def is_chain(drafter: Drafter) -> TypeGuard[Chain]:
+    """``drafter`` is a ``Chain``: its ``chained`` says so (no structural check per step)."""
+    return drafter.chained
+
+
+class DrafterBase:
+    """The defaults of ``Drafter``'s members, for a drafter to subclass: a free drafter that is
+    no chain, keeps no state between sessions, learns nothing from outputs and holds nothing
+    to free. A subclass sets ``name`` and writes ``propose``; it overrides the rest as needed."""
+
+    free: bool = True
+    chained: bool = False
+
+    def reset(self, prompt: Sequence[int]) -> None:
+        """No state to start over."""
+
+    def finish(self, history: Sequence[int]) -> None:
+        """Nothing to learn from the run's output."""
+
+    def close(self) -> None:
+        """Nothing to free."""

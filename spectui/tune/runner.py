@@ -24,7 +24,7 @@ from spectui.engine.host.verify_cost import LONG_DEPTH, Curve, measure_curve, me
 from spectui.engine.loop.decode import decode
 from spectui.engine.loop.draft_length import DraftLength
 from spectui.engine.loop.sampling import Sampler
-from spectui.engine.protocol import Draft
+from spectui.engine.protocol import Draft, DrafterBase
 from spectui.errors import SpectuiError
 from spectui.format import model_name
 from spectui.metrics.same_text import Output, speedup
@@ -103,7 +103,7 @@ def outputs_from_recordings(recordings: Sequence[Recording], sha256: str) -> lis
     return out
 
 
-class _Recorder:
+class _Recorder(DrafterBase):
     """A draft model drafter that keeps every proposal (its confidences) for tune."""
 
     free = False

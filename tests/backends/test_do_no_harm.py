@@ -19,7 +19,7 @@ import pytest
 
 from spectui.config import DraftConfig, RunConfig
 from spectui.engine.drafters import DrafterKind, register, unregister
-from spectui.engine.protocol import SUPPORT_AGREED, Draft, match_bucket
+from spectui.engine.protocol import SUPPORT_AGREED, Draft, DrafterBase, match_bucket
 from spectui.recording.schema import End, Step
 
 pytestmark = pytest.mark.slow
@@ -32,7 +32,7 @@ CURVES = {"cpu": (1.00, 1.68, 2.30, 2.19, 2.80, 2.59, 3.31, 3.11, 3.72), "flat":
 BOUND = 0.15
 
 
-class AlwaysWrongDrafter:
+class AlwaysWrongDrafter(DrafterBase):
     """Proposes special tokens a chat answer never holds (SmolLM2's ids 4-11: file and repo
     markers), with the strongest signals a lookup can give."""
 
@@ -86,7 +86,7 @@ def test_a_drafter_never_right_drafts_a_bounded_share_and_the_output_is_ar(engin
     assert d.blocks == len(blocks) and d.low_confidence + d.backoff > 0
 
 
-class PastTheEndDrafter:
+class PastTheEndDrafter(DrafterBase):
     """Proposes the end of generation and then more: a copy of the prompt that runs through its
     end of turn into the next turn's header."""
 

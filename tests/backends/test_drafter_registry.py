@@ -12,7 +12,7 @@ import pytest
 from spectui.cli import build_parser, main
 from spectui.config import DraftConfig
 from spectui.engine.drafters import DrafterKind, DraftSources, drafter_kind, register, unregister
-from spectui.engine.protocol import Draft
+from spectui.engine.protocol import Draft, DrafterBase
 from spectui.errors import SpectuiError
 from spectui.recording.reader import read_recording
 from spectui.recording.schema import Step
@@ -21,7 +21,7 @@ from spectui.tune.replay import replay
 PROMPT = "Repeat this line twice, exactly: the quick brown fox jumps over the lazy dog."
 
 
-class LastTokenDrafter:
+class LastTokenDrafter(DrafterBase):
     """Copies what followed the latest earlier occurrence of the last token (a bigram lookup,
     written here from scratch: nothing of the built-in n-gram drafter is reused)."""
 

@@ -8,20 +8,29 @@ factory. From then on ``--draft NAME`` and ``--chain NAME`` accept it, the engin
 model picker lists it; nothing else needs editing (ARCHITECTURE.md, "Where new things go").
 A draft model is not a registered kind: any other ``--draft`` value names one.
 
+A drafter of another package registers through the ``spectui.drafters`` entry point group
+(``NAME = "module:object"``, the object a ``DrafterKind`` called NAME): it is imported the
+first time a name that no registered drafter has is asked for, and a broken one (it does not
+import, is no ``DrafterKind``, makes no ``Drafter``, takes a built-in's name) is refused in one
+line (``SpectuiError``). docs/internals/drafters.md shows one.
+
 May import the loop (sampling, the shared-prefix rule) and ``protocol``; never the backends,
 the host measurements or the engine front door.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from spectui.config import MODEL_FREE, RunConfig
 from spectui.errors import SpectuiError
 
 if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
+
     from spectui.engine.drafters.suffix_memory import SuffixMemory
     from spectui.engine.protocol import Backend, Drafter
 
@@ -75,14 +84,80 @@ def unregister(name: str) -> None:
 
 
 def drafter_kind(name: str) -> DrafterKind:
-    try:
-        return _KINDS[name]
-    except KeyError:
-        raise SpectuiError(f"no drafter is called {name!r}; the model-free ones are {', '.join(_KINDS)}") from None
+    kind = find_drafter(name)
+    if kind is None:
+        raise SpectuiError(f"no drafter is called {name!r}; the model-free ones are {', '.join(_KINDS)}")
+    return kind
+
+
+def find_drafter(name: str) -> DrafterKind | None:
+    """The model-free drafter called ``name``: a registered one, else an installed package's
+    (``ENTRY_POINT_GROUP``), loaded and registered now; None where neither has the name."""
+    kind = _KINDS.get(name)
+    if kind is not None or not name or "/" in name or name.endswith(".gguf"):
+        return kind  # a path is a draft model: no package metadata is read for it
+    return load_plugin(name)
 
 
 def drafter_kinds() -> list[DrafterKind]:
+    """The registered drafters: the built-in ones and the plugins loaded so far."""
     return list(_KINDS.values())
+
+
+#: the entry point group where another package declares its drafters: ``NAME = "module:object"``
+ENTRY_POINT_GROUP = "spectui.drafters"
+
+
+def load_plugin(name: str) -> DrafterKind | None:
+    """Load and register the ``ENTRY_POINT_GROUP`` entry point called ``name`` (None: no installed
+    package declares one). Anything wrong with it is one ``SpectuiError`` line, never a traceback."""
+    from importlib.metadata import entry_points
+
+    points = list(entry_points(group=ENTRY_POINT_GROUP, name=name))
+    if not points:
+        return None
+    where = ", ".join(_origin(p) for p in points)
+    if len(points) > 1:
+        raise SpectuiError(f"two drafter plugins are called {name!r} ({where}): uninstall one")
+    if name in _BUILT_IN:
+        raise SpectuiError(f"the drafter plugin {name!r} ({where}) takes a built-in drafter's name: rename its entry point")
+    try:
+        found: Any = points[0].load()
+    except Exception as exc:  # noqa: BLE001 - whatever a plugin's import raises, the user sees one line
+        raise SpectuiError(f"the drafter plugin {name!r} ({where}) does not load: {type(exc).__name__}: {exc}") from None
+    if not isinstance(found, DrafterKind):
+        raise SpectuiError(f"the drafter plugin {name!r} ({where}) is a {type(found).__name__}, not a "
+                           "spectui.engine.drafters.DrafterKind (docs/internals/drafters.md)")
+    if found.name != name:
+        raise SpectuiError(f"the drafter plugin {name!r} ({where}) makes a drafter called {found.name!r}: the two names must agree")
+    _check(found, where)
+    return register(found)
+
+
+def _origin(point: EntryPoint) -> str:
+    """``package 0.1: module:object``, how a line names a plugin."""
+    dist = point.dist
+    return f"{dist.name} {dist.version}: {point.value}" if dist is not None else point.value
+
+
+def _check(kind: DrafterKind, where: str) -> None:
+    """Make one drafter of ``kind`` with the default settings and hold it to the ``Drafter``
+    protocol, so that a plugin that breaks it is refused here, before any model loads, not
+    by an AttributeError in the middle of a run."""
+    from spectui.engine.protocol import Drafter
+
+    try:
+        drafter = kind.make(DraftSources(RunConfig()))
+    except Exception as exc:  # noqa: BLE001 - a plugin's factory failing is its one line too
+        raise SpectuiError(f"the drafter plugin {kind.name!r} ({where}) cannot make a drafter: {type(exc).__name__}: {exc}") from None
+    members = [m for m in vars(Drafter) if not m.startswith("_")] + list(Drafter.__annotations__)
+    missing = sorted({m for m in members if not hasattr(drafter, m)})
+    if "close" not in missing:
+        with contextlib.suppress(Exception):  # the check's drafter is thrown away; its close is no verdict
+            drafter.close()
+    if missing or not isinstance(drafter, Drafter):
+        raise SpectuiError(f"the drafter plugin {kind.name!r} ({where}) makes a {type(drafter).__name__}, which is no "
+                           f"Drafter: it lacks {', '.join(missing)} (subclass spectui.engine.protocol.DrafterBase)")
 
 
 def make_drafter(sources: DraftSources) -> Drafter | None:
@@ -118,3 +193,5 @@ def _suffix(sources: DraftSources) -> Drafter:
 
 register(DrafterKind("ngram", "n-gram", _ngram, "prompt lookup: copies what followed the last n tokens before"))
 register(DrafterKind("suffix", "suffix", _suffix, "suffix decoding: the request and earlier outputs, by frequency"))
+#: the names a plugin may not take: a plugin adds a drafter, it never replaces one
+_BUILT_IN = frozenset(_KINDS)

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from spectui.engine.drafters.model import ModelDrafter
-from spectui.engine.protocol import Draft, Drafter
+from spectui.engine.protocol import Draft, Drafter, DrafterBase
 
 
-class ChainDrafter:
+class ChainDrafter(DrafterBase):
     """A free lookup (n-gram or suffix) first, the draft model where the lookup has nothing.
 
     With a cost-aware K the decode loop chooses per step (``decode._propose``): the lookup's
@@ -39,9 +39,7 @@ class ChainDrafter:
 
     def finish(self, history: Sequence[int]) -> None:
         """The run is over: a lookup that learns from outputs (suffix) takes the final tokens."""
-        finish = getattr(self.lookup, "finish", None)
-        if finish is not None:
-            finish(history)
+        self.lookup.finish(history)
 
     def close(self) -> None:
         self.lookup.close()

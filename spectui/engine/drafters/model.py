@@ -13,12 +13,12 @@ import numpy as np
 from spectui.config import DraftConfig, SamplingConfig
 from spectui.engine.loop.decode import shared_prefix
 from spectui.engine.loop.sampling import Sampler
-from spectui.engine.protocol import Backend, CacheRebuilt, Draft
+from spectui.engine.protocol import Backend, CacheRebuilt, Draft, DrafterBase
 
 _EMPTY: list[int] = []
 
 
-class ModelDrafter:
+class ModelDrafter(DrafterBase):
     """A second model proposes ``k`` tokens autoregressively from its own KV cache.
 
     Greedy drafting is a deterministic proposal (``Draft.probs`` is None); a sampling drafter

@@ -9,14 +9,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from spectui.engine.drafters.copy_track import CopyTrack
-from spectui.engine.protocol import SUPPORT_AGREED, SUPPORT_ONCE, SUPPORT_RESUMED, SUPPORT_SPLIT, Draft, match_bucket
+from spectui.engine.protocol import SUPPORT_AGREED, SUPPORT_ONCE, SUPPORT_RESUMED, SUPPORT_SPLIT, Draft, DrafterBase, match_bucket
 
 _EMPTY: list[int] = []
 #: how far back a match is followed to measure its length (``Draft.match``'s last bucket is 16+)
 MATCH_REACH = 32
 
 
-class NgramDrafter:
+class NgramDrafter(DrafterBase):
     """Prompt lookup: find the longest recent n-gram that ends the history, copy what followed.
 
     For every n in ``[n_min, n_max]`` an index maps each n-gram to the end position of its

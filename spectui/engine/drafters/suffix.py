@@ -22,7 +22,7 @@ from array import array
 from collections.abc import Iterable, Sequence
 from typing import Protocol
 
-from spectui.engine.protocol import SUPPORT_AGREED, SUPPORT_ONCE, SUPPORT_SPLIT, SUPPORT_UNKNOWN, Draft, match_bucket
+from spectui.engine.protocol import SUPPORT_AGREED, SUPPORT_ONCE, SUPPORT_SPLIT, SUPPORT_UNKNOWN, Draft, DrafterBase, match_bucket
 
 _EMPTY: list[int] = []
 
@@ -318,7 +318,7 @@ class Memory(Protocol):
     def save(self) -> bool: ...
 
 
-class SuffixDrafter:
+class SuffixDrafter(DrafterBase):
     """Draft the most frequent continuation of the longest suffix of the history seen before.
 
     Two sources, each with a cursor kept current as the history grows: this request's index

@@ -19,7 +19,7 @@ from spectui.config import MAX_DRAFT_LENGTH
 from spectui.engine.loop.draft_length import DraftLength
 from spectui.engine.loop.policy import FallbackPolicy
 from spectui.engine.loop.sampling import Sampler, verify_greedy, verify_sampled
-from spectui.engine.protocol import Backend, CacheRebuilt, Draft, Drafter
+from spectui.engine.protocol import Backend, CacheRebuilt, Chain, Draft, Drafter, is_chain
 from spectui.recording.schema import End, FinishReason, PolicyChange, Prefill, Step, TokenOrigin
 
 _AR, _DRAFT, _CORRECTION, _BONUS = (int(o) for o in TokenOrigin)
@@ -112,7 +112,7 @@ def _propose(active: Drafter, draft_length: DraftLength, history: list[int], lim
     """
     k = 0
     try:
-        if getattr(active, "chained", False) and draft_length.adaptive:
+        if is_chain(active) and draft_length.adaptive:
             return _propose_chained(active, draft_length, history, limit, eog)
         if active.free and draft_length.adaptive:
             proposal = through_end(active.propose(history, min(draft_length.k_max, limit)), eog) if limit > 0 else _NO_DRAFT
@@ -127,7 +127,7 @@ def _propose(active: Drafter, draft_length: DraftLength, history: list[int], lim
         return k, _NO_DRAFT
 
 
-def _propose_chained(chain, draft_length: DraftLength, history: list[int], limit: int,  # noqa: ANN001 - a drafters.chain.ChainDrafter: a layer above the loop
+def _propose_chained(chain: Chain, draft_length: DraftLength, history: list[int], limit: int,
                      eog: frozenset[int]) -> tuple[int, Draft]:
     """A drafter chain's step (``drafters.chain.ChainDrafter``): the lookup's proposal when it
     pays, else the draft model's when its tokens repay their drafting, else nothing (the
