@@ -27,7 +27,7 @@ from spectui.config import (
     SamplingConfig,
 )
 from spectui.engine.backends import backend_kind, backend_names
-from spectui.engine.drafters import drafter_kinds
+from spectui.engine.drafters import drafter_kinds, find_drafter
 from spectui.errors import SpectuiError
 
 
@@ -253,8 +253,8 @@ def draft_source(args: argparse.Namespace, on_node: bool) -> str:
     if args.draft is None:
         runtime = getattr(args, "runtime", None)
         return RUNTIME_PREFIX + default_runtime_method(runtime) if runtime else DraftConfig().source
-    if args.draft.startswith(RUNTIME_PREFIX) or on_node:
-        return args.draft
+    if args.draft.startswith(RUNTIME_PREFIX) or on_node or find_drafter(args.draft) is not None:
+        return args.draft  # a registered drafter, or an installed package's (loaded now)
     return model_path(args.draft)
 
 
