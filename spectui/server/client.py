@@ -29,6 +29,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from spectui.errors import SpectuiError
+from spectui.server.chunked import ChunkingError, Dechunker
 from spectui.server.wire import error_message, parse_json
 
 #: Seconds to wait for a TCP connection.
@@ -41,6 +42,8 @@ READ_TIMEOUT_S = 120.0
 PROBE_TIMEOUT_S = 10.0
 #: A line longer than this is not a chunk any server sends: refused rather than buffered.
 MAX_LINE_BYTES = 1 << 20
+#: what one read of a stream takes at most (``read1``: whatever has arrived, up to this)
+READ_BYTES = 64 << 10
 #: A GET's body: the largest answer spectui reads (a busy vLLM's ``/metrics`` is some hundred
 #: kilobytes, ``/props`` and ``/slots`` less); a larger one is refused, not cut and parsed.
 MAX_BODY_BYTES = 1 << 20
@@ -376,29 +379,42 @@ class ServerClient:
                     text = ""
                 raise ServerError(f"HTTP {resp.status} {resp.reason}".rstrip() + f" from POST {path}: {error_message(text)}")
             parser = SSEParser()
+            partial = b""  # a line not yet whole
+            # what has arrived, in one read: chunked (every streaming server) decoded here,
+            # else http.client's reader (a body with a length, or one the close ends)
+            dechunk = Dechunker() if resp.chunked else None
+            deadline.extend()
             while True:
-                deadline.extend()  # each line has the read timeout to arrive whole
                 try:
-                    raw = resp.readline(MAX_LINE_BYTES)
+                    block = _arrived(resp, dechunk)
+                    if block is None:
+                        continue  # a size line or a chunk's CRLF alone: nothing to read yet
                 except TimeoutError:
                     raise ServerError(f"timed out: the server sent nothing for {self.read_timeout_s:g} s") from None
                 except (http.client.HTTPException, OSError) as exc:
                     if deadline.expired:
                         raise self._late(deadline) from None
                     raise ServerError(f"the connection was lost mid-stream: {_os_error(exc)}") from None
+                except ChunkingError as exc:
+                    raise ServerError(f"malformed stream: {exc}") from None
                 t_ns = time.perf_counter_ns()
                 if deadline.expired:  # the line (or end) the deadline cut: not the server's
                     raise self._late(deadline)
-                if not raw:
-                    tail = parser.finish()
+                if not block:
+                    event = parser.feed(partial.decode("utf-8", "replace"), t_ns) if partial else None
+                    tail = event or parser.finish()
                     if tail is not None:
                         yield tail
                     return
-                if len(raw) >= MAX_LINE_BYTES and not raw.endswith(b"\n"):
+                *lines, partial = (partial + block).split(b"\n")
+                if len(partial) > MAX_LINE_BYTES or (lines and max(map(len, lines)) > MAX_LINE_BYTES):
                     raise ServerError(f"malformed stream: a line longer than {MAX_LINE_BYTES} bytes")
-                event = parser.feed(raw.decode("utf-8", "replace"), t_ns)
-                if event is not None:
-                    yield event
+                if lines:
+                    deadline.extend()  # each line has the read timeout to arrive whole
+                for line in lines:
+                    event = parser.feed(line.decode("utf-8", "replace"), t_ns)
+                    if event is not None:
+                        yield event
         finally:
             conn.close()  # also on an early stop: the server sees the client go away
 
@@ -408,6 +424,19 @@ class ServerClient:
         return ServerError(
             f"timed out: no whole line from the server within {deadline.seconds:g} s (it sends bytes too slowly to read)"
         )
+
+
+def _arrived(resp: http.client.HTTPResponse, dechunk: Dechunker | None) -> bytes | None:
+    """What has arrived of a streamed body, decoded: b"" at its end, None where what arrived
+    held no body bytes (chunk framing alone)."""
+    if dechunk is None:
+        return resp.read1(READ_BYTES)
+    if dechunk.done:
+        return b""
+    raw = resp.fp.read1(READ_BYTES)
+    if not raw:
+        raise http.client.IncompleteRead(b"")  # closed before the last chunk, as http.client says it
+    return dechunk.feed(raw) or (b"" if dechunk.done else None)
 
 
 def _os_error(exc: BaseException) -> str:

@@ -26,11 +26,11 @@ import json
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any, TypeGuard
+from typing import Annotated, Any, TypeGuard
 
 import msgspec
 
-from spectui.server.logprobs import TokenLogprobs, parse_logprobs
+from spectui.server.logprobs import Alternative, TokenLogprobs, parse_logprobs
 
 #: llama-server's speculative-decoding counters on ``/metrics``.
 DRAFTS = "llamacpp:spec_decode_num_drafts_total"
@@ -108,8 +108,102 @@ def _snippet(data: str, n: int = 80) -> str:
     return one if len(one) <= n else one[:n] + "..."
 
 
+# -- the common shape, typed ------------------------------------------------------------------
+# A chunk in the shape llama-server, llama-cpp-python and mlx-lm write is decoded and checked by
+# msgspec in C, straight into these; anything else (an error, the legacy log-probability shape,
+# tool calls, a field of another type, NaN) fails the typed decode and takes the generic reader
+# below, which gives the same answer for the common shape. Under load a client reads a chunk a
+# token per stream, and this is most of what reading one costs.
+
+_Byte = Annotated[int, msgspec.Meta(ge=0, le=255)]
+_UNSET = msgspec.UNSET
+
+
+class _Alt(msgspec.Struct):
+    logprob: float
+    id: int | None = None
+    token: str | None = None
+    bytes: list[_Byte] | None = None
+
+
+class _Entry(msgspec.Struct):
+    logprob: float | None = None
+    id: int | None = None
+    token: str | None = None
+    top_logprobs: list[_Alt] | None = None
+
+
+class _Logprobs(msgspec.Struct):
+    content: list[_Entry]
+
+
+class _Delta(msgspec.Struct):
+    content: str | None = None
+    reasoning_content: str | None = None
+    reasoning: str | None = None
+    tool_calls: None = None  # a call's arguments are text too: the generic reader joins them
+
+
+class _Choice(msgspec.Struct):
+    text: str | None = None
+    delta: _Delta | None | msgspec.UnsetType = _UNSET
+    message: _Delta | None | msgspec.UnsetType = _UNSET
+    finish_reason: str | None = None
+    logprobs: _Logprobs | None = None
+
+
+class _Typed(msgspec.Struct):
+    choices: list[_Choice] = []
+    tokens: list[int] | None = None
+    usage: dict[str, Any] | None = None
+    timings: dict[str, float] | None | msgspec.UnsetType = _UNSET
+    system_fingerprint: str | None = None
+
+
+_typed = msgspec.json.Decoder(_Typed).decode
+
+
+def _from_typed(t: _Typed, raw: str) -> Chunk:
+    chunk = Chunk(system_fingerprint=t.system_fingerprint or "")
+    if t.choices:
+        c = t.choices[0]
+        if c.delta is not _UNSET and c.message is not _UNSET:
+            return _parse_generic(raw)  # the generic reader's rule says which of the two counts
+        d = c.delta if c.delta is not _UNSET else c.message
+        if d is not _UNSET:
+            chunk.text = "".join(p for p in (d.reasoning_content, d.reasoning, d.content) if p) if d is not None else ""
+        else:
+            chunk.text = c.text or ""
+        chunk.finish_reason = c.finish_reason
+        if c.logprobs is not None:
+            entries = c.logprobs.content
+            ids = [e.id for e in entries]
+            chunk.token_ids = ids if _int_list(ids) else None
+            chunk.logprobs = [
+                TokenLogprobs(e.id, e.token, e.logprob, tuple(
+                    Alternative(a.logprob, a.id, a.token, bytes(a.bytes) if a.bytes is not None else None) for a in e.top_logprobs or ()))
+                for e in entries
+            ]
+    if chunk.token_ids is None and _int_list(t.tokens):
+        chunk.token_ids = list(t.tokens)
+    if t.usage:
+        chunk.usage = {k: v for k, v in t.usage.items() if type(v) is int}
+    if t.timings is not _UNSET:
+        chunk.timings = t.timings  # finite: msgspec refuses a number past a float's range
+    return chunk
+
+
 def parse_chunk(data: str) -> Chunk:
     """One SSE ``data`` payload (not ``[DONE]``) -> ``Chunk``; raises ``MalformedChunk``."""
+    if '"error"' not in data:
+        try:
+            return _from_typed(_typed(data), data)
+        except (msgspec.DecodeError, RecursionError):
+            pass  # not the common shape (or not JSON): the generic reader says which
+    return _parse_generic(data)
+
+
+def _parse_generic(data: str) -> Chunk:
     try:
         obj = parse_json(data)
     except json.JSONDecodeError as exc:

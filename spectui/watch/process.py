@@ -20,6 +20,7 @@ import psutil
 
 from spectui.recording.schema import ProcessSample
 from spectui.server.client import is_loopback, is_wildcard
+from spectui.watch.listeners import listening_inodes, socket_inodes
 
 #: listeners whose numbers would not be the server's: the server runs behind them
 FORWARDERS = ("ssh", "docker-proxy", "kubectl", "socat", "rootlessport", "gvproxy", "vpnkit")
@@ -69,9 +70,17 @@ def listening_sockets(pid: int) -> list[tuple[str, int]] | None:
         procs = [root, *root.children(recursive=True)]
     except (psutil.Error, OSError):
         return None
+    listening = listening_inodes()  # Linux: the kernel's listeners alone, not its whole table
     out: list[tuple[str, int]] = []
     for proc in procs:
         try:
+            if listening is not None:
+                try:
+                    held = socket_inodes(proc.pid)
+                except FileNotFoundError:
+                    continue  # /proc/PID gone: a child gone since it was listed
+                out += [listening[i] for i in held if i in listening]
+                continue
             out += [(c.laddr.ip, c.laddr.port) for c in own_connections(proc) if c.status == psutil.CONN_LISTEN and c.laddr]
         except (psutil.NoSuchProcess, psutil.ZombieProcess):
             continue  # a child gone since it was listed, or exited and not yet reaped, listens nowhere

@@ -10,11 +10,13 @@ import socket
 
 import psutil
 
+from spectui.watch import process
 from spectui.watch.process import find_listener, listening_sockets
 
 
 def _without_net_connections(monkeypatch) -> None:
-    """This psutil as 5.9 was: ``connections`` only."""
+    """This psutil as 5.9 was: ``connections`` only (and psutil's way, not Linux's netlink)."""
+    monkeypatch.setattr(process, "listening_inodes", lambda: None)
     modern = psutil.Process.net_connections
     monkeypatch.delattr(psutil.Process, "net_connections")
     monkeypatch.setattr(psutil.Process, "connections", modern, raising=False)
@@ -47,4 +49,5 @@ def test_an_unforeseen_os_error_reads_as_unreadable_not_as_no_listener(monkeypat
         raise FileNotFoundError(2, "No such file or directory", "/proc/net/tcp6")
 
     monkeypatch.setattr(psutil.Process, "net_connections", broken)
+    monkeypatch.setattr(process, "listening_inodes", lambda: None)  # where netlink is not to be had
     assert listening_sockets(os.getpid()) is None
