@@ -24,7 +24,7 @@ five of them left a prompt's median ratio 4-5% from its truth where nothing was 
 decode tok/s (prefill excluded); a category's is the median of its prompts' ratios. Greedy, so
 every round's outputs are compared: with ``--deterministic`` they must be identical to AR
 (the must-show); without it an output may part from AR at a near-tie past a few hundred tokens
-of context (README.md, "How exactness is guaranteed"), and the row says where.
+of context (docs/internals/exactness.md), and the row says where.
 
 The floors: every category >= 0.97x AR, copy-heavy >= 1.5x on the embedded model and
 >= 1.3x on the 1.5B; with ``--deterministic``: every category >= 0.95x, outputs identical.

@@ -23,7 +23,7 @@ from pathlib import Path
 import msgspec
 
 from spectui.cli import build_parser
-from spectui.cli.common import config_from_args
+from spectui.cli.run_flags import config_from_args
 from spectui.config import RunConfig
 from spectui.engine.embedded import Engine
 from spectui.metrics.stats import summarize

@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from spectui.cli import build_parser
-from spectui.cli.common import config_from_args
+from spectui.cli.run_flags import config_from_args
 from spectui.config import BackendConfig
 from spectui.engine.backends.llamacpp import LlamaCppBackend
 from spectui.engine.embedded import Engine

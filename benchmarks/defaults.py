@@ -12,7 +12,7 @@ Per prompt, AR and speculative runs alternate on one loaded engine; the first ro
 warm-up and dropped; the ratio is the median of the per-round ratios (decode tok/s, prefill
 excluded). Greedy, so the speculative output must equal AR's token for token: every round is
 checked: past about 256 tokens of context llama.cpp's CPU kernels are not batch-invariant
-with several threads (README.md, "How exactness is guaranteed"), so an output may part from AR at a near-tie there; the
+with several threads (docs/internals/exactness.md), so an output may part from AR at a near-tie there; the
 row then says where. The machine is shared: read medians, rerun a prompt whose spread is wide.
 """
 
@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 
 from spectui.cli import build_parser
-from spectui.cli.common import config_from_args
+from spectui.cli.run_flags import config_from_args
 from spectui.engine.embedded import Engine
 from spectui.metrics.stats import summarize
 from spectui.prompts import list_prompts

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from spectui.cli import build_parser
-from spectui.cli.common import config_from_args
+from spectui.cli.run_flags import config_from_args
 from spectui.config import RunConfig
 from spectui.engine.embedded import Engine
 from spectui.engine.loop.decode import decode, top_two

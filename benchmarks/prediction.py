@@ -4,7 +4,7 @@ against the speedup measured over AR (the dashboard's ``v``), on the embedded mo
     python benchmarks/prediction.py [--reps 5] [--prompts copy-quote-paragraph,load-typo-fix,medium-reasoning]
                                     [--max-tokens N] [--out DIR]
 
-Issue 44's must-show: within 15% on the copy and typo prompts and on a free-form prompt. The
+The bar: within 15% on the copy and typo prompts and on a free-form prompt. The
 prediction is what the stats panel shows (``LiveRun.block_prediction``: each drafted block's
 yield against its size's cost on the run's curve, ``metrics/predict.py``), taken from the
 speculative run's events at its end, before any AR run (the AR step from the run's own one-token steps, else read off its blocks

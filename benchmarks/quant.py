@@ -1,7 +1,7 @@
 """Weight formats for the peer benchmark: the target GGUF it measures, and copies of it
 requantized with llama.cpp's own quantize API, so each format's rows sit side by side.
 
-On a CPU the weight format decides what verifying a block of tokens costs (README.md, "Tune":
+On a CPU the weight format decides what verifying a block of tokens costs (docs/guide/tune.md:
 ggml batches Q4_0, Q8_0 and F16 token rows, not Q4_1), so the shipped Q4_1
 alone understates what speculation can do on the same model. Requantized copies live in the
 user cache folder (never in the repository), named by the source's sha256 and the type, and

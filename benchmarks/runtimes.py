@@ -28,7 +28,7 @@ import sys
 from collections import defaultdict
 
 from spectui.cli import build_parser
-from spectui.cli.common import config_from_args
+from spectui.cli.run_flags import config_from_args
 from spectui.compare.divergence import classify_recordings
 from spectui.compare.speedup import decode_steps, parting
 from spectui.engine.host.quantize import cached_copy

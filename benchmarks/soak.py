@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout
 
-from spectui.cli.common import StopOnSignal  # noqa: E402
+from spectui.cli.signals import StopOnSignal  # noqa: E402
 from spectui.config import BackendConfig, DraftConfig, RunConfig  # noqa: E402
 from spectui.lab.soak import (  # noqa: E402
     SoakThresholds,

@@ -1,7 +1,7 @@
 """Measured verify-cost curves, cached per model, backend and thread count on this host.
 
 What a block of n tokens costs against one token decides which draft length pays (the
-weight format alone moves it 2x on a CPU: README.md, "Tune"), and it is a property of this model on
+weight format alone moves it 2x on a CPU: docs/guide/tune.md), and it is a property of this model on
 this machine, not of a prompt. ``spectui tune`` measures the curve and stores it here; a
 speculative run whose K is cost-aware starts from it (``DraftConfig.cost_seed``) and, when
 tune has not run, leaves what it measured itself for the next run.
