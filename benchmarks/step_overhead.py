@@ -32,8 +32,8 @@ from categories import PROMPTS
 from defaults import config
 from pricing_replay import traces_path
 
-from spectui.engine.loop.decode import through_end
 from spectui.engine.loop.draft_length import DraftLength
+from spectui.engine.loop.propose import through_end
 from spectui.tune.replay import common_prefix, lookup_drafter
 
 #: a step's verify time, before its jitter: the embedded model's one-token step on a 2-core CPU

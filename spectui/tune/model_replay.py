@@ -19,6 +19,8 @@ import msgspec
 
 from spectui.config import DraftConfig
 from spectui.engine.loop.draft_length import DraftLength
+from spectui.engine.loop.propose import propose_step
+from spectui.engine.protocol import Draft, DrafterBase
 
 
 def agreement(blocks: Sequence[tuple[Sequence[float], int, int]]) -> list[bool | None]:
@@ -31,6 +33,18 @@ def agreement(blocks: Sequence[tuple[Sequence[float], int, int]]) -> list[bool |
         out.extend([True] * accepted)
         out.append(None if accepted == drafted else False)
     return out
+
+
+class _Agreement(DrafterBase):
+    """The recorded draft model, as the per-step rule sees it: a drafter that costs (K is
+    chosen before it drafts) and drafts K tokens; which of them the target keeps is the
+    agreement sequence's to say."""
+
+    name = "recorded draft model"
+    free = False
+
+    def propose(self, history: Sequence[int], k: int) -> Draft:
+        return Draft([0] * k)
 
 
 @dataclass
@@ -49,8 +63,9 @@ def replay_model(agree: Sequence[bool | None], cost: Callable[[int], float], dra
     j, n = 0, len(agree)
     spent = 0.0
     drafted_total = kept_total = asked_total = steps = 0
+    model = _Agreement()
     while j < n:
-        k = min(length.model_k(), n - j - 1)
+        k, _ = propose_step(model, length, (), n - j - 1)
         steps += 1
         if k <= 0:
             spent += 1.0

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 
 from spectui.config import DraftConfig, RunConfig
 from spectui.engine.drafters import DraftSources, drafter_kind
-from spectui.engine.loop.decode import through_end
 from spectui.engine.loop.draft_length import DraftLength
+from spectui.engine.loop.propose import propose_step
 from spectui.engine.protocol import Drafter
 
 
@@ -83,7 +83,7 @@ def replay(
     verified block (drafted at output position ``i``) before the history moves past it.
     ``prices``: the stored calibration the run starts from (None: the static prior); what the
     replayed run observed is left in ``Replay.counts``, as a run would store it. ``eog``: the
-    target's end-of-generation tokens, where a run cuts every proposal (``decode.through_end``)."""
+    target's end-of-generation tokens, where a run cuts every proposal (``propose.through_end``)."""
     drafter = lookup_drafter(draft)
     drafter.reset(prompt)
     length = DraftLength(draft, prices)
@@ -93,15 +93,8 @@ def replay(
     r = Replay()
     while i < n:
         room = budget - i - 1  # never draft past the run's budget
-        if length.adaptive:
-            proposal = through_end(drafter.propose(history, min(length.k_max, room)), eog) if room > 0 else None
-            k = length.k_for(proposal, room) if proposal is not None and proposal.tokens else 0
-            match = proposal.match if proposal is not None else 0
-            tokens = proposal.tokens[:k] if proposal is not None and k > 0 else []
-        else:
-            k = min(length.k, room)
-            p = through_end(drafter.propose(history, k), eog) if k > 0 else None
-            tokens, match = (p.tokens, p.match) if p is not None else ([], 0)
+        k, proposal = propose_step(drafter, length, history, room, eog)
+        tokens, match = proposal.tokens, proposal.match
         got = common_prefix(tokens, output[i:])
         step_cost = cost(len(tokens) + 1)
         emitted = min(got + 1, n - i)

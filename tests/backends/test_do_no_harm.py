@@ -109,7 +109,7 @@ class PastTheEndDrafter(DrafterBase):
 @pytest.mark.parametrize("adaptive", [False, True])
 def test_nothing_past_the_end_of_generation_is_verified(engine, adaptive):
     """Generation ends at an end-of-generation token whether the target accepts it or not, so a
-    proposal's tokens past one are cut before it is priced or verified (``decode.through_end``):
+    proposal's tokens past one are cut before it is priced or verified (``propose.through_end``):
     at a fixed K of 6 and at a cost-aware K on a flat curve, no block is longer than one token."""
     eog = min(engine.target.eog_tokens)
     register(DrafterKind("past-the-end", "past the end", lambda sources: PastTheEndDrafter(eog), "a test's"))

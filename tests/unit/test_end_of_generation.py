@@ -1,12 +1,12 @@
 """Nothing past the end of generation is drafted: a proposal is cut at its first end-of-generation
-token, in a run (``decode.through_end``) and in tune's replay of one."""
+token, in a run (``propose.through_end``) and in tune's replay of one."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from spectui.config import DraftConfig
-from spectui.engine.loop.decode import through_end
+from spectui.engine.loop.propose import through_end
 from spectui.engine.protocol import SUPPORT_ONCE, Draft
 from spectui.tune.replay import replay
 

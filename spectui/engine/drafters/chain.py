@@ -11,7 +11,7 @@ from spectui.engine.protocol import Draft, Drafter, DrafterBase
 class ChainDrafter(DrafterBase):
     """A free lookup (n-gram or suffix) first, the draft model where the lookup has nothing.
 
-    With a cost-aware K the decode loop chooses per step (``decode._propose``): the lookup's
+    With a cost-aware K the decode loop chooses per step (``propose.propose_step``): the lookup's
     proposal when its match pays (``DraftLength.k_for``), else the model when its tokens repay
     what they cost to draft (``DraftLength.model_k``), else an AR step. The model's cache
     follows the history whoever drafted: it evaluates the committed tokens it has not seen

@@ -18,12 +18,12 @@ import numpy as np
 from spectui.config import MAX_DRAFT_LENGTH
 from spectui.engine.loop.draft_length import DraftLength
 from spectui.engine.loop.policy import FallbackPolicy
+from spectui.engine.loop.propose import NO_DRAFT, propose_step
 from spectui.engine.loop.sampling import Sampler, verify_greedy, verify_sampled
-from spectui.engine.protocol import Backend, CacheRebuilt, Chain, Draft, Drafter, is_chain
+from spectui.engine.protocol import Backend, CacheRebuilt, Draft, Drafter
 from spectui.recording.schema import End, FinishReason, PolicyChange, Prefill, Step, TokenOrigin
 
 _AR, _DRAFT, _CORRECTION, _BONUS = (int(o) for o in TokenOrigin)
-_NO_DRAFT = Draft([])
 
 
 def top_two(row: np.ndarray, best: int) -> tuple[int, int]:
@@ -79,77 +79,6 @@ def _prefill(target: Backend, prompt: Sequence[int], sampler: Sampler, reuse: bo
     return kept, logits, sampler.choose(logits[-1])
 
 
-def through_end(proposal: Draft, eog: frozenset[int] | set[int]) -> Draft:
-    """A proposal up to its first end-of-generation token, that token kept: generation
-    ends there whether the target accepts it or not, so nothing after it can be emitted, and
-    verifying it only costs. A copy of the prompt's own text reaches its end (a question
-    restated in the answer, then the chat template's end of turn and the next turn's header):
-    blocks of 15 priced on the copy's record, all but two of them past the end of the turn.
-    Replayed over 24 jittered curves (benchmarks/pricing_replay.py): the embedded model's mean
-    1.177 -> 1.187x, the 1.5B's 1.098 -> 1.108x (copy-heavy 1.36 -> 1.43x), no category lower."""
-    tokens = proposal.tokens
-    for i, tok in enumerate(tokens):
-        if tok in eog:
-            if i + 1 < len(tokens):
-                p, c = proposal.probs, proposal.confidence
-                return Draft(tokens[: i + 1], p[: i + 1] if p is not None else None, proposal.forwards,
-                             c[: i + 1] if c is not None else None, proposal.match, proposal.support)
-            break
-    return proposal
-
-
-def _propose(active: Drafter, draft_length: DraftLength, history: list[int], limit: int,
-             policy: FallbackPolicy | None, eog: frozenset[int]) -> tuple[int, Draft]:
-    """(K, the draft to verify) for this step.
-
-    A free drafter (n-gram, suffix) is asked first, then as much of its proposal is verified
-    as it is worth (``DraftLength.k_for`` prices it); a K of 0 (no block pays now) holds it
-    back, and the draft length follows it against what AR produces, so acceptance keeps being
-    measured at no cost. A draft model is not free: K first, priced with what its drafting
-    costs (an adaptive 0 probes it now and then, where a draft never wrong would pay), then
-    the model drafts K tokens. A drafter that fails under the fallback policy leaves the step
-    without a draft.
-    """
-    k = 0
-    try:
-        if is_chain(active) and draft_length.adaptive:
-            return _propose_chained(active, draft_length, history, limit, eog)
-        if active.free and draft_length.adaptive:
-            proposal = through_end(active.propose(history, min(draft_length.k_max, limit)), eog) if limit > 0 else _NO_DRAFT
-            k = draft_length.k_for(proposal, limit) if proposal.tokens else 0
-            return k, _cut(proposal, k)
-        k = min(draft_length.model_k(), limit)
-        return k, (through_end(active.propose(history, k), eog) if k > 0 else _NO_DRAFT)
-    except Exception as exc:
-        if policy is None:
-            raise
-        policy.part_failed("drafter", exc)  # this step goes on without a draft
-        return k, _NO_DRAFT
-
-
-def _propose_chained(chain: Chain, draft_length: DraftLength, history: list[int], limit: int,
-                     eog: frozenset[int]) -> tuple[int, Draft]:
-    """A drafter chain's step (``drafters.chain.ChainDrafter``): the lookup's proposal when it
-    pays, else the draft model's when its tokens repay their drafting, else nothing (the
-    lookup's proposal, if any, is followed as a guess)."""
-    if limit <= 0:
-        return 0, _NO_DRAFT
-    found = through_end(chain.lookup.propose(history, min(draft_length.k_max, limit)), eog)
-    if found.tokens:
-        k = draft_length.k_for(found, limit)
-        if k > 0:
-            return k, _cut(found, k)
-    k = min(draft_length.model_k(), limit)
-    if k > 0:
-        return k, chain.model.propose(history, k)
-    return 0, _NO_DRAFT
-
-
-def _cut(proposal: Draft, k: int) -> Draft:
-    """The first ``k`` tokens of a lookup's proposal (none for 0)."""
-    return Draft(proposal.tokens[:k], match=proposal.match, support=proposal.support) if k > 0 else _NO_DRAFT
-
-
 def _verify(target: Backend, pending: int, k: int, draft: Draft, sampler: Sampler, with_margins: bool,
             policy: FallbackPolicy | None) -> _Block:
     """Evaluate ``[pending, *draft]`` in one pass, keep the accepted prefix and the target's
@@ -185,7 +114,7 @@ def _verify(target: Backend, pending: int, k: int, draft: Draft, sampler: Sample
 def _ar_step(target: Backend, pending: int, k: int, sampler: Sampler, with_margins: bool) -> _Block:
     logits = target.eval((pending,), all_logits=False)
     nxt = sampler.choose(logits[-1])
-    return _Block(k, _NO_DRAFT, [nxt], [_AR], 0, _margins(logits, [nxt], 1) if with_margins else None)
+    return _Block(k, NO_DRAFT, [nxt], [_AR], 0, _margins(logits, [nxt], 1) if with_margins else None)
 
 
 def _rollback(target: Backend, n_past: int, policy: FallbackPolicy | None) -> None:
@@ -247,7 +176,7 @@ def decode(
     the first step needs); ``Prefill.n_cached`` records how many were kept. Otherwise the
     cache is emptied first, so every run's prefill does the same work.
 
-    Each step: ask the policy for the drafter and a cap on K, draft (``_propose``), verify
+    Each step: ask the policy for the drafter and a cap on K, draft (``propose.propose_step``), verify
     and roll back (``_verify``), cut at the end of generation or the budget (``_clip``),
     yield the step, then let the draft length and the policy learn from the block.
     """
@@ -301,10 +230,12 @@ def decode(
 
         # -- draft ---------------------------------------------------------------------
         t_a = clock()
-        k, draft = 0, _NO_DRAFT
+        k, draft = 0, NO_DRAFT
         if active is not None:  # the budget and the context limit K too
             assert draft_length is not None  # refused on entry: a drafter needs a DraftLength
-            k, draft = _propose(active, draft_length, history, min(k_cap, max_tokens - emitted - 1, room - 1), policy, eog)
+            # a drafter that fails under the fallback policy leaves the step without a draft
+            failed = (lambda exc: policy.part_failed("drafter", exc)) if policy is not None else None
+            k, draft = propose_step(active, draft_length, history, min(k_cap, max_tokens - emitted - 1, room - 1), eog, failed)
         t_b = clock()
 
         # -- verify, accept or roll back -----------------------------------------------
