@@ -191,10 +191,12 @@ class DraftConfig(msgspec.Struct, frozen=True, kw_only=True):
         return msgspec.structs.replace(self, source=source, k=k, adaptive=adaptive, chain=chain, p_min=p_min)
 
     def stepped(self, delta: int) -> DraftConfig:
-        """K moved by ``delta`` (the dashboard's ``+``/``-``): a fixed K within 1..MAX_DRAFT_LENGTH,
-        a cost-aware K's starting length within its k-min..k-max."""
-        lo, hi = (self.k_min, self.k_max) if self.adaptive else (1, MAX_DRAFT_LENGTH)
-        return msgspec.structs.replace(self, k=min(hi, max(lo, self.k + delta)))
+        """K moved by ``delta`` (the dashboard's ``+``/``-``), as K means in this mode: a fixed K
+        within 1..MAX_DRAFT_LENGTH; a cost-aware K's limit (``k_max``) within k-min..MAX_DRAFT_LENGTH
+        (the run chooses every K itself, so the limit is the one setting of it a person moves)."""
+        if self.adaptive:
+            return msgspec.structs.replace(self, k_max=min(MAX_DRAFT_LENGTH, max(self.k_min, self.k_max + delta)))
+        return msgspec.structs.replace(self, k=min(MAX_DRAFT_LENGTH, max(1, self.k + delta)))
 
     def seeded(self, curve: tuple[float, ...]) -> DraftConfig:
         """A cost-aware K's starting verify-cost curve, where none was given (a given seed wins)."""

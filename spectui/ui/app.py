@@ -91,8 +91,8 @@ class SpectuiApp(App[int]):
         Binding("s", "stop", "Stop"),
         Binding("m", "toggle_mode", "Mode"),
         # one footer entry per pair: 80 columns hold every key that way
-        Binding("plus,equals_sign", "k_up", "K", key_display="+-"),
-        Binding("minus", "k_down", "K-", show=False),
+        Binding("plus,equals_sign", "step_k(1)", "K", key_display="+-"),
+        Binding("minus", "step_k(-1)", "K-", show=False),
         Binding("right_square_bracket", "temperature_up", "T", key_display="]["),
         Binding("left_square_bracket", "temperature_down", "T-", show=False),
         # a prompt (in a chat, the next message); priority: acts as the key arrives, so the keys typed
@@ -124,7 +124,7 @@ class SpectuiApp(App[int]):
         {"replay_pause", "replay_faster", "replay_slower", "replay_step", "replay_seek", "replay_restart"}
     )
     #: Settings of the next live run: out of the footer while a replay needs the room.
-    LIVE_SETTINGS = frozenset({"k_up", "k_down", "temperature_up", "temperature_down", "toggle_backend"})
+    LIVE_SETTINGS = frozenset({"step_k", "temperature_up", "temperature_down", "toggle_backend"})
     #: Replay timer ticks per second: events are handed out at this granularity.
     REPLAY_HZ = 30
 
@@ -296,13 +296,11 @@ class SpectuiApp(App[int]):
         self._restart_after(restart)
         self.notify(f"backend: {engine_label(self.controller.config)}", timeout=2)
 
-    def action_k_up(self) -> None:
-        self._restart_after(self.controller.step_k(+1))
-        self.memory.keep(k=self.controller.config.draft.k)
-
-    def action_k_down(self) -> None:
-        self._restart_after(self.controller.step_k(-1))
-        self.memory.keep(k=self.controller.config.draft.k)
+    def action_step_k(self, delta: int) -> None:
+        """A fixed K, or a cost-aware K's limit (``DraftConfig.stepped``); a fixed K is remembered."""
+        self._restart_after(self.controller.step_k(delta))
+        draft = self.controller.config.draft
+        self.memory.keep(k=None if draft.adaptive else draft.k)
 
     def action_temperature_up(self) -> None:
         self._restart_after(self.controller.step_temperature(+TEMPERATURE_STEP))

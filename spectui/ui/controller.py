@@ -240,7 +240,7 @@ class DashboardController:
     def step_k(self, delta: int) -> bool:
         d = self.config.draft
         stepped = d.stepped(delta)
-        return stepped.k != d.k and self.set_config(draft=stepped)
+        return stepped != d and self.set_config(draft=stepped)
 
     def step_temperature(self, delta: float) -> bool:
         s = self.config.sampling

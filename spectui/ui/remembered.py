@@ -85,6 +85,6 @@ def restore(config: RunConfig, theme: str | None, *, set_elsewhere: Collection[s
         theme = state.theme
     if state.mode and "mode" not in set_elsewhere:
         config = msgspec.structs.replace(config, mode=state.mode)
-    if state.k is not None and "k" not in set_elsewhere:
+    if state.k is not None and "k" not in set_elsewhere and not config.draft.adaptive:  # a fixed K's (+/-)
         config = msgspec.structs.replace(config, draft=config.draft.stepped(state.k - config.draft.k))
     return config, theme

@@ -422,3 +422,25 @@ async def test_switch_backend_to_mlx_and_run(tmp_path):
         assert rec.header.config.backend.name == "mlx"
         assert rec.header.artifacts.runtime.get("mlx")
         assert screen_text(app) == recorded_text(app.controller.recording_path)[1]
+
+
+@pytest.mark.asyncio
+async def test_plus_and_minus_move_what_k_means_and_the_panel_says_what_the_header_does(tmp_path):
+    """A cost-aware K chooses every K itself: +/- move its limit (the header and the stats panel
+    both say it), never a K the run would ignore; a fixed K is moved as it is."""
+    cost_aware = real_config(draft=DraftConfig(adaptive=True, k_min=1, k_max=8))
+    app = make_app(cost_aware, recordings_dir=str(tmp_path), remember=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("minus")
+        assert app.controller.config.draft.k_max == 7 and app.controller.config.draft.k == cost_aware.draft.k
+        assert "K=1..7 adaptive" in await header_text(pilot)
+        assert "1..7 adaptive" in await stats_text(pilot)
+        await pilot.press("m")  # AR, then speculative again: the settings stay
+        await pilot.press("m")
+        await pilot.press("plus", "plus")
+        assert "K=1..9 adaptive" in await header_text(pilot)
+    fixed = real_config(draft=DraftConfig(k=4))
+    app = make_app(fixed, recordings_dir=str(tmp_path), remember=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("plus")
+        assert "K=5" in await header_text(pilot) and app.controller.config.draft.k == 5

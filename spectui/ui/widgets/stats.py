@@ -60,7 +60,7 @@ class StatsPanel(Static):
         self.border_title = "stats"
         self._key: tuple | None = None
 
-    def update_from(self, live: LiveRun, *, mode: str, k: int, baseline: Baseline | None) -> None:
+    def update_from(self, live: LiveRun, *, mode: str, k: str, baseline: Baseline | None) -> None:
         width, height = self.content_size
         get = self.get_component_rich_style
         label_style, value_style, good, bad = styles = tuple(
@@ -90,7 +90,7 @@ class StatsPanel(Static):
         row("tokens", f"{s.n_tokens}" + (f" · {s.finish_reason}" if s.finish_reason else ""))
         row("acceptance", pct(s.acceptance_rate) + (f" · {s.accepted}/{s.drafted}" if s.drafted else ""))
         row("mean acc len", num(s.mean_accepted_length, ".2f"))
-        row("draft K", ("AR" if mode == "ar" else f"{k}") + (f" · {s.rollbacks} rollbacks" if s.draft_blocks else ""))
+        row("draft K", ("AR" if mode == "ar" else k) + (f" · {s.rollbacks} rollbacks" if s.draft_blocks else ""))
         blocks = live.block_prediction(baseline.ar_step_us if baseline else None)
         if mode != "ar" and blocks is not None:
             row("curve best", blocks_best(blocks))
