@@ -8,6 +8,12 @@ follows that twin, moved with the load, not with speculation: ``BATCHED`` too. O
 parting is classified with both runs' top-2 margins against the backend's calibrated one-sequence
 batch-shape noise: a near-tie, a defect, or unjudged where no margin reaches the parting (a
 server streams none for drafted tokens, nor for the end-of-text token that stops a stream).
+
+A server's one-sequence noise says nothing of what batching several clients' tokens moves, and
+AR's own partings under load measure it: where AR parted from itself at one client at margins
+adding up to X, a speculative parting whose margins add up to no more than X, in the same run
+and family, is what load moves too (``BATCHED``, the bound in its reason), not a defect. That
+bound grows as AR's levels run, so ``settle`` judges the run's defects again at its end.
 """
 
 from __future__ import annotations
@@ -41,6 +47,10 @@ class Judge:
     twins: dict[tuple[str, int, tuple[int, float, int]], _Output] = field(default_factory=dict)
     #: family -> the calibrated batch-shape noise its partings are judged against
     noises: dict[str, BatchNoise | None] = field(default_factory=dict)
+    #: family -> the largest sum of margins at which AR parted from itself under load, and where
+    load_forks: dict[str, tuple[float, str]] = field(default_factory=dict)
+    #: defects so far: (family, the outcome, its sum of margins), judged again by ``settle``
+    defects: list[tuple[str, RequestOutcome, float]] = field(default_factory=list)
 
     def __call__(self, s: Setting, out: RequestOutcome, events: list[Event], at: tuple[int, float, int]) -> None:
         """Against the same request's AR output at one client (the reference), recorded on ``out``."""
@@ -72,6 +82,11 @@ class Judge:
         if s.ar:  # AR itself, under another load (or a later pass, its prefix cached): no speculation in it
             out.exact = BATCHED
             out.why = f"AR itself parts at token {n} under this load: its evaluation is batched otherwise ({self._margins(s, n, ref, mine)})"
+            fork = self.cause(s, n, ref, mine)
+            if fork.baseline_margin is not None and fork.candidate_margin is not None:
+                moved = fork.baseline_margin + fork.candidate_margin
+                if moved > self.load_forks.get(s.family, (-1.0, ""))[0]:
+                    self.load_forks[s.family] = (moved, f"AR at {at[0] or at[1]:g}{'' if at[0] else '/s'}, request {out.index}")
             return
         if twin is not None and common_tokens(twin.tokens, ref.tokens) == n:
             follows = common_tokens(out.tokens, twin.tokens)
@@ -86,6 +101,19 @@ class Judge:
         cause = self.cause(s, n, ref, mine)
         out.exact = NEAR_TIE if cause.verdict == NEAR_TIE else (UNJUDGED if cause.verdict == "unclassified" else DEFECT)
         out.why = f"parts from AR at one client at token {n}: {cause.reason}"
+        if out.exact == DEFECT and cause.baseline_margin is not None and cause.candidate_margin is not None:
+            self.defects.append((s.family, out, cause.baseline_margin + cause.candidate_margin))
+            self.settle()
+
+    def settle(self) -> None:
+        """Each defect so far judged again against what AR's own partings under load moved."""
+        for family, out, moved in self.defects:
+            fork = self.load_forks.get(family)
+            if out.exact == DEFECT and fork is not None and moved <= fork[0]:
+                out.exact = BATCHED
+                out.why = (f"parts from AR at one client at token {out.parted_at} at margins adding up to {moved:.3f}, within "
+                           f"what load moved AR itself in this run ({fork[0]:.3f}, {fork[1]}): the load's batching, "
+                           "not shown to be speculation")
 
     def _margins(self, s: Setting, n: int, ref: _Output, mine: _Output) -> str:
         """The two margins at a parting, in words (or why there are none)."""

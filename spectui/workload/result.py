@@ -143,6 +143,10 @@ def fill_stats(level: LevelResult) -> None:
             level.acceptance_source = "the requests' own counts (llama-server timings.draft_n)"
     if level.drafted > 0:
         level.acceptance = level.accepted / level.drafted
+    count_verdicts(level)
+
+
+def count_verdicts(level: LevelResult) -> None:
     level.counts = {v: sum(1 for r in level.requests if r.exact == v) for v in VERDICTS}
 
 

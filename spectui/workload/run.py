@@ -47,6 +47,7 @@ from spectui.workload.result import (
     LevelResult,
     RequestOutcome,
     WorkloadResult,
+    count_verdicts,
     fill_stats,
     knee_line,
     pair_speedup,
@@ -392,8 +393,12 @@ class WorkloadRun:
             level.per_position = [per.get(i, 0.0) / drafts for i in range(max(per) + 1)]
 
     def _pair(self) -> None:
-        """Speedups against each family's AR at the same level and pass, and the knees."""
+        """The verdicts against what load moved AR so far; speedups against each family's AR
+        at the same level and pass, and the knees."""
+        self.judge.settle()
         levels = self.result.levels
+        for lv in levels:
+            count_verdicts(lv)  # after ``settle``
         for lv in levels:
             if lv.ar:
                 continue
