@@ -16,7 +16,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from spectui.errors import SpectuiError
 
@@ -49,17 +49,19 @@ class BackendKind:
 
     def open(self, config: RunConfig) -> Opened:
         self.require()
-        return _resolve(self.opener)(config)
+        opened: Opened = _resolve(self.opener)(config)
+        return opened
 
     def require(self) -> None:
-        why = _resolve(self.availability)() if self.availability else ""
+        why: str = _resolve(self.availability)() if self.availability else ""
         if why:
             raise SpectuiError(why)
 
 
-def _resolve(ref: str) -> Callable:
+def _resolve(ref: str) -> Callable[..., Any]:
     module, _, name = ref.partition(":")
-    return getattr(importlib.import_module(module), name)
+    found: Callable[..., Any] = getattr(importlib.import_module(module), name)
+    return found
 
 
 _KINDS: dict[str, BackendKind] = {}

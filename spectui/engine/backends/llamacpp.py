@@ -32,10 +32,13 @@ _initialised = False
 _log_lines: deque[str] = deque(maxlen=32)
 
 
-@ll.llama_log_callback
-def _log_callback(level: int, text: bytes, _user: ctypes.c_void_p) -> None:
+def _keep_log_line(level: int, text: bytes, _user: ctypes.c_void_p) -> None:
     if text:
         _log_lines.append(text.decode("utf-8", "replace").rstrip())
+
+
+#: the C callback (kept referenced here for as long as llama.cpp may call it)
+_log_callback = ll.llama_log_callback(_keep_log_line)
 
 
 def _init_llama() -> None:

@@ -143,7 +143,7 @@ class MLXModel:
     @property
     def name(self) -> str:
         if self.gguf is not None:
-            return self.gguf.name
+            return str(self.gguf.name)
         return str(self.config.get("spectui", {}).get("gguf_name") or os.path.basename(self.path.rstrip("/")))
 
     def artifacts(self) -> ModelArtifacts:

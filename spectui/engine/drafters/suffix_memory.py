@@ -175,12 +175,12 @@ class SuffixMemory:
         self.index = MemoryIndex(max_depth)
         #: bumped by every change, so a drafter knows its cursor into ``index`` went stale
         self.version = 0
-        self._seqs: deque[array] = deque()
+        self._seqs: deque[array[int]] = deque()
         self._tokens = 0
         self._evicted = 0  # tokens taken out since the last rebuild: their states are dead
         self._dirty = False
         #: sequences added since the last load or save: what a save adds to the file
-        self._fresh: deque[array] = deque()
+        self._fresh: deque[array[int]] = deque()
         self._fresh_tokens = 0
         self._cleared = False  # clear() since the last save: the file's sequences go too
 
@@ -232,7 +232,7 @@ class SuffixMemory:
                 self._fresh_tokens -= len(self._fresh.popleft())
         self._dirty = True
 
-    def _add(self, tokens: Sequence[int]) -> array | None:
+    def _add(self, tokens: Sequence[int]) -> array[int] | None:
         seq = array("i", tokens[-self.max_tokens:])  # a sequence longer than the cap: its end
         if len(seq) < 2:
             return None  # nothing followed anything
