@@ -15,6 +15,7 @@ import pytest
 
 from spectui.errors import SpectuiError
 from spectui.runtime.server import RuntimeServer, start
+from spectui.watch import process
 from spectui.watch.process import beyond_loopback, is_loopback
 
 
@@ -114,8 +115,15 @@ def test_a_server_whose_listeners_cannot_be_read_is_stopped_not_trusted(tmp_path
             raise psutil.AccessDenied(self.pid)
         return readable(self, kind)
 
+    def unreadable_fds(pid: int) -> set[int]:  # the same refusal where /proc/PID/fd is read (Linux)
+        if answered:
+            raise PermissionError(13, "Permission denied", f"/proc/{pid}/fd")
+        return readable_fds(pid)
+
+    readable_fds = process.socket_inodes
     before = _children()
     monkeypatch.setattr(psutil.Process, "net_connections", refused)
+    monkeypatch.setattr(process, "socket_inodes", unreadable_fds)
     with pytest.raises(SpectuiError, match=r"http\.server answered on port \d+, but where its processes listen could not be read") as err:
         start(AnsweredServer("127.0.0.1", answered=answered), log_path=tmp_path / "unread.log")
     assert "\n" not in str(err.value)
@@ -127,8 +135,12 @@ def test_a_loading_server_whose_listeners_cannot_be_read_is_stopped_at_once(tmp_
     def refused(self, kind="inet"):  # noqa: ANN001, ANN202 - psutil's signature
         raise psutil.AccessDenied(self.pid)
 
+    def unreadable_fds(pid: int) -> set[int]:  # the same refusal where /proc/PID/fd is read (Linux)
+        raise PermissionError(13, "Permission denied", f"/proc/{pid}/fd")
+
     before = _children()
     monkeypatch.setattr(psutil.Process, "net_connections", refused)
+    monkeypatch.setattr(process, "socket_inodes", unreadable_fds)
     started = time.monotonic()
     with pytest.raises(SpectuiError, match=r"http\.server was loading on port \d+, but where its processes listen could not be read") as err:
         start(LoadingServer("127.0.0.1"), log_path=tmp_path / "unread-loading.log", ready_timeout_s=120)
