@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from textual.app import App
 
-from spectui.config import RunConfig
+from spectui.config import DraftConfig, RunConfig
 from spectui.errors import SpectuiError
 from spectui.prompts import DEFAULT_PROMPT
 from spectui.sessions.open import EngineFactory
@@ -36,8 +36,11 @@ THEME_256 = "spectui-256"
 
 
 def default_config() -> RunConfig:
-    """The embedded default model, speculative with n-gram drafts, on the CLI's default prompt."""
-    return RunConfig(prompt=DEFAULT_PROMPT)
+    """The embedded default model, speculative with n-gram drafts, on the CLI's default prompt:
+    what ``spectui`` with no flags runs (its K cost-aware, as every model-free drafter's is
+    unless a K is fixed; ``DraftConfig()`` alone is a fixed K)."""
+    draft = DraftConfig()
+    return RunConfig(prompt=DEFAULT_PROMPT, draft=draft.drafting_with(draft.source))
 
 
 def _apply_theme(app: App, theme: str | None) -> None:

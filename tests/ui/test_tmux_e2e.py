@@ -1,4 +1,4 @@
-"""End to end in a real terminal: ``python -m spectui.ui`` in a tmux pane, driven by keys.
+"""End to end in a real terminal: ``spectui run`` (the dashboard) in a tmux pane, driven by keys.
 
 A 100x30 pane with TERM=xterm-256color and no COLORTERM (no truecolor), on a private tmux
 socket. The test reads the screen as a person would (``capture-pane``): the dashboard comes
