@@ -177,15 +177,15 @@ def _from_typed(t: _Typed, raw: str) -> Chunk:
         chunk.finish_reason = c.finish_reason
         if c.logprobs is not None:
             entries = c.logprobs.content
-            ids = [e.id for e in entries]
-            chunk.token_ids = ids if _int_list(ids) else None
+            ids = [e.id for e in entries if e.id is not None]  # typed: ints or None
+            chunk.token_ids = ids if ids and len(ids) == len(entries) else None
             chunk.logprobs = [
                 TokenLogprobs(e.id, e.token, e.logprob, tuple(
                     Alternative(a.logprob, a.id, a.token, bytes(a.bytes) if a.bytes is not None else None) for a in e.top_logprobs or ()))
                 for e in entries
             ]
-    if chunk.token_ids is None and _int_list(t.tokens):
-        chunk.token_ids = list(t.tokens)
+    if chunk.token_ids is None and t.tokens:
+        chunk.token_ids = t.tokens
     if t.usage:
         chunk.usage = {k: v for k, v in t.usage.items() if type(v) is int}
     if t.timings is not _UNSET:

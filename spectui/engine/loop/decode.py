@@ -9,6 +9,7 @@ Every step yields one ``Step`` event; nothing else is done per token.
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -190,8 +191,10 @@ def decode(
 
     # -- prefill: the prompt, and the first token from its last row ----------------------
     t_start = clock()
+    drafter_failed = None  # under the fallback policy a failing drafter leaves its step without a draft
     if policy is not None:
         policy.reset(prompt)
+        drafter_failed = functools.partial(policy.part_failed, "drafter")
     elif drafter is not None:
         drafter.reset(prompt)
     kept, logits, first = _prefill(target, prompt, sampler, reuse)
@@ -233,9 +236,8 @@ def decode(
         k, draft = 0, NO_DRAFT
         if active is not None:  # the budget and the context limit K too
             assert draft_length is not None  # refused on entry: a drafter needs a DraftLength
-            # a drafter that fails under the fallback policy leaves the step without a draft
-            failed = (lambda exc: policy.part_failed("drafter", exc)) if policy is not None else None
-            k, draft = propose_step(active, draft_length, history, min(k_cap, max_tokens - emitted - 1, room - 1), eog, failed)
+            k, draft = propose_step(active, draft_length, history, min(k_cap, max_tokens - emitted - 1, room - 1), eog,
+                                    drafter_failed)
         t_b = clock()
 
         # -- verify, accept or roll back -----------------------------------------------
