@@ -80,13 +80,12 @@ class Judge:
             return
         twin = self.twins.get((s.family, out.index, at)) if not s.ar else None
         if s.ar:  # AR itself, under another load (or a later pass, its prefix cached): no speculation in it
-            out.exact = BATCHED
-            out.why = f"AR itself parts at token {n} under this load: its evaluation is batched otherwise ({self._margins(s, n, ref, mine)})"
             fork = self.cause(s, n, ref, mine)
-            if fork.baseline_margin is not None and fork.candidate_margin is not None:
-                moved = fork.baseline_margin + fork.candidate_margin
-                if moved > self.load_forks.get(s.family, (-1.0, ""))[0]:
-                    self.load_forks[s.family] = (moved, f"AR at {at[0] or at[1]:g}{'' if at[0] else '/s'}, request {out.index}")
+            out.exact = BATCHED
+            out.why = f"AR itself parts at token {n} under this load: its evaluation is batched otherwise ({_margins(fork)})"
+            moved = _moved(fork)
+            if moved is not None and moved > self.load_forks.get(s.family, (-1.0, ""))[0]:
+                self.load_forks[s.family] = (moved, f"AR at {at[0] or at[1]:g}{'' if at[0] else '/s'}, request {out.index}")
             return
         if twin is not None and common_tokens(twin.tokens, ref.tokens) == n:
             follows = common_tokens(out.tokens, twin.tokens)
@@ -101,8 +100,9 @@ class Judge:
         cause = self.cause(s, n, ref, mine)
         out.exact = NEAR_TIE if cause.verdict == NEAR_TIE else (UNJUDGED if cause.verdict == "unclassified" else DEFECT)
         out.why = f"parts from AR at one client at token {n}: {cause.reason}"
-        if out.exact == DEFECT and cause.baseline_margin is not None and cause.candidate_margin is not None:
-            self.defects.append((s.family, out, cause.baseline_margin + cause.candidate_margin))
+        moved = _moved(cause)
+        if out.exact == DEFECT and moved is not None:
+            self.defects.append((s.family, out, moved))
             self.settle()
 
     def settle(self) -> None:
@@ -115,14 +115,6 @@ class Judge:
                            f"what load moved AR itself in this run ({fork[0]:.3f}, {fork[1]}): the load's batching, "
                            "not shown to be speculation")
 
-    def _margins(self, s: Setting, n: int, ref: _Output, mine: _Output) -> str:
-        """The two margins at a parting, in words (or why there are none)."""
-        cause = self.cause(s, n, ref, mine)
-        if cause.baseline_margin is None or cause.candidate_margin is None:
-            return "no margins recorded there"
-        bound = f", beyond one-sequence noise bound {cause.bound:.3f}" if cause.bound is not None and cause.verdict != NEAR_TIE else ""
-        return f"margins {cause.baseline_margin:.3f} + {cause.candidate_margin:.3f}{bound}"
-
     def cause(self, s: Setting, n: int, ref: _Output, mine: _Output) -> DivergenceCause:
         def side(o: _Output) -> tuple[int | None, tuple[int, int] | None]:
             return (o.tokens[n] if n < len(o.tokens) else None), (o.top[n] if n < len(o.top) else None)
@@ -130,3 +122,17 @@ class Judge:
         return classify(index=n, baseline=side(ref), candidate=side(mine), prompt_tokens=max(ref.n_prompt, mine.n_prompt),
                         noises=[self.noises.get(s.family)])
 
+
+def _moved(cause: DivergenceCause) -> float | None:
+    """The two margins at a parting added up: how far the logits moved to swap the tokens."""
+    if cause.baseline_margin is None or cause.candidate_margin is None:
+        return None
+    return cause.baseline_margin + cause.candidate_margin
+
+
+def _margins(cause: DivergenceCause) -> str:
+    """The two margins at a parting, in words (or why there are none)."""
+    if cause.baseline_margin is None or cause.candidate_margin is None:
+        return "no margins recorded there"
+    bound = f", beyond one-sequence noise bound {cause.bound:.3f}" if cause.bound is not None and cause.verdict != NEAR_TIE else ""
+    return f"margins {cause.baseline_margin:.3f} + {cause.candidate_margin:.3f}{bound}"
