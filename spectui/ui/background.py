@@ -8,10 +8,13 @@ subclass says whether its job completed (``completed``) and how to redraw (``red
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from textual.app import App
 from textual.binding import Binding
+
+from spectui.ui.messages import JobFinished
 
 #: Exit codes of a view, as the headless commands': the job completed, or was stopped.
 EXIT_COMPLETE = 0
@@ -39,6 +42,19 @@ class BackgroundJobApp(App[int]):
     def completed(self) -> bool:
         """Whether the job ran to its end (the exit code says so)."""
         return self.result is not None and bool(self.result.complete)
+
+    def run_and_report(self, work: Callable[[], Any], done: threading.Event) -> None:
+        """In the job's thread: run ``work`` and post its result, or the error that ended it
+        (shown in the view, raised again once the app closed); ``done`` is set either way."""
+        try:
+            self.post_message(JobFinished(result=work()))
+        except BaseException as exc:  # noqa: BLE001 - every end reaches the view
+            self.post_message(JobFinished(error=exc))
+        finally:
+            done.set()
+
+    def on_job_finished(self, msg: JobFinished) -> None:
+        self.finish(msg.result, msg.error)
 
     def finish(self, result: Any, error: BaseException | None = None) -> None:
         """The job ended: its result, or the error that ended it; quit if ``q`` asked to."""

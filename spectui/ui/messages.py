@@ -20,7 +20,7 @@ thread worker (the sweep and workload views, the tune screen), the watch feed's 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from textual.message import Message
 
@@ -30,7 +30,6 @@ if TYPE_CHECKING:  # the types of fields only: the dashboard need not import the
     from spectui.lab.sweep import SweepProgress, SweepResult
     from spectui.tune.result import TuneResult
     from spectui.watch.sampler import WatchSample
-    from spectui.workload.result import WorkloadResult
     from spectui.workload.run import Snapshot
 
 
@@ -76,10 +75,11 @@ class SweepUpdate(Message):
 
 
 @dataclass
-class SweepFinished(Message):
-    """The sweep thread is done: its final result, or the error that ended it."""
+class JobFinished(Message):
+    """A background job's thread is done (the sweep's, the workload's: ``ui/background.py``):
+    its final result, or the error that ended it."""
 
-    result: SweepResult | None = None
+    result: Any = None
     error: BaseException | None = None
 
 
@@ -94,14 +94,6 @@ class WorkloadUpdate(Message):
 
     def can_replace(self, message: Message) -> bool:
         return isinstance(message, WorkloadUpdate)  # only the newest snapshot matters
-
-
-@dataclass
-class WorkloadFinished(Message):
-    """The workload thread is done: its result, or the error that ended it."""
-
-    result: WorkloadResult | None = None
-    error: BaseException | None = None
 
 
 # -- the tune screen (``spectui.ui.screens.tune``) ----------------------------------------------

@@ -31,7 +31,7 @@ from spectui.lab.sweep import SweepPlan, SweepProgress, SweepResult, run_sweep
 from spectui.prompts import PromptSpec
 from spectui.sessions.open import EngineFactory
 from spectui.ui.background import BackgroundJobApp
-from spectui.ui.messages import SweepFinished, SweepUpdate
+from spectui.ui.messages import SweepUpdate
 from spectui.ui.screens.sweep import SweepScreen
 from spectui.ui.themes import register_themes
 
@@ -93,22 +93,9 @@ class SweepApp(BackgroundJobApp):
     # -- the sweep thread -----------------------------------------------------------------------
 
     def _sweep_thread(self) -> None:
-        try:
-            kwargs = {"load_engine": self.load_engine} if self.load_engine is not None else {}
-            result = run_sweep(
-                self.plan,
-                self.prompts,
-                self.folder,
-                max_tokens=self.max_tokens,
-                stop=self.stop,
-                on_run=self._on_run,
-                **kwargs,
-            )
-            self.post_message(SweepFinished(result=result))
-        except BaseException as exc:  # noqa: BLE001 - shown in the view, raised again once the app closed
-            self.post_message(SweepFinished(error=exc))
-        finally:
-            self.sweep_done.set()
+        kwargs = {"load_engine": self.load_engine} if self.load_engine is not None else {}
+        self.run_and_report(lambda: run_sweep(self.plan, self.prompts, self.folder, max_tokens=self.max_tokens, stop=self.stop,
+                                       on_run=self._on_run, **kwargs), self.sweep_done)
 
     def _on_run(self, progress: SweepProgress, result: SweepResult) -> None:
         """In the sweep thread, once per run."""
@@ -126,9 +113,6 @@ class SweepApp(BackgroundJobApp):
         self.progress, self.result = progress, result
         self._received_at = time.monotonic()
         self._redraw()
-
-    def on_sweep_finished(self, msg: SweepFinished) -> None:
-        self.finish(msg.result, msg.error)
 
     def took(self, result: SweepResult) -> None:
         if self.progress is not None:

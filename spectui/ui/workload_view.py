@@ -21,7 +21,7 @@ import threading
 from pathlib import Path
 
 from spectui.ui.background import BackgroundJobApp
-from spectui.ui.messages import WorkloadFinished, WorkloadUpdate
+from spectui.ui.messages import WorkloadUpdate
 from spectui.ui.screens.workload import WorkloadScreen
 from spectui.ui.themes import register_themes
 from spectui.workload.plan import WorkloadPlan
@@ -57,14 +57,8 @@ class WorkloadApp(BackgroundJobApp):
             self.run_worker(self._work, name="spectui-workload", group="workload", thread=True, exit_on_error=False)
 
     def _work(self) -> None:
-        try:
-            run = WorkloadRun(self.plan, self.folder, self.opener, stop=self.stop, noise=self.noise,
-                              on_update=lambda snap: self.post_message(WorkloadUpdate(snap)))
-            self.post_message(WorkloadFinished(result=run()))
-        except BaseException as exc:  # noqa: BLE001 - shown in the view, raised again once the app closed
-            self.post_message(WorkloadFinished(error=exc))
-        finally:
-            self.done.set()
+        self.run_and_report(lambda: WorkloadRun(self.plan, self.folder, self.opener, stop=self.stop, noise=self.noise,
+                                         on_update=lambda snap: self.post_message(WorkloadUpdate(snap)))(), self.done)
 
     def on_workload_update(self, msg: WorkloadUpdate) -> None:
         self.show(msg.snapshot)
@@ -73,9 +67,6 @@ class WorkloadApp(BackgroundJobApp):
         """Take a snapshot and redraw (also the tests' way in)."""
         self.snapshot = snapshot
         self._redraw()
-
-    def on_workload_finished(self, msg: WorkloadFinished) -> None:
-        self.finish(msg.result, msg.error)
 
     def took(self, result: WorkloadResult) -> None:
         done = self.snapshot.done if self.snapshot is not None else 0

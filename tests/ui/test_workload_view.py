@@ -48,3 +48,25 @@ async def test_the_view_shows_the_printed_rows_and_the_knee(tmp_path: Path) -> N
         assert "client 0: request 5" in text and "client 1: request 7" in text and "40/48 requests" in text
         assert "pays up to 1 client" in text and "1.40x" in text
         assert "request 0: batched: parts at token 2" in text
+
+
+async def test_a_workload_that_fails_to_start_shows_why_and_q_quits(tmp_path: Path) -> None:
+    """The job's thread ends on an error: the view keeps it and says so (one notice), q quits."""
+    from spectui.errors import SpectuiError
+
+    def refuse(*_: object) -> tuple:
+        raise SpectuiError("llama-server exited before it was ready")
+
+    workload = read_workload(prompts_dir() / "workloads" / "mixed-12.jsonl")
+    plan = WorkloadPlan(workload=workload, settings=(Setting("llama-server AR", LLAMA_SERVER, RunConfig(mode="ar")),))
+    app = WorkloadApp(plan, tmp_path, refuse)  # type: ignore[arg-type]
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        assert app.done.wait(30)
+        for _ in range(50):
+            await pilot.pause(0.05)
+            if app.state == "error":
+                break
+        assert app.state == "error" and "exited before it was ready" in str(app.error)
+        await pilot.press("q")
+    assert app.return_value == 130
