@@ -40,7 +40,7 @@ import quant
 from defaults import config, outcome, prompt_files, run
 from peers import verify_cost_curve
 
-from spectui.config import DraftConfig
+from spectui.drafting import Fixed
 from spectui.engine.drafters.suffix_memory import SuffixMemory
 from spectui.engine.embedded import Engine
 from spectui.engine.loop.decode import decode
@@ -90,7 +90,7 @@ def run_oracle(engine: Engine, cfg, answer: list[int], k: int) -> tuple[float, f
     """Like ``defaults.run``, with the oracle drafting at a fixed ``k`` in spectui's loop."""
     prompt = prompt_tokens(engine, cfg)
     return outcome(list(decode(engine.target, prompt, sampler=Sampler(cfg.sampling), max_tokens=cfg.max_tokens,
-                               drafter=OracleDrafter(answer), draft_length=DraftLength(DraftConfig(source="ngram", k=k)))))
+                               drafter=OracleDrafter(answer), draft_length=DraftLength(Fixed(k=k)))))
 
 
 def bench_weights(weights: quant.Weights, prompts: list[tuple[str, str, str]], reps: int, tmp: str) -> list[dict]:

@@ -39,7 +39,8 @@ import msgspec
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from spectui.config import BackendConfig, DraftConfig, RunConfig  # noqa: E402
+from spectui.config import BackendConfig, RunConfig  # noqa: E402
+from spectui.drafting import DraftConfig, Fixed  # noqa: E402
 from spectui.engine.embedded import Engine  # noqa: E402
 from spectui.metrics.stats import summarize  # noqa: E402
 from spectui.prompts import find_prompt  # noqa: E402
@@ -142,7 +143,7 @@ def main() -> int:
     base = RunConfig(
         prompt=prompt,
         max_tokens=args.max_tokens,
-        draft=DraftConfig(source="ngram", k=4),
+        draft=DraftConfig(length=Fixed(k=4)),
         backend=BackendConfig(n_threads=args.threads),
     )
     configs = {m: msgspec.structs.replace(base, mode=m) for m in args.modes.split(",")}

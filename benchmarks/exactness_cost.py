@@ -52,7 +52,7 @@ def decode_seconds(engine: Engine, cfg: RunConfig, *, margins: bool) -> float:
         sampler=Sampler(cfg.sampling),
         max_tokens=cfg.max_tokens,
         drafter=drafter,
-        draft_length=DraftLength(cfg.draft) if drafter is not None else None,
+        draft_length=DraftLength(cfg.draft.length) if drafter is not None else None,
         margins=margins,
     )
     next(events)  # the prefill

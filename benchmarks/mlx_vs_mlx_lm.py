@@ -32,7 +32,8 @@ import statistics
 import tempfile
 import time
 
-from spectui.config import BackendConfig, DraftConfig, RunConfig
+from spectui.config import BackendConfig, RunConfig
+from spectui.drafting import DraftConfig, Fixed, Model
 from spectui.engine.backends.mlx_gguf import export_mlx_model
 from spectui.engine.embedded import Engine
 from spectui.models.registry import embedded_model_path
@@ -90,7 +91,7 @@ def main() -> None:
     ar = RunConfig(target=model_dir, mode="ar", prompt=PROMPT, chat=False, max_tokens=args.tokens, backend=backend)
     spec = RunConfig(
         target=model_dir, mode="spec", prompt=PROMPT, chat=False, max_tokens=args.tokens, backend=backend,
-        draft=DraftConfig(source=model_dir, k=args.k),
+        draft=DraftConfig(drafter=Model(path=model_dir), length=Fixed(k=args.k)),
     )
     engine = Engine.load(spec)
     _, prompt_tokens = engine.prepare_prompt(ar)

@@ -40,7 +40,7 @@ import quant
 import real_pair
 from peers import Bench, Row
 
-from spectui.config import DraftConfig
+from spectui.drafting import CostAware, DraftConfig, Fixed, Lookup, Model
 from spectui.engine.host.verify_cost import measure_curve, measure_draft_cost
 from spectui.prompts import find_prompt
 from spectui.tune.model_replay import agreement, replay_model
@@ -65,11 +65,11 @@ class PairBench(Bench):
     def settings(self) -> dict[str, DraftConfig]:
         k, m = self.args.k, self.draft
         return {
-            f"spectui draft model K={k}": DraftConfig(source=m, k=k),
-            "spectui draft model cost-aware K": DraftConfig(source=m, k=k, adaptive=True, k_max=16),
-            f"spectui draft model K=8 p-min {P_MIN:g}": DraftConfig(source=m, k=8, p_min=P_MIN),
+            f"spectui draft model K={k}": DraftConfig(drafter=Model(path=m), length=Fixed(k=k)),
+            "spectui draft model cost-aware K": DraftConfig(drafter=Model(path=m), length=CostAware(k_max=16)),
+            f"spectui draft model K=8 p-min {P_MIN:g}": DraftConfig(drafter=Model(path=m, p_min=P_MIN), length=Fixed(k=8)),
             "spectui n-gram default (cost-aware K)": peers.default_ngram(k),
-            "spectui chain n-gram then model": DraftConfig(source=m, chain="ngram").drafting_with(m),
+            "spectui chain n-gram then model": DraftConfig(drafter=Model(path=m, chain=Lookup(name="ngram")), length=Fixed()).drafting_with(m),
         }
 
     # -- llama-server with the same pair ----------------------------------------------
@@ -125,7 +125,7 @@ class PairBench(Bench):
     def predict(self) -> None:
         """tune's measurements on this engine: the curve at the median prompt's depth, the
         draft's cost per token, and a K=8 run's blocks per prompt; predictions per setting."""
-        configs = [self.config(p, "spec", DraftConfig(source=self.draft, k=8)) for p in self.args.prompts]
+        configs = [self.config(p, "spec", DraftConfig(drafter=Model(path=self.draft), length=Fixed(k=8))) for p in self.args.prompts]
         contexts = sorted((self.engine.prepare_prompt(c)[1] for c in configs), key=len)
         context = contexts[len(contexts) // 2]
         curve = measure_curve(self.engine.target, context, depth=len(context))
@@ -140,7 +140,7 @@ class PairBench(Bench):
         for d in data:
             fixed = model_predictions(d, curve.cost, draft_cost, 8)
             adaptive = replay_model(agreement(d.blocks), curve.cost, draft_cost,
-                                    DraftConfig(source=self.draft, k=k, adaptive=True, k_max=16, cost_seed=curve.relative))
+                                    DraftConfig(drafter=Model(path=self.draft), length=CostAware(k_max=16)), seed=curve.relative)
             self.predicted[d.name] = {
                 f"spectui draft model K={k}": fixed[Setting("model", k, 0.0)][0],
                 f"spectui draft model K=8 p-min {P_MIN:g}": fixed[Setting("model", 8, P_MIN)][0],

@@ -61,7 +61,8 @@ import numpy as np
 import quant
 from quant import Weights
 
-from spectui.config import BackendConfig, DraftConfig, RunConfig
+from spectui.config import BackendConfig, RunConfig
+from spectui.drafting import CostAware, DraftConfig, Fixed, Lookup, Model
 from spectui.engine.backends.llamacpp import default_threads
 from spectui.engine.embedded import Engine
 from spectui.errors import SpectuiError
@@ -87,13 +88,13 @@ SUMMARY_SIZES = (2, 4, 8, 16)
 
 def suffix(k: int, *, memory: bool) -> DraftConfig:
     """spectui's suffix drafter as ``--draft suffix`` runs it: cost-aware K."""
-    return DraftConfig(source="suffix", k=k, adaptive=True, k_max=16, memory=memory)
+    return DraftConfig(drafter=Lookup(name="suffix", memory=memory), length=CostAware(k_max=16))
 
 
 def default_ngram(k: int) -> DraftConfig:
     """spectui's default n-gram drafting: cost-aware K, seeded by the target's cached curve
     (the engine adds the seed). ``k`` is only where a fixed K would start; the cost model picks."""
-    return DraftConfig(source="ngram", k=k, adaptive=True, k_max=16)
+    return DraftConfig(length=CostAware(k_max=16))
 
 
 @dataclass
@@ -209,7 +210,7 @@ class Bench:
         # one engine for every spectui row: the target, and ``draft`` or the same file as its
         # own draft model (shared weights, a second KV cache)
         self.draft = draft or self.model
-        self.engine = Engine.load(self.config("load-typo-fix", "spec", DraftConfig(source=self.draft)))
+        self.engine = Engine.load(self.config("load-typo-fix", "spec", DraftConfig(drafter=Model(path=self.draft), length=Fixed())))
         self.artifacts = self.engine.target.artifacts()
         self.tmp = tempfile.mkdtemp(prefix="spectui-peers-")
         self.rows: list[Row] = []
@@ -365,7 +366,7 @@ class Bench:
         from llama_cpp.llama_speculative import LlamaPromptLookupDecoding
 
         k = self.args.k
-        fixed = DraftConfig(source="ngram", k=k)
+        fixed = DraftConfig(length=Fixed(k=k))
         adaptive = default_ngram(k)
         for name in COPY_PROMPTS:
             ar_cfg = self.config(name, "ar")
@@ -432,7 +433,7 @@ class Bench:
         k = self.args.k
         name = "load-typo-fix"
         ar_cfg = self.config(name, "ar")
-        spec_cfg = self.config(name, "spec", DraftConfig(source=self.model, k=k))
+        spec_cfg = self.config(name, "spec", DraftConfig(drafter=Model(path=self.model), length=Fixed(k=k)))
         pfile, ptext, _ = self.prompt_file(ar_cfg)
         ar = Row("draft", name, "spectui AR")
         ours = Row("draft", name, f"spectui draft model K={k}",
@@ -480,7 +481,7 @@ class Bench:
         backend = BackendConfig(name="mlx", n_ctx=1024)
         ar_cfg = RunConfig(target=model_dir, mode="ar", prompt=mb.PROMPT, chat=False, max_tokens=n, backend=backend)
         spec_cfg = RunConfig(target=model_dir, mode="spec", prompt=mb.PROMPT, chat=False, max_tokens=n,
-                             backend=backend, draft=DraftConfig(source=model_dir, k=k))
+                             backend=backend, draft=DraftConfig(drafter=Model(path=model_dir), length=Fixed(k=k)))
         engine = Engine.load(spec_cfg)
         _, ptokens = engine.prepare_prompt(ar_cfg)
         # spectui's backend computes in float32 on a CPU: give mlx-lm the same dtype

@@ -94,7 +94,7 @@ def record(model: str, max_tokens: int, prompt_set: str) -> int:
         probe = config(prompts[0].path, "spec", target, extra)
         with Engine.load(probe) as engine:
             # the curve the benchmark's runs start from, measured where the cache falls short
-            curves[mode] = list(engine.cost_curve(measure=True, n_max=probe.draft.k_max + 1,
+            curves[mode] = list(engine.cost_curve(measure=True, n_max=probe.draft.k_range[1] + 1,
                                                   context=engine.prepare_prompt(probe)[1]))
             traces[mode] = []
             eog = sorted(engine.target.eog_tokens)
@@ -126,16 +126,16 @@ def predict(data: dict, *, deterministic: bool, categories: list[str] | None = N
     # only the categories a benchmark ran, in its order: what the stored calibration carries
     traces = [t for t in data["traces"][mode] if categories is None or t["category"] in categories]
     # the defaults' draft settings (any prompt file: the prompt does not enter them)
-    draft = config(str(PROMPTS / "copy-1.txt"), "spec", "", flags).draft.seeded(tuple(curve))
+    draft = config(str(PROMPTS / "copy-1.txt"), "spec", "", flags).draft
     stored: dict[str, tuple[float, float]] = {}
     rows = []
     eog = frozenset(data["eog"])
 
     def one(trace: dict) -> float:
         nonlocal stored
-        cost = VerifyCost(draft.k_max, curve)
+        cost = VerifyCost(draft.k_range[1], curve)
         r = replay(trace["tokens"], trace["output"], cost, draft, data["max_tokens"], prices=None if deterministic else stored,
-                   eog=eog)
+                   eog=eog, seed=curve)
         if not deterministic:
             stored = merge(stored, r.counts)
         return r.speedup if r.cost else 1.0

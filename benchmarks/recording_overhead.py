@@ -16,7 +16,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout
 
-from spectui.config import DraftConfig, RunConfig  # noqa: E402
+from spectui.config import RunConfig  # noqa: E402
+from spectui.drafting import DraftConfig, Fixed  # noqa: E402
 from spectui.engine.embedded import Engine  # noqa: E402
 from spectui.metrics.stats import summarize  # noqa: E402
 from spectui.prompts import find_prompt  # noqa: E402
@@ -36,7 +37,7 @@ def main() -> None:
     prompt = find_prompt("load-typo-fix").text
     configs = [
         RunConfig(mode="ar", prompt=prompt, max_tokens=args.tokens),
-        RunConfig(mode="spec", prompt=prompt, max_tokens=args.tokens, draft=DraftConfig(k=4)),
+        RunConfig(mode="spec", prompt=prompt, max_tokens=args.tokens, draft=DraftConfig(length=Fixed(k=4))),
     ]
     with Engine.load(configs[0]) as engine, tempfile.TemporaryDirectory() as tmp:
         for config in configs:

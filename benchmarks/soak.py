@@ -18,7 +18,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout
 
 from spectui.cli.signals import StopOnSignal  # noqa: E402
-from spectui.config import BackendConfig, DraftConfig, RunConfig  # noqa: E402
+from spectui.config import BackendConfig, RunConfig  # noqa: E402
+from spectui.drafting import DraftConfig, Fixed  # noqa: E402
 from spectui.lab.soak import (  # noqa: E402
     SoakThresholds,
     analyze_folder,
@@ -40,7 +41,7 @@ def main() -> int:
     folder = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="spectui-soak-")) / "soak"
     prompts = soak_prompts()
     base = RunConfig(
-        mode="spec", draft=DraftConfig(source="ngram", k=4), prompt=prompts[0].text, backend=BackendConfig(n_threads=args.threads)
+        mode="spec", draft=DraftConfig(length=Fixed(k=4)), prompt=prompts[0].text, backend=BackendConfig(n_threads=args.threads)
     )
     configs = session_configs(base, prompts)
     print(f"soak: {args.duration:g} s, {base.draft.label()}, {len(prompts)} prompts ({', '.join(p.name for p in prompts)})", file=sys.stderr)

@@ -32,6 +32,7 @@ from categories import PROMPTS
 from defaults import config
 from pricing_replay import traces_path
 
+from spectui.drafting import Pricing
 from spectui.engine.loop.draft_length import DraftLength
 from spectui.engine.loop.propose import through_end
 from spectui.tune.replay import common_prefix, lookup_drafter
@@ -45,7 +46,7 @@ def one_run(trace: dict, draft, curve: list[float], budget: int, rng: random.Ran
     """(nanoseconds spent proposing, pricing and learning; steps) over one recorded output."""
     drafter = lookup_drafter(draft)
     drafter.reset(trace["tokens"])
-    length = DraftLength(draft, None)
+    length = DraftLength(draft.length, Pricing(seed=tuple(curve)))
     out = trace["output"]
     history = [*trace["tokens"], out[0]]
     i, n, spent, steps = 1, len(out), 0, 0
@@ -79,7 +80,7 @@ def main() -> int:
         return 2
     data = json.loads(path.read_text())
     curve = data["curves"]["default"]
-    draft = config(str(PROMPTS / "copy-1.txt"), "spec", "", ["--max-tokens", str(data["max_tokens"])]).draft.seeded(tuple(curve))
+    draft = config(str(PROMPTS / "copy-1.txt"), "spec", "", ["--max-tokens", str(data["max_tokens"])]).draft
     per_round = []
     for _ in range(max(args.rounds, 1)):
         rng = random.Random(1)  # the same jitter every round

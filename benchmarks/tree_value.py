@@ -28,7 +28,7 @@ import quant
 from defaults import config, prompt_files, run
 from peers import verify_cost_curve
 
-from spectui.config import DraftConfig
+from spectui.drafting import CostAware, DraftConfig, Lookup
 from spectui.engine.drafters.suffix import SuffixDrafter
 from spectui.engine.embedded import Engine
 from spectui.tune.ceiling import longest_copies
@@ -66,8 +66,8 @@ def replay_with_branch(prompt: list[int], output: list[int], cost, seed) -> dict
                 extra["second_right"] += 1
                 extra["rescued"] += min(len(draft) - got, max(copies[i + got], 1))
 
-    draft = DraftConfig(source="suffix", k=4, adaptive=True, k_max=K_MAX, cost_seed=seed, memory=False)
-    r = replay(prompt, output, cost, draft, on_block=branch)
+    draft = DraftConfig(drafter=Lookup(name="suffix", memory=False), length=CostAware(k_max=K_MAX))
+    r = replay(prompt, output, cost, draft, on_block=branch, seed=seed)
     return {
         "blocks": r.blocks, "missed": extra["missed"], "second_right": extra["second_right"],
         "single": r.speedup, "free_branch": (r.tokens + extra["rescued"]) / r.cost,

@@ -90,7 +90,7 @@ def report_rows(rec: Recording, s: Summary) -> list[tuple[str, list[tuple[str, s
         ("vocab / template sha256", f"{t.vocab_sha256[:16]} / {t.chat_template_sha256[:16] or 'none'}"),
     ]
     if d is not None:
-        artifacts += [("draft", f"{model_name(d.path or c.draft.source, d.quant)} ({d.name}; {d.quant})"), ("draft sha256", d.sha256)]
+        artifacts += [("draft", f"{model_name(d.path or c.draft.flag, d.quant)} ({d.name}; {d.quant})"), ("draft sha256", d.sha256)]
     artifacts += [(k, v) for k, v in a.runtime.items() if k != "system_info"]
     artifacts += [(k, v) for k, v in a.offload.items()]
     artifacts += [

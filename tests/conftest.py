@@ -9,7 +9,8 @@ import tempfile
 
 import pytest
 
-from spectui.config import BackendConfig, DraftConfig, RunConfig
+from spectui.config import BackendConfig, RunConfig
+from spectui.drafting import DraftConfig, Fixed, Model
 from spectui.models.registry import embedded_model_path
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -86,7 +87,7 @@ def engine(model_path, calibrations):
         target=model_path,
         mode="spec",
         prompt="x",
-        draft=DraftConfig(source=model_path),
+        draft=DraftConfig(drafter=Model(path=model_path), length=Fixed()),
         backend=BackendConfig(n_ctx=2048),
     )
     with Engine.load(config) as eng:
@@ -120,7 +121,7 @@ def mlx_engine(model_path):
         target=model_path,
         mode="spec",
         prompt="x",
-        draft=DraftConfig(source=model_path),
+        draft=DraftConfig(drafter=Model(path=model_path), length=Fixed()),
         backend=BackendConfig(name="mlx", n_ctx=512),
     )
     with Engine.load(config) as eng:

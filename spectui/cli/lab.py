@@ -157,7 +157,7 @@ def _methods_in_draft(args: argparse.Namespace) -> tuple[str, bool]:
     """The drafter axis and whether it is a grid: ``--draft runtime:a,runtime:b`` (several
     runtime methods, each with its prefix) sweeps each at every K, as ``--drafters ... --grid``;
     the base configuration then drafts with the first."""
-    from spectui.config import RUNTIME_PREFIX
+    from spectui.drafting import RUNTIME_PREFIX
     from spectui.lab.sweep import split_drafters
 
     methods = split_drafters(args.draft or "") if (args.draft or "").startswith(RUNTIME_PREFIX) else []

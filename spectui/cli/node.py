@@ -32,9 +32,12 @@ def prepare(config: RunConfig) -> RunConfig:
     import psutil
 
     from spectui.cli.run_flags import model_path
+    from spectui.drafting import Model
     from spectui.metrics.envelope import resolve_envelope
 
-    draft = msgspec.structs.replace(config.draft, source=model_path(config.draft.source))
+    draft, drafter = config.draft, config.draft.drafter
+    if isinstance(drafter, Model):
+        draft = msgspec.structs.replace(draft, drafter=msgspec.structs.replace(drafter, path=model_path(drafter.path)))
     envelope = resolve_envelope(config.envelope, psutil.virtual_memory().total)
     return msgspec.structs.replace(config, target=model_path(config.target), draft=draft, envelope=envelope)
 

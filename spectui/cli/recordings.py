@@ -222,7 +222,7 @@ def check_against_floors(floors: Floors, rec: Recording) -> tuple[list[str], boo
 
     c = rec.header.config
     # a floor names its drafter as the sweep's --drafters did: "ngram" or the draft GGUF path
-    floor, checks = check_floors(floors, c.prompt_tier, c.draft.source, c.draft.k, summarize(rec.events))
+    floor, checks = check_floors(floors, c.prompt_tier, c.draft.flag, c.draft.fixed_k or 0, summarize(rec.events))
     if floor is None:
         return [f"no floor for tier {c.prompt_tier or '(none)'} in {floors.source}"], False
     lines = [f"floor of tier {floor.tier}, {floor.drafter} K={floor.k} ({floor.runs} runs of {floors.source})"]

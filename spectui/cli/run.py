@@ -92,8 +92,9 @@ def headless(args: argparse.Namespace) -> int:
     doc = {"text": "".join(parts), "tokens": tokens, "summary": msgspec.to_builtins(summary)}
     end_output(out, {**doc, "recording": str(path) if path is not None else None} if args.json else None)
     header = events[0] if events and isinstance(events[0], Header) else None
-    # the header's config is what ran: the cost seed the engine found for this model included
-    print(format_summary(header.config if header is not None else config, summary), file=sys.stderr)
+    # the header says what ran, and the cost seed the engine found for this model
+    seed = header.pricing.seed if header is not None else ()
+    print(format_summary(header.config if header is not None else config, summary, seeded=bool(seed)), file=sys.stderr)
     if header is not None and header.batch_noise is not None:
         print(noise_line(config, header.batch_noise), file=sys.stderr)
     if path is not None:
@@ -141,8 +142,9 @@ def dashboard(args: argparse.Namespace) -> int:
                   set_elsewhere=options_set(args))
 
 
-def format_summary(config: RunConfig, s: Summary) -> str:
-    """The headless run's stderr lines: speed and latency, then drafting when speculative."""
+def format_summary(config: RunConfig, s: Summary, *, seeded: bool = False) -> str:
+    """The headless run's stderr lines: speed and latency, then drafting when speculative
+    (``seeded``: a cost-aware K started from a measured curve, not the built-in prior)."""
     from spectui.format import num_or_na as f
 
     steady = f" (steady {f(s.steady_tok_s)})" if s.warmup_dropped else ""
@@ -162,7 +164,7 @@ def format_summary(config: RunConfig, s: Summary) -> str:
             f" | mean accepted length {f(s.mean_accepted_length, '.2f')}"
             f" | rollbacks {s.rollbacks} | draft forwards {s.draft_forwards}"
         )
-        if config.draft.adaptive and not config.draft.cost_seed:
+        if config.draft.cost_aware and not seeded:
             lines.append(prior_line())
     return "\n".join(lines)
 

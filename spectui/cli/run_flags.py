@@ -14,18 +14,18 @@ import argparse
 import os
 import sys
 
+import msgspec
+
 from spectui.config import (
-    MODEL_FREE,
     RUNTIME_METHODS,
-    RUNTIME_PREFIX,
     RUNTIMES,
     BackendConfig,
-    DraftConfig,
     EnvelopeConfig,
     PolicyConfig,
     RunConfig,
     SamplingConfig,
 )
+from spectui.drafting import DEFAULT_K, MODEL_FREE, RUNTIME_PREFIX, CostAware, DraftConfig, Lookup, Model, Runtime, drafter_named
 from spectui.engine.backends import backend_kind, backend_names
 from spectui.engine.drafters import drafter_kinds, find_drafter
 from spectui.errors import SpectuiError
@@ -33,7 +33,8 @@ from spectui.errors import SpectuiError
 
 def add_run_arguments(p: argparse.ArgumentParser) -> None:
     """Every knob of one session: run, compare (live), sweep, soak and quality take them all."""
-    d_run, d_draft, d_samp, d_back, d_pol = RunConfig(), DraftConfig(), SamplingConfig(), BackendConfig(), PolicyConfig()
+    d_run, d_samp, d_back, d_pol = RunConfig(), SamplingConfig(), BackendConfig(), PolicyConfig()
+    d_lookup, d_limits = Lookup(), CostAware()
     backends = [backend_kind(name) for name in backend_names()]
     p.add_argument("--backend", choices=[b.name for b in backends], default=d_back.name,
                    help="the engine that runs the model: " + ", ".join(f"{b.name} ({b.label})" for b in backends)
@@ -54,7 +55,7 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--draft", default=None,
                    help="; ".join(f"'{k.name}' ({k.summary or k.label})" for k in lookups)
                         + f"; or a draft GGUF path; with --runtime, 'runtime:METHOD' (llama-server's --spec-type, "
-                          f"default {default_runtime_method('llama-server')}; mlx-lm's draft-model) (default {d_draft.source})")
+                          f"default {default_runtime_method('llama-server')}; mlx-lm's draft-model) (default {DraftConfig().flag})")
     p.add_argument("--lookup", type=int, default=0, metavar="N",
                    help="--runtime: the key length a runtime's n-gram methods match (llama-server's --spec-ngram-*-size-n, "
                         "ngram-mod's n-match; default: the runtime's own)")
@@ -67,17 +68,17 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-draft-memory", action="store_true",
                    help="suffix drafting: this request only, no memory of earlier outputs (kept under the user cache dir)")
     p.add_argument("--k", type=int, default=None,
-                   help=f"a fixed draft length K (default: cost-aware for n-gram drafting, {d_draft.k} for a draft model)")
+                   help=f"a fixed draft length K (default: cost-aware for n-gram drafting, {DEFAULT_K} for a draft model)")
     p.add_argument("--adaptive-k", action="store_true",
                    help="choose K each step from the measured verify cost and recent acceptance (0 = no draft when none pays)")
-    p.add_argument("--p-min", type=float, default=d_draft.p_min,
+    p.add_argument("--p-min", type=float, default=0.0,
                    help="draft model confidence: stop a draft where the draft's top token probability is below P (0 = off)")
-    p.add_argument("--k-min", type=int, default=d_draft.k_min, help=f"the shortest draft a chosen K may be (default {d_draft.k_min})")
-    p.add_argument("--k-max", type=int, default=d_draft.k_max, help=f"the longest draft a chosen K may be (default {d_draft.k_max})")
-    p.add_argument("--ngram-min", type=int, default=d_draft.ngram_min,
-                   help=f"n-gram drafting: the fewest recent tokens looked up in the text so far (default {d_draft.ngram_min})")
-    p.add_argument("--ngram-max", type=int, default=d_draft.ngram_max,
-                   help=f"n-gram drafting: the most recent tokens looked up in the text so far (default {d_draft.ngram_max})")
+    p.add_argument("--k-min", type=int, default=d_limits.k_min, help=f"the shortest draft a chosen K may be (default {d_limits.k_min})")
+    p.add_argument("--k-max", type=int, default=d_limits.k_max, help=f"the longest draft a chosen K may be (default {d_limits.k_max})")
+    p.add_argument("--ngram-min", type=int, default=d_lookup.ngram_min,
+                   help=f"n-gram drafting: the fewest recent tokens looked up in the text so far (default {d_lookup.ngram_min})")
+    p.add_argument("--ngram-max", type=int, default=d_lookup.ngram_max,
+                   help=f"n-gram drafting: the most recent tokens looked up in the text so far (default {d_lookup.ngram_max})")
     p.add_argument("--draft-temperature", type=float, default=None, help="draft model's own temperature")
     p.add_argument(
         "--fallback",
@@ -190,18 +191,7 @@ def config_from_args(args: argparse.Namespace, *, fallback_default: bool = False
             prompt, tier, ceiling, check = spec.text, spec.tier, spec.max_tokens, spec.check
     else:
         prompt = DEFAULT_PROMPT if args.prompt is None else args.prompt
-    draft = DraftConfig(
-        k_min=args.k_min,
-        k_max=args.k_max,
-        ngram_min=args.ngram_min,
-        ngram_max=args.ngram_max,
-        temperature=args.draft_temperature,
-        p_min=args.p_min,
-        learn_cost=not args.deterministic,
-        memory=not args.no_draft_memory,
-        draft_model=model_path(args.draft_model) if args.draft_model and not on_node else args.draft_model,
-        lookup=args.lookup,
-    ).drafting_with(draft_source(args, on_node), fixed_k=args.k, cost_aware=args.adaptive_k, chain=args.chain or "")
+    draft = draft_from_args(args, on_node)
     config = RunConfig(
         target=args.target if on_node else model_path(args.target),  # a catalogue name (spectui models) or a path
         mode=args.mode or ("ar" if args.server else RunConfig().mode),
@@ -240,6 +230,32 @@ def config_from_args(args: argparse.Namespace, *, fallback_default: bool = False
     return config
 
 
+def draft_from_args(args: argparse.Namespace, on_node: bool) -> DraftConfig:
+    """The drafting the flags ask for, typed: the drafter ``--draft`` names with the flags that
+    belong to its kind (a flag for another kind is one line), its length by the one rule
+    (``DraftConfig.drafting_with``)."""
+    flag = draft_source(args, on_node)
+    drafter = drafter_named(flag)
+    if args.chain and not isinstance(drafter, Model):
+        raise SpectuiError(f"a drafter chain is ngram or suffix in front of a draft model (--draft MODEL.gguf --chain ngram), "
+                           f"got --chain {args.chain} with --draft {flag}")
+    if not isinstance(drafter, Runtime) and args.lookup:
+        raise SpectuiError("--lookup sets a runtime's n-gram key length; spectui's own n-gram drafter takes --ngram-min/--ngram-max")
+    if not isinstance(drafter, Runtime) and args.draft_model:
+        raise SpectuiError("--draft-model is a runtime method's draft (with --draft runtime:draft-simple); "
+                           "spectui's own loop takes its draft model as --draft FILE.gguf")
+    base = DraftConfig(drafter=Lookup(ngram_min=args.ngram_min, ngram_max=args.ngram_max, memory=not args.no_draft_memory),
+                       length=CostAware(k_min=args.k_min, k_max=args.k_max, learn=not args.deterministic))
+    draft = base.drafting_with(flag, fixed_k=args.k, cost_aware=args.adaptive_k, p_min=args.p_min, chain=args.chain or "")
+    chosen = draft.drafter
+    if isinstance(chosen, Model):
+        chosen = msgspec.structs.replace(chosen, temperature=args.draft_temperature)
+    elif isinstance(chosen, Runtime):
+        model = model_path(args.draft_model) if args.draft_model and not on_node else args.draft_model
+        chosen = msgspec.structs.replace(chosen, draft_model=model, lookup=args.lookup)
+    return msgspec.structs.replace(draft, drafter=chosen)
+
+
 def default_runtime_method(runtime: str) -> str:
     """``--runtime`` with no ``--draft``: llama-server's own default (ngram-mod, ``--spec-default``),
     mlx-lm's one method (a draft model; without one, a line says so)."""
@@ -252,7 +268,7 @@ def draft_source(args: argparse.Namespace, on_node: bool) -> str:
     default: n-gram lookup, or the runtime's default method under ``--runtime``."""
     if args.draft is None:
         runtime = getattr(args, "runtime", None)
-        return RUNTIME_PREFIX + default_runtime_method(runtime) if runtime else DraftConfig().source
+        return RUNTIME_PREFIX + default_runtime_method(runtime) if runtime else DraftConfig().flag
     if args.draft.startswith(RUNTIME_PREFIX) or on_node or find_drafter(args.draft) is not None:
         return args.draft  # a registered drafter, or an installed package's (loaded now)
     return model_path(args.draft)

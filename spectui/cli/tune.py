@@ -16,7 +16,7 @@ from spectui.cli.inputs import read_recordings
 from spectui.cli.parsing import add_charts_arguments, output_path
 from spectui.cli.progress import Progress
 from spectui.cli.run_flags import add_run_arguments, config_from_args, gave_prompt
-from spectui.config import RUNTIME_PREFIX
+from spectui.drafting import RUNTIME_PREFIX
 from spectui.errors import SpectuiError
 
 if TYPE_CHECKING:  # imported on use: tune's engine parts load only when it runs
@@ -87,7 +87,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         specs = [s for s in list_prompts() if s.tier in tiers]
     recordings = _recordings(args.from_dir) if args.from_dir else None
     plan = runner.TunePlan(specs=specs, max_tokens=args.max_tokens or TUNE_TOKENS, reps=CHECK_ROUNDS if args.reps is None else args.reps,
-                           model_k=config.draft.k if args.k is not None else runner.MODEL_PROBE_K,
+                           model_k=args.k if args.k is not None else runner.MODEL_PROBE_K,
                            recordings=recordings, source=args.from_dir or "runs")
     # one step per phase (spectui.cli.progress: a bar in a terminal, a line each otherwise)
     with Progress("tune", plan.phases(config) + (5 if args.weights else 0)) as progress:
@@ -119,7 +119,7 @@ def _tune_runtime(args: argparse.Namespace, config: RunConfig) -> int:
     from spectui.runtime.methods import RuntimeMethod
 
     for method in methods:  # an unknown method is one line before a server starts
-        RuntimeMethod.parse(method, k=args.k, lookup=config.draft.lookup or None)
+        RuntimeMethod.parse(method, k=args.k, lookup=args.lookup or None)
     if gave_prompt(args):
         specs = [PromptSpec(name=config.prompt_name or "given", tier=config.prompt_tier or "given", max_tokens=config.max_tokens,
                             text=config.prompt)]
@@ -130,8 +130,8 @@ def _tune_runtime(args: argparse.Namespace, config: RunConfig) -> int:
         if unknown:
             raise SpectuiError(f"no prompt tier {', '.join(unknown)}; prompts/ has {', '.join(sorted(by_tier))}")
         specs = [by_tier[t] for t in dict.fromkeys(tiers)]
-    # --k: that K alone; else each of RUNTIME_K and the runtime's own
-    cands = runtime.candidates(methods, (args.k,) if args.k is not None else runtime.RUNTIME_K, runtime_default=args.k is None)
+    # --k: that K alone; else each of TUNE_KS and the runtime's own
+    cands = runtime.candidates(methods, (args.k,) if args.k is not None else runtime.TUNE_KS, runtime_default=args.k is None)
     rounds = max(1, args.reps or 1)  # a round is every setting on every prompt: one unless asked
     with Progress(f"tune {name}", rounds * len(cands) * len(specs)) as progress:  # a step: a setting and its AR on a prompt
         result = runtime.measure(config, specs, cands, rounds=rounds, max_tokens=args.max_tokens or runtime.RUNTIME_TOKENS,

@@ -244,9 +244,9 @@ def _check_acceptance(candidates: list[Recording], cs: list[Summary], t: GateThr
             detail="n/a: no speculative candidate",
         )
     rate = nanmedian([s.acceptance_rate for _, s in spec])
-    ks = sorted({r.header.config.draft.k for r, _ in spec})
-    adaptive = any(r.header.config.draft.adaptive for r, _ in spec)
-    at = f"at K={'/'.join(map(str, ks))}{' (adaptive)' if adaptive else ''}"
+    ks = sorted({k for r, _ in spec if (k := r.header.config.draft.fixed_k) is not None})
+    adaptive = any(r.header.config.draft.fixed_k is None for r, _ in spec)
+    at = "at " + " and ".join([f"K={'/'.join(map(str, ks))}"] * bool(ks) + ["a cost-aware K"] * adaptive)
     if ks != [t.expected_k] or adaptive:
         at += f"; the threshold is set for K={t.expected_k}"
     drafted = sum(s.drafted for _, s in spec)

@@ -119,21 +119,21 @@ def compare_headers(b: Header, c: Header) -> tuple[list[FieldDiff], list[FieldDi
         config.append(FieldDiff(path="config.mode", baseline=bc.mode, candidate=cc.mode))
         config.append(
             FieldDiff(
-                path="config.draft.source",
-                baseline=bc.draft.source if bc.mode == "spec" else None,
-                candidate=cc.draft.source if cc.mode == "spec" else None,
+                path="config.draft.drafter",
+                baseline=bc.draft.flag if bc.mode == "spec" else None,
+                candidate=cc.draft.flag if cc.mode == "spec" else None,
             )
         )
         config.append(
             FieldDiff(
-                path="config.draft.k",
-                baseline=bc.draft.k if bc.mode == "spec" else None,
-                candidate=cc.draft.k if cc.mode == "spec" else None,
+                path="config.draft.length",
+                baseline=bc.draft.k_label() if bc.mode == "spec" else None,
+                candidate=cc.draft.k_label() if cc.mode == "spec" else None,
             )
         )
     elif bc.mode == "spec":
         config += diffs(_fields("config.draft", bc.draft), _fields("config.draft", cc.draft))
-    same_drafter = bc.mode == cc.mode == "spec" and bc.draft.source == cc.draft.source
+    same_drafter = bc.mode == cc.mode == "spec" and bc.draft.flag == cc.draft.flag
     both_drafts = b.artifacts.draft is not None and c.artifacts.draft is not None
     if not (same_drafter and both_drafts) and _draft_label(b) != _draft_label(c):
         config.append(FieldDiff(path="artifacts.draft", baseline=_draft_label(b), candidate=_draft_label(c)))

@@ -20,6 +20,7 @@ import msgspec
 
 from spectui import __version__
 from spectui.config import RunConfig
+from spectui.drafting import CostAware, Pricing
 from spectui.engine.backends import backend_kind
 from spectui.engine.drafters import DraftSources, find_drafter, make_drafter
 from spectui.engine.drafters.suffix_memory import SuffixMemory
@@ -64,7 +65,7 @@ class Engine:
         """Load the models ``config`` runs on, through its backend's opener (``backends``):
         every check that can fail on bad input is done before a model loads."""
         if config.mode == "spec":  # a plugin's drafter is registered before its source is read as a model
-            find_drafter(config.draft.source)
+            find_drafter(config.draft.flag)
         config.validate()
         if config.backend.name == "server":  # a server is spectui.sessions.open_engine's to pick
             raise SpectuiError("a server is not an embedded backend: spectui.sessions opens it")
@@ -89,7 +90,7 @@ class Engine:
         if loaded.target != config.target or loaded.backend != config.backend:
             return False
         if config.mode == "spec" and config.draft.has_model:
-            return self.draft_model is not None and loaded.draft.source == config.draft.source
+            return self.draft_model is not None and loaded.draft.flag == config.draft.flag
         return True
 
     def check(self, config: RunConfig) -> None:
@@ -191,11 +192,11 @@ class Engine:
 
     def draft_price(self, config: RunConfig, prompt_tokens: Sequence[int], reuse: bool) -> float:
         """What a drafted token of this engine's draft model costs in target tokens, for a
-        cost-aware K that was given no price: measured once per loaded draft model
-        (``plan.draft_cost_probe``). A conversation's later turn does not probe (it would
-        empty the caches the turn keeps): it takes the last price, if any (0: none)."""
+        cost-aware K: measured once per loaded draft model (``plan.draft_cost_probe``). A
+        conversation's later turn does not probe (it would empty the caches the turn keeps):
+        it takes the last price, if any (0: none)."""
         d = config.draft
-        if config.mode != "spec" or not d.adaptive or not d.has_model or d.draft_cost or self.draft_model is None:
+        if config.mode != "spec" or not d.cost_aware or not d.has_model or self.draft_model is None:
             return 0.0
         if self._draft_priced[0] is not self.draft_model:
             if reuse:
@@ -237,40 +238,40 @@ class Engine:
 
     def _measures_cost(self, config: RunConfig) -> bool:
         """Whether ``config``'s run starts from the cached curve, measured where it falls short
-        (an adaptive K with no seed of its own, on fresh caches)."""
-        draft = config.draft
-        return config.mode == "spec" and draft.adaptive and not draft.cost_seed and not self.reuses_cache(config)
+        (a cost-aware K on fresh caches)."""
+        return config.mode == "spec" and config.draft.cost_aware and not self.reuses_cache(config)
 
     def measure_cost(self, config: RunConfig, *, before: Callable[[], object] | None = None) -> None:
         """Measure now, after calling ``before``, the verify-cost curve ``config``'s run would
         otherwise measure as it starts (seconds, once per model and thread count): the
         dashboard says so while it waits rather than show a first step that takes seconds."""
-        if not self._measures_cost(config) or not _short(load_curve(self.cost_key()), config.draft.k_max + 1):
+        n_max = config.draft.k_range[1] + 1
+        if not self._measures_cost(config) or not _short(load_curve(self.cost_key()), n_max):
             return
         if before is not None:
             before()
-        self.cost_curve(measure=True, n_max=config.draft.k_max + 1, context=self.prepare_prompt(config)[1])
+        self.cost_curve(measure=True, n_max=n_max, context=self.prepare_prompt(config)[1])
 
-    def plan(self, config: RunConfig, prompt: tuple[str, list[int]] | None = None) -> RunPlan:
-        """The plan ``config``'s run executes (``engine.plan``), decided once: the recorded
-        configuration (the cost curve a cost-aware K starts from, a draft model's price), the
-        drafter, the draft length and the policy. Call after the warm-up: pricing a draft
-        model evaluates on it. From here on the caches belong to this run's conversation."""
+    def plan(self, config: RunConfig, prompt: tuple[str, list[int]] | None = None, pricing: Pricing | None = None) -> RunPlan:
+        """The plan ``config``'s run executes (``engine.plan``), decided once: what prices its
+        blocks (the cost curve a cost-aware K starts from and a draft model's price: what
+        ``pricing`` gives, the rest measured), the drafter, the draft length and the policy. Call after
+        the warm-up: pricing a draft model evaluates on it. From here on the caches belong to
+        this run's conversation."""
         prompt_text, prompt_tokens = prompt or self.prepare_prompt(config)
         reuse = self.reuses_cache(config)
-        measure = self._measures_cost(config)  # before this run owns the caches
+        given = pricing or Pricing()
+        measure = not given.seed and self._measures_cost(config)  # before this run owns the caches
         self._cache_owner = config.conversation
-        draft = config.draft
-        if config.mode == "spec":
-            draft = draft.seeded(self.cost_curve(measure=measure, n_max=draft.k_max + 1,
-                                                 context=prompt_tokens))
-            draft = draft.priced(self.draft_price(config, prompt_tokens, reuse))
-        config = msgspec.structs.replace(config, draft=draft)
+        pricing = given
+        if config.mode == "spec" and config.draft.cost_aware:  # what was not given is measured
+            seed = given.seed or self.cost_curve(measure=measure, n_max=config.draft.k_range[1] + 1, context=prompt_tokens)
+            pricing = Pricing(seed=seed, draft_cost=given.draft_cost or self.draft_price(config, prompt_tokens, reuse))
         drafter = self.make_drafter(config, reuse=reuse)
         return RunPlan(
-            config=config, prompt_text=prompt_text, prompt_tokens=prompt_tokens, reuse=reuse, drafter=drafter,
-            draft_length=DraftLength(config.draft, self.proposal_prices(config, drafter)) if drafter is not None else None,
-            policy=make_policy(config, drafter),
+            config=config, pricing=pricing, prompt_text=prompt_text, prompt_tokens=prompt_tokens, reuse=reuse,
+            drafter=drafter, policy=make_policy(config, drafter),
+            draft_length=DraftLength(config.draft.length, pricing, self.proposal_prices(config, drafter)) if drafter is not None else None,
         )
 
     def proposal_prices(self, config: RunConfig, drafter: Drafter) -> dict[str, tuple[float, float]] | None:
@@ -279,7 +280,8 @@ class Engine:
         (the static prior) for a run priced by its seed alone (``learn_cost`` off:
         ``--deterministic``, tune's replays): its blocks then follow from its output and its
         recorded seed, whatever earlier runs left."""
-        if not config.draft.adaptive or not config.draft.learn_cost:
+        length = config.draft.length
+        if not isinstance(length, CostAware) or not length.learn:
             return None
         return load_prices(prices_key(self.target.artifacts().sha256, drafter.name))
 
@@ -307,8 +309,11 @@ class Engine:
         *,
         stop: threading.Event | None = None,
         memory_interval_s: float | None = 0.25,
+        pricing: Pricing | None = None,
     ) -> Generator[Event, None, None]:
         """Validate, then yield the session's events. Bad input raises before the first event.
+        ``pricing``: what prices a cost-aware K's blocks, handed in rather than measured (a
+        test's or tune's curve; what it leaves empty is measured); the header records it.
 
         A memory sampler thread reads the process and system every ``memory_interval_s``
         (None turns it off); its samples join the stream between steps, so the stream stays
@@ -320,8 +325,11 @@ class Engine:
         prompt = self.prepare_prompt(config)
         batch_noise = self.calibrate(config, prompt_tokens=len(prompt[1]))
         self.warm_up(config)  # nothing when a dashboard warmed this engine for the run already
-        plan = self.plan(config, prompt)
+        if pricing is not None:
+            pricing.validate()
+        plan = self.plan(config, prompt, pricing)
         header = self.header(plan.config, *prompt)  # fingerprints: not the model's time
+        header.pricing = plan.pricing
         header.batch_noise = batch_noise
         header.warmup_ms, header.warmup_sizes = round(self._warmup[0], 3), self._warmup[1]
         self._warmup = (0.0, [])

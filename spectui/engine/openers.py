@@ -11,6 +11,7 @@ import importlib.util
 import os
 
 from spectui.config import RunConfig
+from spectui.drafting import Model
 from spectui.engine.backends import Opened
 from spectui.errors import SpectuiError
 from spectui.models.gguf import read_gguf
@@ -19,7 +20,8 @@ from spectui.models.vocab import VocabFacts, draft_incompatibility
 
 
 def _draft_source(config: RunConfig) -> str | None:
-    return config.draft.source if config.mode == "spec" and config.draft.has_model else None
+    d = config.draft.drafter
+    return d.path if config.mode == "spec" and isinstance(d, Model) else None
 
 
 def open_llamacpp(config: RunConfig) -> Opened:

@@ -1,10 +1,11 @@
 """The run plan: everything a run executes, decided once before its first token.
 
-``Engine.plan`` builds it from a ``RunConfig``: the configuration as the recording keeps it
-(the verify-cost curve a cost-aware K starts from, a draft model's measured price), the prompt
+``Engine.plan`` builds it from a ``RunConfig``: the configuration as asked, what the plan
+measured to price blocks (``Pricing``: the verify-cost curve a cost-aware K starts from, a
+draft model's price), the prompt
 as the model sees it, whether a conversation's caches are kept, the drafter, the draft length
 rule and the fallback policy. ``Engine.run`` then writes the header from ``plan.config`` and
-runs ``plan.decode``; nothing after this changes the configuration. How K travels from the
+runs ``plan.decode``; nothing after this changes either. How K travels from the
 flag to a block: ARCHITECTURE.md, "Data flows one way".
 """
 
@@ -16,6 +17,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from spectui.config import RunConfig
+from spectui.drafting import Pricing
 from spectui.engine.drafters import DraftSources, drafter_kind
 from spectui.engine.loop.decode import decode
 from spectui.engine.loop.draft_length import DraftLength
@@ -27,8 +29,10 @@ from spectui.recording.schema import End, PolicyChange, Prefill, Step
 
 @dataclass
 class RunPlan:
-    #: the configuration as recorded: what the run started from, not only what was asked
+    #: the configuration as asked, recorded verbatim
     config: RunConfig
+    #: what the plan measured (or was handed) to price blocks: recorded beside the config
+    pricing: Pricing
     prompt_text: str
     prompt_tokens: list[int]
     #: a conversation's later turn keeps the prefix its caches share with the prompt
@@ -51,8 +55,8 @@ def block_sizes(config: RunConfig) -> list[int]:
     block is the pending token and K drafts). The fallback policy's rungs may shrink K."""
     if config.mode == "ar":
         return [1]
-    d = config.draft
-    ks = set(range(d.k_min, d.k_max + 1)) if d.adaptive else {d.k}
+    k_min, k_max = config.draft.k_range
+    ks = set(range(k_min, k_max + 1))
     if config.policy.enabled:
         ks |= {r.k for r in ladder(config) if r.k}
     return sorted({1, *(k + 1 for k in ks if k > 0)})

@@ -411,9 +411,10 @@ def fill_from_header(run: IndexedRun, h: Header) -> None:
         run.drafter, run.k = "server", ""
     else:
         d = c.draft
-        name = os.path.basename(d.source) if d.has_model else ""
+        name = os.path.basename(d.flag) if d.has_model else ""
         run.drafter = d.drafter_label if not d.has_model else model_name(draft_path or name)
-        run.draft_source, run.k, run.k_value = d.source, d.k_label(), d.k
+        # k_value: a fixed K, what a sweep's floor is kept for (0: cost-aware, or the runtime's)
+        run.draft_source, run.k, run.k_value = d.flag, d.k_label(), d.fixed_k or 0
         run.draft_sha256 = a.draft.sha256 if a.draft is not None else ""
     s = c.sampling
     run.sampling = "greedy" if s.greedy else f"T={s.temperature:g} top-k={s.top_k} top-p={s.top_p:g} seed={s.seed}"

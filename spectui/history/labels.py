@@ -21,5 +21,5 @@ def run_label(config: RunConfig, draft_path: str = "") -> str:
     header's artifacts), named in place of the configuration's draft source when known."""
     if config.mode == "ar" or config.backend.name == "server" or not config.draft.has_model:
         return config.label()  # no draft model to name: config's own label says it all
-    name = model_name(draft_path or config.draft.source)
+    name = model_name(draft_path or config.draft.flag)
     return f"spec {config.draft.label(model=f'draft {name}')}"

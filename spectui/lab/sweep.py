@@ -44,7 +44,8 @@ from pathlib import Path
 import msgspec
 
 from spectui import storage
-from spectui.config import RUNTIME_PREFIX, RunConfig
+from spectui.config import RunConfig
+from spectui.drafting import RUNTIME_PREFIX
 from spectui.errors import SpectuiError
 from spectui.metrics.same_text import Output, speedup
 from spectui.metrics.stats import Summary, median_ci, nanmedian, nanpercentile, summarize
@@ -242,14 +243,14 @@ def point_config(base: RunConfig, point: SweepPoint, prompt: PromptSpec, max_tok
     if point.knob == "ar":
         mode = "ar"
     elif point.knob == "k":
-        source = point.drafter or draft.source  # a grid's K point names its drafter
-        draft = msgspec.structs.replace(draft, source=source, k=int(point.value), adaptive=False)  # a K point is that K
+        flag = point.drafter or draft.flag  # a grid's K point names its drafter
+        draft = draft.drafting_with(flag, fixed_k=int(point.value))  # a K point is that K
     elif point.knob == "temperature":
         sampling = msgspec.structs.replace(sampling, temperature=float(point.value))
     elif point.knob == "top_k":
         sampling = msgspec.structs.replace(sampling, top_k=int(point.value))
     elif point.knob == "drafter":
-        draft = msgspec.structs.replace(draft, source=point.value)
+        draft = draft.drafting_with(point.value, fixed_k=draft.fixed_k, cost_aware=draft.cost_aware)  # its length kept
     config = msgspec.structs.replace(
         base,
         mode=mode,

@@ -127,7 +127,7 @@ def floors_from_sweep(result: SweepResult, summaries: dict[int, Summary], host: 
     for tier in dict.fromkeys(r.tier for r in result.runs):
         # a grid has a knee per drafter: the one whose curve went highest
         knee = max((k for k in result.knees if k.tier == tier), key=lambda k: k.best_speedup, default=None)
-        k = knee.knee_k if knee is not None and knee.knee_k is not None else base.draft.k
+        k = knee.knee_k if knee is not None and knee.knee_k is not None else base.draft.fixed_k or 0
         drafter = knee.drafter if knee is not None else ""
         members = [r for r in result.runs if r.tier == tier and r.knob == "k" and r.drafter == drafter and int(r.value) == k]
         if not members:  # no K knob in this sweep: no point ran the base configuration itself
@@ -139,7 +139,7 @@ def floors_from_sweep(result: SweepResult, summaries: dict[int, Summary], host: 
                 tier=tier,
                 point=members[0].point.label,
                 mode="spec",
-                drafter=drafter or base.draft.source,  # "ngram", a draft model or a runtime's method, as --drafters names it
+                drafter=drafter or base.draft.flag,  # "ngram", a draft model or a runtime's method, as --drafters names it
                 k=k,
                 acceptance_floor=math.floor(_p5([s.acceptance_rate for s in ss]) * 100) / 100,
                 decode_tok_s_floor=math.floor(_p5([s.decode_tok_s for s in ss]) * 10) / 10,

@@ -269,8 +269,8 @@ class LiveRun:
             return self._block_prediction[1]
         result = None
         if self.blocks:
-            draft = self.header.config.draft if self.header is not None else None
-            seed = draft.cost_seed if draft is not None else ()
+            draft = self.header.config.draft if self.header is not None and self.header.config.draft.cost_aware else None
+            seed = self.header.pricing.seed if self.header is not None else ()
             if self.ar_steps:
                 unit, source = self.mean_ar_step_us, "run"
             elif baseline_ar_step_us and baseline_ar_step_us > 0:
@@ -280,7 +280,8 @@ class LiveRun:
             curve = run_curve(self.blocks, seed=seed, ar_step_us=unit, source=source)
             if curve is not None:
                 longest = max(b.drafted for b in self.blocks)  # a fixed K may pass k-max
-                caps = range(draft.k_min if draft else 1, max(draft.k_max if draft else 16, longest) + 1)
+                k_min, k_max = draft.k_range if draft is not None else (1, 16)
+                caps = range(k_min, max(k_max, longest) + 1)
                 # the run's own price of its blocks, once its end says it (a cost-aware K's runs)
                 decisions = self.end.decisions if self.end is not None else None
                 priced = decisions.expected_tokens if decisions is not None and decisions.blocks == len(self.blocks) else None

@@ -37,7 +37,7 @@ from pathlib import Path
 import msgspec
 
 from spectui import storage
-from spectui.config import MODEL_FREE
+from spectui.drafting import MODEL_FREE
 from spectui.errors import SpectuiError
 from spectui.format import model_name
 from spectui.models.gguf import read_gguf

@@ -35,6 +35,7 @@ from typing import BinaryIO
 
 import msgspec
 
+from spectui.drafting import migrate_v1
 from spectui.errors import SpectuiError
 from spectui.recording.schema import (
     SCHEMA_VERSION,
@@ -219,7 +220,7 @@ def _check_header(payload: bytes, path: Path) -> Header:
                 f"{path} was written with schema {version}; this spectui reads {_READS_MAJOR}.x — upgrade spectui"
             )
     try:
-        event = _decode_map(payload)
+        event = _migrated(payload) if probe is not None and probe.schema_version.startswith("1.") else _decode_map(payload)
     except msgspec.DecodeError:
         try:
             event = _decode_array(payload)
@@ -230,6 +231,20 @@ def _check_header(payload: bytes, path: Path) -> Header:
     if type(event) is not Header:
         raise RecordingError(f"{path} does not start with a header record (found a {type(event).__name__} record)")
     return event
+
+
+def _migrated(payload: bytes) -> Header:
+    """A 1.x header as this schema reads it: its draft settings typed, what its plan measured
+    moved to ``pricing`` (``drafting.migrate_v1``). Read as plain data first: typed, the old
+    draft map would be ignored field by field and read as the default drafter."""
+    raw = msgspec.msgpack.decode(payload)
+    if not isinstance(raw, dict):
+        raise msgspec.DecodeError("a header is a map")
+    config = raw.get("config")
+    draft = config.get("draft") if isinstance(config, dict) else None
+    if isinstance(config, dict) and not (isinstance(draft, dict) and "drafter" in draft):  # not already typed
+        config["draft"], raw["pricing"] = migrate_v1(draft)
+    return msgspec.convert(raw, Header)
 
 
 def _zeros_to_eof(buf: bytes, pos: int, f: BinaryIO) -> bool:

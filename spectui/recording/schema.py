@@ -25,10 +25,11 @@ from typing import Literal
 import msgspec
 
 from spectui.config import RunConfig
+from spectui.drafting import Pricing
 from spectui.recording.load_tag import LoadTag
 
 #: ``major.minor``. Readers refuse a newer *major*; minor bumps only add optional fields.
-SCHEMA_VERSION = "1.8"  # 1.7: End.energy, Header.watch and the watch's WatchReading records; 1.8: Header.load
+SCHEMA_VERSION = "2.0"  # 1.8: Header.load; 2.0: the typed DraftConfig, Header.pricing (1.x read by migration)
 
 
 class TokenOrigin(IntEnum):
@@ -240,6 +241,9 @@ class Header(msgspec.Struct, tag=1, kw_only=True):
     spectui_version: str = ""
     started_at: str = ""  # wall clock, ISO 8601 UTC
     config: RunConfig = msgspec.field(default_factory=RunConfig)
+    #: 2.0: what the run's plan measured (or was handed) to price its blocks, beside what was
+    #: asked: the verify-cost curve a cost-aware K started from, a draft model's price
+    pricing: Pricing = Pricing()
     artifacts: Artifacts = msgspec.field(default_factory=Artifacts)
     #: The prompt exactly as tokenized (after the chat template), and its tokens.
     prompt_text: str = ""

@@ -44,7 +44,7 @@ from spectui import paths, storage
 from spectui.config import RunConfig
 from spectui.errors import SpectuiError
 from spectui.format import model_name
-from spectui.recording.schema import Event, MemorySample
+from spectui.recording.schema import SCHEMA_VERSION, Event, Header, MemorySample
 
 MAGIC = b"SPECTUI\x01"
 #: Larger frames are refused by the writer and read as corruption (not truncation) by the
@@ -67,6 +67,9 @@ def encode_varint(n: int) -> bytes:
     out.append(n)
     return bytes(out)
 
+
+#: the schema versions whose headers a reader migrates ("1.")
+_OLDER_MAJOR = tuple(f"{major}." for major in range(int(SCHEMA_VERSION.partition(".")[0])))
 
 class RecordingWriter:
     """Appends framed events to a new recording file. Thread-safe (the memory sampler
@@ -106,6 +109,10 @@ class RecordingWriter:
         self.size = len(MAGIC)
 
     def write(self, event: Event) -> None:
+        if type(event) is Header and event.schema_version.startswith(_OLDER_MAJOR):
+            # a header read from an older recording is written in this schema's shapes now: a
+            # reader would otherwise migrate it again (spectui.recording.reader._migrated)
+            event = msgspec.structs.replace(event, schema_version=SCHEMA_VERSION)
         payload = self._encode(event)  # tagged structs always carry their tag
         n = len(payload)
         if n > MAX_FRAME_BYTES:
@@ -201,12 +208,16 @@ def default_recording_path(
 
 
 def mode_slug(config: RunConfig) -> str:
-    """``ar``, ``spec-ngram-k4``, ``spec-ngram-k1-16`` (adaptive), ``spec-<draft>-k4``: a run in a file name."""
+    """``ar``, ``spec-ngram-k4``, ``spec-ngram-k1-16`` (cost-aware), ``spec-<draft>-k4``,
+    ``spec-ngram-mod-kdefault`` (a runtime's method at its own K): a run in a file name."""
     if config.mode == "ar":
         return "ar"
     d = config.draft
-    source = d.source if not d.has_model else _model_label(d.source)
-    return f"spec-{source}-k{d.k_min}-{d.k_max}" if d.adaptive else f"spec-{source}-k{d.k}"
+    source = _model_label(d.flag) if d.has_model else d.runtime_method or d.flag
+    if d.fixed_k is not None:
+        return f"spec-{source}-k{d.fixed_k}"
+    k_min, k_max = d.k_range
+    return f"spec-{source}-k{k_min}-{k_max}" if d.cost_aware else f"spec-{source}-kdefault"
 
 
 def free_path(folder: Path, stem: str) -> Path:

@@ -47,6 +47,7 @@ from pathlib import Path
 
 from spectui import storage
 from spectui.config import BackendConfig, RunConfig
+from spectui.drafting import RUNTIME_PREFIX, Runtime
 from spectui.engine.backends.mlx_paths import is_gguf, resolve_mlx_model
 from spectui.errors import SpectuiError
 from spectui.models.artifacts import file_sha256
@@ -67,7 +68,7 @@ from spectui.server.vocabulary import LocalVocabulary
 
 NAME = "mlx_lm.server"
 #: mlx_lm.server's own draft length (``--num-draft-tokens``' default in 0.26-0.32)
-RUNTIME_K = 3
+MLX_DEFAULT_K = 3
 ACCEPTANCE = (f"acceptance not reported by {NAME}: its stream, its answers and its endpoints carry no draft counts "
               "(drafted and accepted stay -1; nothing is estimated)")
 AUTH = (f"none: {NAME} takes no API key; it listens on {HOST} only, unauthenticated "
@@ -138,15 +139,17 @@ class MlxMethod:
     def describe(self) -> str:
         if not self.speculative:
             return "none (autoregressive)"
-        k = f"{self.k}" if self.k is not None else f"{RUNTIME_K}, its default"
+        k = f"{self.k}" if self.k is not None else f"{MLX_DEFAULT_K}, its default"
         return f"{_DRAFT_METHOD} (--num-draft-tokens {k})"
 
 
 def method_of(config: RunConfig) -> MlxMethod:
-    d = config.draft
+    d = config.draft.drafter
     if config.mode == "ar":
         return MlxMethod()
-    return MlxMethod.parse(d.source, k=None if d.adaptive else d.k, p_min=d.p_min or None, lookup=d.lookup or None,
+    if not isinstance(d, Runtime):
+        raise SpectuiError(f"mlx_lm.server drafts with its own methods (--draft {RUNTIME_PREFIX}draft-model), not --draft {config.draft.flag}")
+    return MlxMethod.parse(RUNTIME_PREFIX + d.method, k=config.draft.fixed_k, p_min=d.p_min or None, lookup=d.lookup or None,
                            draft_model=d.draft_model)
 
 

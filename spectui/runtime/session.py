@@ -18,6 +18,7 @@ import threading
 from collections.abc import Callable, Generator
 
 from spectui.config import RunConfig
+from spectui.drafting import RUNTIME_PREFIX, Runtime
 from spectui.engine.host.weights import resolve_target
 from spectui.errors import SpectuiError
 from spectui.recording.schema import BatchNoise, Event
@@ -34,13 +35,13 @@ from spectui.server.engine import ServerEngine
 def method_of(config: RunConfig) -> RuntimeMethod:
     """The runtime method a configuration runs: none for AR, else ``--draft runtime:METHOD``
     with spectui's K (when one was fixed) and p-min mapped onto the flags it reads."""
-    d = config.draft
+    d = config.draft.drafter
     if config.mode == "ar":
         return RuntimeMethod(("none",))
-    return RuntimeMethod.parse(
-        d.source, k=None if d.adaptive else d.k, p_min=d.p_min or None, draft_model=d.draft_model or None,
-        lookup=d.lookup or None,
-    )
+    if not isinstance(d, Runtime):
+        raise SpectuiError(f"llama-server drafts with its own methods (--draft {RUNTIME_PREFIX}METHOD), not --draft {config.draft.flag}")
+    return RuntimeMethod.parse(d.method, k=config.draft.fixed_k, p_min=d.p_min or None, draft_model=d.draft_model or None,
+                               lookup=d.lookup or None)
 
 
 def launch_settings(config: RunConfig, *, parallel: int = 1) -> LaunchSettings:

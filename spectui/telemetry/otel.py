@@ -131,7 +131,8 @@ def metric_attributes(header: Header) -> dict[str, Any]:
     }
     if c.mode == "spec":
         attrs["spectui.draft.source"] = c.draft.kind
-        attrs["spectui.draft.k"] = c.draft.k
+        if c.draft.fixed_k is not None:
+            attrs["spectui.draft.k"] = c.draft.fixed_k
     return attrs
 
 
@@ -174,7 +175,7 @@ def session_attributes(header: Header, s: Any) -> dict[str, Any]:  # s: Summary
     if s.finish_reason:
         attrs["gen_ai.response.finish_reasons"] = (s.finish_reason,)
     if c.mode == "spec":
-        attrs["spectui.draft.adaptive"] = c.draft.adaptive
+        attrs["spectui.draft.adaptive"] = c.draft.cost_aware
     if art.draft is not None:
         attrs["spectui.draft.model.sha256"] = art.draft.sha256
         attrs["spectui.draft.model.file"] = os.path.basename(art.draft.path)

@@ -15,9 +15,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-import msgspec
-
-from spectui.config import DraftConfig
+from spectui.drafting import DraftConfig, Pricing
 from spectui.engine.loop.draft_length import DraftLength
 from spectui.engine.loop.propose import propose_step
 from spectui.engine.protocol import Draft, DrafterBase
@@ -54,12 +52,13 @@ class Replayed:
     mean_k: float
 
 
-def replay_model(agree: Sequence[bool | None], cost: Callable[[int], float], draft_cost: float, draft: DraftConfig) -> Replayed:
+def replay_model(agree: Sequence[bool | None], cost: Callable[[int], float], draft_cost: float, draft: DraftConfig,
+                 seed: Sequence[float] = ()) -> Replayed:
     """The plan of ``draft`` (fixed or cost-aware K, p-min off) over the agreement sequence:
-    speedup over AR (one unit per token), acceptance of the drafted tokens, mean K asked."""
+    speedup over AR (one unit per token), acceptance of the drafted tokens, mean K asked.
+    ``seed``: the verify-cost curve a cost-aware K starts from (the run plan's ``Pricing.seed``)."""
     # the plan prices drafting at tune's measured cost, as the run prices it at its own
-    plan = msgspec.structs.replace(draft, learn_cost=False, draft_cost=draft_cost)
-    length = DraftLength(plan)
+    length = DraftLength(draft.learning(False).length, Pricing(seed=tuple(seed), draft_cost=draft_cost))
     j, n = 0, len(agree)
     spent = 0.0
     drafted_total = kept_total = asked_total = steps = 0

@@ -14,7 +14,7 @@ import statistics
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from spectui.config import MODEL_FREE, DraftConfig
+from spectui.drafting import MODEL_FREE, DraftConfig
 from spectui.metrics.predict import break_even_acceptance
 from spectui.tune.ceiling import copy_ceiling, perfect_ceiling
 from spectui.tune.replay import replay
@@ -52,14 +52,14 @@ class Setting:
         """What the labels of this drafter's fixed-K settings start with: ``n-gram K=``."""
         return Setting(self.drafter, 0).label().removesuffix("0")
 
-    def draft_config(self, base: DraftConfig, seed: Sequence[float]) -> DraftConfig:
+    def draft_config(self, base: DraftConfig) -> DraftConfig:
         """The ``DraftConfig`` that runs this setting, derived from the run's own ``base`` (its
-        chain, draft price and n-gram sizes kept; the cost-aware K seeded with ``seed``). The
-        suffix drafter runs without its memory, as it is replayed (``lookup_drafter``)."""
-        source = self.drafter if self.model_free else base.source
+        chain and n-gram sizes kept). The suffix drafter runs without its memory, as it is
+        replayed (``lookup_drafter``)."""
+        flag = self.drafter if self.model_free else base.flag
         if self.k is None:
-            return base.drafting_with(source, cost_aware=True).seeded(tuple(seed)).replayable()
-        return base.drafting_with(source, fixed_k=self.k, cost_aware=False, p_min=self.p_min).replayable()
+            return base.drafting_with(flag, cost_aware=True).replayable()
+        return base.drafting_with(flag, fixed_k=self.k, cost_aware=False, p_min=self.p_min).replayable()
 
 
 @dataclass
@@ -111,7 +111,7 @@ def lookup_predictions(
     out = {}
     name = lookup_name(base)
     for setting in [Setting(name, None), *(Setting(name, k) for k in K_CHOICES)]:
-        r = replay(data.prompt, data.output, cost, setting.draft_config(base, seed), data.budget, eog=data.eog)
+        r = replay(data.prompt, data.output, cost, setting.draft_config(base), data.budget, eog=data.eog, seed=seed)
         out[setting] = (r.speedup, r.acceptance)
     return out
 
@@ -177,7 +177,7 @@ def plan_tier(
     """Predictions for every setting over the tier's prompts, the best one, and a verdict."""
     model = base.has_model
     per_prompt = {
-        d.name: (model_predictions(d, cost, draft_cost, base.k_max if base.adaptive else max(base.k, 1)) if model
+        d.name: (model_predictions(d, cost, draft_cost, max(base.k_range[1], 1)) if model
                  else lookup_predictions(d, cost, base, seed))
         for d in data
     }

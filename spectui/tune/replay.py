@@ -15,7 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from spectui.config import DraftConfig, RunConfig
+from spectui.config import RunConfig
+from spectui.drafting import DraftConfig, Pricing
 from spectui.engine.drafters import DraftSources, drafter_kind
 from spectui.engine.loop.draft_length import DraftLength
 from spectui.engine.loop.propose import propose_step
@@ -62,7 +63,7 @@ def lookup_drafter(draft: DraftConfig) -> Drafter:
     """The model-free drafter ``draft`` names. The suffix drafter is replayed without its
     memory: the memory may hold the very outputs being replayed (from earlier runs of these
     prompts), which would predict a first request from its repeats."""
-    return drafter_kind(draft.source).make(DraftSources(RunConfig(draft=draft.replayable())))
+    return drafter_kind(draft.kind).make(DraftSources(RunConfig(draft=draft.replayable())))
 
 
 def replay(
@@ -74,6 +75,7 @@ def replay(
     on_block: Callable[[Drafter, int, list[int], int], None] | None = None,
     prices: Mapping[str, Sequence[float]] | None = None,
     eog: frozenset[int] = frozenset(),
+    seed: Sequence[float] = (),
 ) -> Replay:
     """Replay ``draft`` (prompt lookup or the suffix drafter; K fixed, or cost-aware with
     ``cost`` as its timings) over ``output``, the greedy continuation of ``prompt``;
@@ -83,10 +85,11 @@ def replay(
     verified block (drafted at output position ``i``) before the history moves past it.
     ``prices``: the stored calibration the run starts from (None: the static prior); what the
     replayed run observed is left in ``Replay.counts``, as a run would store it. ``eog``: the
-    target's end-of-generation tokens, where a run cuts every proposal (``propose.through_end``)."""
+    target's end-of-generation tokens, where a run cuts every proposal (``propose.through_end``).
+    ``seed``: the verify-cost curve a cost-aware K starts from (the run plan's ``Pricing.seed``)."""
     drafter = lookup_drafter(draft)
     drafter.reset(prompt)
-    length = DraftLength(draft, prices)
+    length = DraftLength(draft.length, Pricing(seed=tuple(seed)), prices)
     history = [*prompt, output[0]]
     i, n = 1, len(output)
     budget = budget or n

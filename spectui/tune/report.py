@@ -13,7 +13,8 @@ from typing import Any
 import msgspec
 
 from spectui.charts import Axis, Panel, Series, render
-from spectui.config import MODEL_FREE, RUNTIMES
+from spectui.config import RUNTIMES
+from spectui.drafting import MODEL_FREE
 from spectui.engine.host.verify_cost import Curve
 from spectui.format import num, section_title, text_table
 from spectui.tune.plan import K_CHOICES, Setting, TierPlan

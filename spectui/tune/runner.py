@@ -16,7 +16,8 @@ from dataclasses import dataclass, replace
 
 import msgspec
 
-from spectui.config import DraftConfig, RunConfig
+from spectui.config import RunConfig
+from spectui.drafting import DraftConfig, Fixed, Model, Pricing
 from spectui.engine.drafters.model import ModelDrafter, draft_sampling
 from spectui.engine.embedded import Engine
 from spectui.engine.host.noise import batch_noise
@@ -134,11 +135,12 @@ def collect_model_blocks(engine: Engine, configs: Sequence[RunConfig], k: int, p
     for config in configs:
         progress(f"draft model blocks on {config.prompt_name}")
         _, prompt = engine.prepare_prompt(config)
-        inner = ModelDrafter(draft_model, draft_sampling(config.sampling, config.draft))
+        assert isinstance(config.draft.drafter, Model), "collect_model_blocks runs a draft model's settings"
+        inner = ModelDrafter(draft_model, draft_sampling(config.sampling, config.draft.drafter))
         inner.collect_confidence = True
         recorder = _Recorder(inner)
         steps = [e for e in decode(engine.target, prompt, sampler=Sampler(config.sampling), max_tokens=config.max_tokens,
-                                   drafter=recorder, draft_length=DraftLength(DraftConfig(k=k))) if type(e) is Step]
+                                   drafter=recorder, draft_length=DraftLength(Fixed(k=k))) if type(e) is Step]
         asked = [s for s in steps[1:] if s.k > 0]  # one proposal per step that asked for a draft
         blocks = [(list(d.confidence or []), s.drafted, s.accepted) for d, s in zip(recorder.drafts, asked)]
         out.append(PromptData(config.prompt_name, config.prompt_tier, prompt, _tokens(steps), blocks))
@@ -162,12 +164,13 @@ def check(engine: Engine, plans: Sequence[TierPlan], configs: dict[str, RunConfi
             continue
         for name in plan.prompts:
             ar = configs[name]
-            spec = msgspec.structs.replace(ar, mode="spec", draft=plan.best.draft_config(ar.draft, curve.relative))
+            spec = msgspec.structs.replace(ar, mode="spec", draft=plan.best.draft_config(ar.draft))
+            pricing = Pricing(seed=curve.relative)  # the curve tune measured, as its replays priced blocks
             ratios = []
             for r in range(reps):
                 progress(f"check {plan.tier}: {name} ({r + 1}/{reps})")
                 first, second = (ar, spec) if r % 2 == 0 else (spec, ar)  # a drift in speed cancels
-                outputs = {id(c): Output.of(engine.run(c, memory_interval_s=None)) for c in (first, second)}
+                outputs = {id(c): Output.of(engine.run(c, memory_interval_s=None, pricing=pricing)) for c in (first, second)}
                 # over the same text: a greedy pair whose outputs part is timed up to where they part
                 ratio = speedup(outputs[id(spec)], outputs[id(ar)], greedy=ar.sampling.greedy)
                 if ratio > 0:
@@ -257,7 +260,7 @@ def tune_engine(engine: Engine, config: RunConfig, plan: TunePlan, progress: Pro
     info = engine.target.artifacts()
     return TuneResult(
         model=model_name(info.path), quant=info.quant, threads=int(runtime.get("n_threads", "0") or 0),
-        drafter=config.draft.source if model else lookup_name(config.draft), curve=curve, long_curve=long_curve, draft_cost=draft_cost,
+        drafter=config.draft.flag if model else lookup_name(config.draft), curve=curve, long_curve=long_curve, draft_cost=draft_cost,
         tiers=plans, runtime={k: v for k, v in runtime.items() if k in RUNTIME_KEYS}, source=plan.source,
         key=engine.cost_key(), measured_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         noise=noise, deterministic_noise=det_noise, deterministic_cost=det_cost,

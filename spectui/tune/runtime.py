@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from spectui.config import RUNTIME_PREFIX, RunConfig
+from spectui.config import RunConfig
+from spectui.drafting import RUNTIME_PREFIX
 from spectui.errors import SpectuiError
 from spectui.format import model_name, num, text_table
 from spectui.metrics.same_text import Output, speedup
@@ -42,7 +43,7 @@ from spectui.sessions.open import EngineCache, EngineFactory, open_engine
 from spectui.sessions.protocol import EngineProtocol
 
 #: K values the pass runs for a method that reads one (beside the runtime's own default)
-RUNTIME_K = (4, 8)
+TUNE_KS = (4, 8)
 #: the token budget of each run unless --max-tokens says otherwise: enough blocks for a ratio,
 #: small enough that the whole pass takes minutes, not tens of them
 RUNTIME_TOKENS = 64

@@ -300,7 +300,7 @@ class SpectuiApp(App[int]):
         """A fixed K, or a cost-aware K's limit (``DraftConfig.stepped``); a fixed K is remembered."""
         self._restart_after(self.controller.step_k(delta))
         draft = self.controller.config.draft
-        self.memory.keep(k=None if draft.adaptive else draft.k)
+        self.memory.keep(k=draft.fixed_k)
 
     def action_temperature_up(self) -> None:
         self._restart_after(self.controller.step_temperature(+TEMPERATURE_STEP))
@@ -361,7 +361,7 @@ class SpectuiApp(App[int]):
 
     def action_pick_models(self) -> None:
         """The model picker (``spectui models``' catalogue): the next run's target and draft."""
-        from spectui.config import MODEL_FREE
+        from spectui.drafting import MODEL_FREE
         from spectui.ui.screens.model_picker import ModelPicker
 
         busy = "a session is running: stop it (s) before choosing models"
@@ -381,7 +381,7 @@ class SpectuiApp(App[int]):
             # the same rule as the flags: a model-free drafter cost-aware, a draft model's K as it was chosen
             d = self.controller.config.draft
             free = source in MODEL_FREE
-            self.controller.set_config(target=target, draft=d.drafting_with(source, fixed_k=None if free else d.k))
+            self.controller.set_config(target=target, draft=d.drafting_with(source, fixed_k=None if free else d.fixed_k))
             with_ = f"{MODEL_FREE[source]} drafting" if free else Path(source).name
             self.notify(f"next run: {Path(target).name} with {with_}", timeout=4)
 

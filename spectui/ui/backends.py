@@ -21,7 +21,8 @@ from collections.abc import Callable
 
 import msgspec
 
-from spectui.config import RUNTIME_METHODS, RUNTIME_PREFIX, RUNTIMES, BackendConfig, DraftConfig, RunConfig
+from spectui.config import RUNTIME_METHODS, RUNTIMES, BackendConfig, RunConfig
+from spectui.drafting import RUNTIME_PREFIX, DraftConfig, Runtime
 from spectui.engine.backends import backend_kind, backend_names
 from spectui.errors import SpectuiError
 from spectui.ui.labels import backend_label
@@ -68,8 +69,8 @@ def _embedded_draft(draft: DraftConfig) -> DraftConfig:
     drafter as the flags make it (cost-aware)."""
     if not draft.is_runtime:
         return draft
-    fixed = None if draft.adaptive else draft.k
-    return DraftConfig().drafting_with(draft.draft_model or DraftConfig().source, fixed_k=fixed)
+    model = draft.drafter.draft_model if isinstance(draft.drafter, Runtime) else ""
+    return DraftConfig().drafting_with(model or DraftConfig().flag, fixed_k=draft.fixed_k)
 
 
 class BackendCycle:
@@ -117,13 +118,14 @@ class BackendCycle:
         """The embedded drafting as runtime ``name``'s method (see the module docstring)."""
         d = self.embedded_draft
         free, with_model = RUNTIME_METHODS.get(name, ("", ""))
-        method, draft_model = (with_model, d.source) if d.has_model else (free, "")
+        method, draft_model = (with_model, d.flag) if d.has_model else (free, "")
         if not method and mode == "spec":
             raise SpectuiError(f"{name} drafts only with a draft model: choose one first (--draft MODEL)"
                                if with_model else f"spectui knows no method of {name} for this drafting")
         method = method or with_model or free
         if not method:  # AR on a runtime spectui knows no method of: the drafting stays as it is
             return d
-        fixed = None if d.adaptive else d.k  # a cost-aware K is spectui's own: the runtime keeps its own K
-        draft = d.drafting_with(RUNTIME_PREFIX + method, fixed_k=fixed, chain="")
-        return msgspec.structs.replace(draft, draft_model=draft_model)
+        # a cost-aware K is spectui's own: the runtime keeps its own K
+        draft = d.drafting_with(RUNTIME_PREFIX + method, fixed_k=d.fixed_k, chain="")
+        assert isinstance(draft.drafter, Runtime)
+        return msgspec.structs.replace(draft, drafter=msgspec.structs.replace(draft.drafter, draft_model=draft_model))

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 
 from textual.app import App
 
-from spectui.config import DraftConfig, RunConfig
+from spectui.config import RunConfig
+from spectui.drafting import DraftConfig
 from spectui.errors import SpectuiError
 from spectui.prompts import DEFAULT_PROMPT
 from spectui.sessions.open import EngineFactory
@@ -36,11 +37,9 @@ THEME_256 = "spectui-256"
 
 
 def default_config() -> RunConfig:
-    """The embedded default model, speculative with n-gram drafts, on the CLI's default prompt:
-    what ``spectui`` with no flags runs (its K cost-aware, as every model-free drafter's is
-    unless a K is fixed; ``DraftConfig()`` alone is a fixed K)."""
-    draft = DraftConfig()
-    return RunConfig(prompt=DEFAULT_PROMPT, draft=draft.drafting_with(draft.source))
+    """The embedded default model, speculative with n-gram drafts (``DraftConfig()``: its K
+    cost-aware), on the CLI's default prompt: what ``spectui`` with no flags runs."""
+    return RunConfig(prompt=DEFAULT_PROMPT, draft=DraftConfig())
 
 
 def _apply_theme(app: App, theme: str | None) -> None:

@@ -85,6 +85,7 @@ def restore(config: RunConfig, theme: str | None, *, set_elsewhere: Collection[s
         theme = state.theme
     if state.mode and "mode" not in set_elsewhere:
         config = msgspec.structs.replace(config, mode=state.mode)
-    if state.k is not None and "k" not in set_elsewhere and not config.draft.adaptive:  # a fixed K's (+/-)
-        config = msgspec.structs.replace(config, draft=config.draft.stepped(state.k - config.draft.k))
+    fixed = config.draft.fixed_k
+    if state.k is not None and "k" not in set_elsewhere and fixed is not None:  # a fixed K's (+/-)
+        config = msgspec.structs.replace(config, draft=config.draft.stepped(state.k - fixed))
     return config, theme

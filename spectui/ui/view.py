@@ -77,7 +77,7 @@ class DashboardView:
             target, quant = artifact_label(h.artifacts.target, cfg.target)
         else:
             target, quant = ctl.models.get(cfg.target, (model_label(cfg.target), ""))
-        loaded_draft = h.artifacts.draft if h is not None and h.config.draft.source == cfg.draft.source else None
+        loaded_draft = h.artifacts.draft if h is not None and h.config.draft.flag == cfg.draft.flag else None
         draft_path = loaded_draft.path if loaded_draft is not None else ""
         detail = ctl.detail
         if state in (RunState.RUNNING, RunState.STOPPING):

@@ -177,10 +177,12 @@ def embedded_noise(setting: Setting, reach: int) -> BatchNoise | None:
         return None
     import msgspec
 
+    from spectui.drafting import DraftConfig
     from spectui.engine.embedded import Engine
 
     backend = msgspec.structs.replace(setting.config.backend, name="llamacpp", runtime_binary="")
-    config = msgspec.structs.replace(setting.config, mode="ar", backend=backend, draft=msgspec.structs.replace(setting.config.draft, source="ngram"))
+    # AR: the drafting is inert; the default is valid on every engine, a runtime's method is not
+    config = msgspec.structs.replace(setting.config, mode="ar", backend=backend, draft=DraftConfig())
     try:
         with Engine.load(config) as engine:
             return engine.calibrate(config, prompt_tokens=max(reach - config.max_tokens, 1))

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import pytest
 
-from spectui.config import DraftConfig, RunConfig, SamplingConfig
+from spectui.config import RunConfig, SamplingConfig
+from spectui.drafting import CostAware, DraftConfig, Fixed, Lookup, Model, Pricing
 from spectui.engine.loop.draft_length import DraftLength
 from spectui.recording.schema import Step
 from tests.prompts import ALL
@@ -47,9 +48,9 @@ def test_chain_equals_ar(engine, ar_outputs, chain, plan):
     path = engine.target.model.info.path
     lookup_blocks = model_blocks = 0
     for prompt, ar in ar_outputs.items():
-        draft = DraftConfig(source=path, chain=chain, temperature=1.0, memory=False)
+        draft = DraftConfig(drafter=Model(path=path, temperature=1.0, chain=Lookup(name=chain, memory=False)), length=Fixed())
         draft = draft.drafting_with(path, fixed_k=3 if plan == "fixed-k3" else None)
-        assert draft.adaptive == (plan == "cost-aware"), "a chain is cost-aware unless K is fixed"
+        assert draft.cost_aware == (plan == "cost-aware"), "a chain is cost-aware unless K is fixed"
         steps = run(engine, prompt, mode="spec", draft=draft, sampling=SamplingConfig(seed=3))
         assert tokens(steps) == ar, f"{chain} chain ({plan}) diverged from AR on {prompt[:40]!r}"
         lookup_blocks += sum(1 for s in steps if s.drafted and not s.draft_forwards)
@@ -68,10 +69,10 @@ def test_a_draft_models_cost_aware_k_is_priced_with_its_drafting(engine, ar_outp
     here), so the run is AR at AR's speed instead of paying for drafts that cannot pay."""
     path = engine.target.model.info.path
     config = RunConfig(target=path, prompt=COPY, max_tokens=MAX_TOKENS, mode="spec",
-                       draft=DraftConfig(source=path).drafting_with(path, cost_aware=True))
+                       draft=DraftConfig(drafter=Model(path=path), length=Fixed()).drafting_with(path, cost_aware=True))
     events = list(engine.run(config))
-    priced = events[0].config.draft
-    assert priced.adaptive and 0.6 < priced.draft_cost < 1.6, priced
+    header = events[0]
+    assert header.config.draft.cost_aware and 0.6 < header.pricing.draft_cost < 1.6, header.pricing
     steps = [ev for ev in events if isinstance(ev, Step)]
     assert tokens(steps) == ar_outputs[COPY]
     assert not any(s.drafted for s in steps), [s.k for s in steps]
@@ -86,16 +87,14 @@ def test_draft_cost_probe_on_self_draft(engine):
 def test_model_as_dear_as_its_target_is_not_repaid():
     """The chain's model K is priced with the measured draft cost: at 1.0 target tokens per draft
     forward no K pays at an acceptance of 0.9 on a CPU-like curve; at 0.05 long drafts do."""
-    length = DraftLength(DraftConfig(source="x.gguf", chain="ngram", adaptive=True, k_min=1, k_max=8,
-                                     cost_seed=(1.0, 1.6, 2.2, 2.8, 3.4, 4.0, 4.6, 5.2, 5.8)))
+    length = DraftLength(CostAware(k_min=1, k_max=8), Pricing(seed=(1.0, 1.6, 2.2, 2.8, 3.4, 4.0, 4.6, 5.2, 5.8)))
     for _ in range(4):
         length.update(0, 0, 0, verify_us=1000.0)  # AR steps time the unit
         length.update(4, 4, 4, verify_us=3400.0, match=0, draft_us=4000.0, forwards=4)  # 1.0 per forward
     assert length.draft_cost() == pytest.approx(1.0)
     assert length.acceptance(0) > 0.8
     assert length.model_k() == 0
-    cheap = DraftLength(DraftConfig(source="x.gguf", chain="ngram", adaptive=True, k_min=1, k_max=8,
-                                    cost_seed=(1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7, 1.8)))
+    cheap = DraftLength(CostAware(k_min=1, k_max=8), Pricing(seed=(1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7, 1.8)))
     for _ in range(4):
         cheap.update(0, 0, 0, verify_us=1000.0)
         cheap.update(4, 4, 4, verify_us=1400.0, match=0, draft_us=200.0, forwards=4)
@@ -104,9 +103,11 @@ def test_model_as_dear_as_its_target_is_not_repaid():
 
 
 def test_chain_needs_a_draft_model(model_path):
+    from spectui.cli import build_parser
+    from spectui.cli.run_flags import config_from_args
     from spectui.errors import SpectuiError
 
     with pytest.raises(SpectuiError, match="drafter chain"):
-        DraftConfig(source="ngram", chain="ngram").validate()
+        config_from_args(build_parser().parse_args(["run", "--prompt", "hi", "--draft", "ngram", "--chain", "ngram"]))
     with pytest.raises(SpectuiError, match="drafter chain"):
-        DraftConfig(source=model_path, chain="model").validate()
+        DraftConfig(drafter=Model(path=model_path, chain=Lookup(name="model")), length=Fixed()).validate()

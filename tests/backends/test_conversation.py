@@ -10,7 +10,8 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from spectui.config import DraftConfig, RunConfig
+from spectui.config import RunConfig
+from spectui.drafting import CostAware, DraftConfig, Fixed, Model
 from spectui.errors import SpectuiError
 from spectui.metrics.stats import summarize
 from spectui.recording.reader import read_recording
@@ -51,7 +52,7 @@ def ar_chat(engine):
     return converse(engine, base(engine, mode="ar"))
 
 
-@pytest.mark.parametrize("draft", [DraftConfig(source="ngram", adaptive=True), DraftConfig(source="ngram", k=4)],
+@pytest.mark.parametrize("draft", [DraftConfig(length=CostAware()), DraftConfig(length=Fixed(k=4))],
                          ids=["ngram-cost-aware", "ngram-k4"])
 def test_every_turn_equals_ar_and_the_follow_up_copies_more(engine, ar_chat, draft):
     ar_conv, ar_runs = ar_chat
@@ -86,7 +87,7 @@ def test_a_follow_up_evaluates_only_its_new_tokens(engine, ar_chat):
 
 def test_a_draft_model_keeps_its_cache_across_turns_and_stays_exact(engine, ar_chat):
     _, ar_runs = ar_chat
-    draft = DraftConfig(source=engine.config.target, k=3)  # self-drafting: a second context
+    draft = DraftConfig(drafter=Model(path=engine.config.target), length=Fixed(k=3))  # self-drafting: a second context
     _, runs = converse(engine, base(engine, mode="spec", draft=draft))
     assert [tokens_of(r) for r in runs] == [tokens_of(r) for r in ar_runs]
     kept = engine.draft_model.cached
@@ -128,6 +129,6 @@ def test_mlx_keeps_its_cache_between_turns_and_stays_exact(mlx_engine):
         return RunConfig(target=mlx_engine.config.target, backend=mlx_engine.config.backend, max_tokens=12, **kw)
 
     _, ar = converse(mlx_engine, short(mode="ar"), messages=("Name a colour.", "Say it again."))
-    _, spec = converse(mlx_engine, short(mode="spec", draft=DraftConfig(source="ngram", k=3)), messages=("Name a colour.", "Say it again."))
+    _, spec = converse(mlx_engine, short(mode="spec", draft=DraftConfig(length=Fixed(k=3))), messages=("Name a colour.", "Say it again."))
     assert [tokens_of(r) for r in spec] == [tokens_of(r) for r in ar]
     assert prefill_of(ar[1]).n_cached > prefill_of(ar[0]).n_tokens and prefill_of(spec[1]).n_cached == prefill_of(ar[1]).n_cached

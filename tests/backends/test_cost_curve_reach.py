@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import warnings
 
-import msgspec
 import pytest
 
-from spectui.config import DraftConfig, RunConfig
+from spectui.config import RunConfig
+from spectui.drafting import CostAware, DraftConfig, Pricing
 from spectui.engine.host.verify_cost import SeedNotice
 from spectui.models.cost_curves import CostCurve, load_curve, save_curve
 
@@ -32,13 +32,13 @@ def cached_curve_restored(engine):  # noqa: ANN001 - the session engine
 
 def spec_config(model_path: str) -> RunConfig:
     return RunConfig(target=model_path, mode="spec", prompt="Repeat: the cat sat on the mat. The cat sat on the mat.",
-                     max_tokens=8, draft=DraftConfig(adaptive=True, k_max=16))
+                     max_tokens=8, draft=DraftConfig(length=CostAware(k_max=16)))
 
 
-def measured_seed(engine, config: RunConfig) -> bool:  # noqa: ANN001 - the session engine
+def measured_seed(engine, config: RunConfig, pricing: Pricing | None = None) -> bool:  # noqa: ANN001 - the session engine
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
-        list(engine.run(config, memory_interval_s=None))
+        list(engine.run(config, memory_interval_s=None, pricing=pricing))
     return any(issubclass(w.category, SeedNotice) for w in seen)
 
 
@@ -69,6 +69,5 @@ def test_tune_curve_and_a_run_with_its_own_seed_are_left_alone(engine, model_pat
     assert not measured_seed(engine, config)
     assert load_curve(key) == tuned
     save_curve(key, CostCurve(relative=SHORT, source="runs"))
-    seeded = msgspec.structs.replace(config, draft=msgspec.structs.replace(config.draft, cost_seed=SHORT))
-    assert not measured_seed(engine, seeded)
+    assert not measured_seed(engine, config, Pricing(seed=SHORT))  # a run handed its seed
     assert len(load_curve(key).relative) == len(SHORT)

@@ -11,7 +11,8 @@ import msgspec
 from spectui.compare.diff import diff_recordings, format_diff_markdown, format_diff_text
 from spectui.compare.divergence import CHANGED, NEAR_TIE
 from spectui.compare.gate import GateThresholds, gate
-from spectui.config import DraftConfig, RunConfig, SamplingConfig
+from spectui.config import RunConfig, SamplingConfig
+from spectui.drafting import CostAware, DraftConfig
 from spectui.prompts import find_prompt
 from spectui.recording.output import output_top_two
 from spectui.recording.reader import read_recording
@@ -25,7 +26,7 @@ def _config(engine, prompt: str, mode: str, max_tokens: int, **kw) -> RunConfig:
     spec = find_prompt(prompt)
     return RunConfig(
         target=engine.target.model.info.path, prompt=spec.text, prompt_tier=spec.tier, mode=mode, max_tokens=max_tokens,
-        draft=DraftConfig(source="ngram", adaptive=True, k_min=1, k_max=16), backend=engine.config.backend, **kw,
+        draft=DraftConfig(length=CostAware(k_min=1, k_max=16)), backend=engine.config.backend, **kw,
     )
 
 

@@ -17,7 +17,8 @@ from collections.abc import Sequence
 import msgspec
 import pytest
 
-from spectui.config import DraftConfig, RunConfig
+from spectui.config import RunConfig
+from spectui.drafting import CostAware, DraftConfig, Fixed, Lookup, Pricing
 from spectui.engine.drafters import DrafterKind, register, unregister
 from spectui.engine.protocol import SUPPORT_AGREED, Draft, DrafterBase, match_bucket
 from spectui.recording.schema import End, Step
@@ -56,8 +57,8 @@ def always_wrong():
     unregister("always-wrong")
 
 
-def _run(engine, config: RunConfig) -> tuple[list[Step], End]:  # noqa: ANN001
-    events = list(engine.run(config, memory_interval_s=None))
+def _run(engine, config: RunConfig, pricing: Pricing | None = None) -> tuple[list[Step], End]:  # noqa: ANN001
+    events = list(engine.run(config, memory_interval_s=None, pricing=pricing))
     return [e for e in events if type(e) is Step], next(e for e in events if type(e) is End)
 
 
@@ -65,8 +66,8 @@ def _run(engine, config: RunConfig) -> tuple[list[Step], End]:  # noqa: ANN001
 def test_a_drafter_never_right_drafts_a_bounded_share_and_the_output_is_ar(engine, always_wrong, curve):
     base = RunConfig(target=engine.config.target, mode="ar", prompt=PROMPT, max_tokens=80, backend=engine.config.backend)
     ar_steps, _ = _run(engine, base)
-    draft = DraftConfig(source="always-wrong", adaptive=True, cost_seed=CURVES[curve], learn_cost=False, memory=False)
-    steps, end = _run(engine, msgspec.structs.replace(base, mode="spec", draft=draft))
+    draft = DraftConfig(drafter=Lookup(name="always-wrong", memory=False), length=CostAware(learn=False))
+    steps, end = _run(engine, msgspec.structs.replace(base, mode="spec", draft=draft), Pricing(seed=CURVES[curve]))
 
     assert [t for s in steps for t in s.tokens] == [t for s in ar_steps for t in s.tokens]
     blocks = [i for i, s in enumerate(steps) if s.drafted]
@@ -116,9 +117,9 @@ def test_nothing_past_the_end_of_generation_is_verified(engine, adaptive):
     try:
         base = RunConfig(target=engine.config.target, mode="ar", prompt=PROMPT, max_tokens=40, backend=engine.config.backend)
         ar_steps, _ = _run(engine, base)
-        draft = (DraftConfig(source="past-the-end", adaptive=True, cost_seed=CURVES["flat"], learn_cost=False, memory=False)
-                 if adaptive else DraftConfig(source="past-the-end", k=6, memory=False))
-        steps, _ = _run(engine, msgspec.structs.replace(base, mode="spec", draft=draft))
+        draft = (DraftConfig(drafter=Lookup(name="past-the-end", memory=False), length=CostAware(learn=False))
+                 if adaptive else DraftConfig(drafter=Lookup(name="past-the-end", memory=False), length=Fixed(k=6)))
+        steps, _ = _run(engine, msgspec.structs.replace(base, mode="spec", draft=draft), Pricing(seed=CURVES["flat"]))
     finally:
         unregister("past-the-end")
     assert [t for s in steps for t in s.tokens] == [t for s in ar_steps for t in s.tokens]

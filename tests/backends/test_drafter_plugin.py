@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 
+from spectui.drafting import DraftConfig, Fixed, Lookup
 from spectui.recording.reader import read_recording
 from spectui.recording.schema import Step
 from tests.conftest import REPO, seed_calibrations
@@ -41,7 +42,7 @@ def test_the_documented_plugin_runs_and_its_output_is_ars(tmp_path, calibrations
     assert spec.returncode == 0, spec.stderr
     recording = read_recording(tmp_path / "spec.spectui")
     draft = recording.header.config.draft
-    assert draft.source == name and not draft.adaptive  # (has_model reads the registry of the run's process)
+    assert draft == DraftConfig(drafter=Lookup(name=name), length=Fixed(k=4))  # typed: read without the plugin here
     assert f"spectui: {name} K=4 |" in spec.stderr  # the label the plugin's DrafterKind gives, in the child
     steps = [e for e in recording.events if type(e) is Step]
     assert sum(e.accepted for e in steps) > 0  # the plugin drafted, and the target kept some

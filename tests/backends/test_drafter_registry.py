@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import pytest
 
 from spectui.cli import build_parser, main
-from spectui.config import DraftConfig
+from spectui.drafting import DraftConfig, Fixed, Lookup
 from spectui.engine.drafters import DrafterKind, DraftSources, drafter_kind, register, unregister
 from spectui.engine.protocol import Draft, DrafterBase
 from spectui.errors import SpectuiError
@@ -70,7 +70,7 @@ def test_a_registered_drafter_runs_through_spectui_run(last_token, tmp_path, cal
     assert main([*common, "--mode", "ar", "-o", str(tmp_path / "ar.spectui")]) == 0
     assert main([*common, "--draft", "last-token", "--k", "4", "-o", str(tmp_path / "spec.spectui")]) == 0
     spec = read_recording(tmp_path / "spec.spectui")
-    assert spec.header.config.draft.source == "last-token" and not spec.header.config.draft.has_model
+    assert spec.header.config.draft.flag == "last-token" and not spec.header.config.draft.has_model
     assert spec.header.config.label() == "spec last token K=4"
     assert last_token and last_token[0].proposals > 0  # the engine made it through the registry
     steps = [e for e in spec.events if type(e) is Step]
@@ -81,7 +81,7 @@ def test_a_registered_drafter_runs_through_spectui_run(last_token, tmp_path, cal
 def test_tune_replays_a_registered_drafter(last_token):
     prompt = [5, 6, 7, 8, 9, 5, 6]
     output = [7, 8, 9, 5, 6, 7, 8, 9]
-    r = replay(prompt, output, lambda n: 1.0 + 0.5 * (n - 1), DraftConfig(source="last-token", k=4))
+    r = replay(prompt, output, lambda n: 1.0 + 0.5 * (n - 1), DraftConfig(drafter=Lookup(name="last-token"), length=Fixed(k=4)))
     assert r.drafted > 0 and r.accepted == r.drafted  # every copy is right on this cycle
     assert drafter_kind("last-token").label == "last token"
 

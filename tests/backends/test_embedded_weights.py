@@ -11,7 +11,8 @@ import os
 
 import pytest
 
-from spectui.config import BackendConfig, DraftConfig, RunConfig
+from spectui.config import BackendConfig, RunConfig
+from spectui.drafting import DraftConfig, Fixed
 from spectui.engine.embedded import Engine
 from spectui.engine.host.weights import CACHE_NAME, ENV, choose_weights, resolve_target, stored_choice
 from spectui.models.gguf import read_gguf
@@ -74,7 +75,7 @@ def test_the_first_run_probes_once_and_the_engine_loads_the_chosen_copy(fresh_ca
         assert header.artifacts.target.path == os.path.abspath(target.path)
         assert header.artifacts.target.quant == choice.quant and header.artifacts.target.origin == target.origin
         ar = tokens(engine, config)
-        spec = tokens(engine, RunConfig(prompt=PROMPT, chat=False, max_tokens=48, mode="spec", draft=DraftConfig(source="ngram")))
+        spec = tokens(engine, RunConfig(prompt=PROMPT, chat=False, max_tokens=48, mode="spec", draft=DraftConfig(length=Fixed())))
     assert len(ar) > 20 and spec == ar
 
 

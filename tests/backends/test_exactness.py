@@ -16,7 +16,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from spectui.config import DraftConfig, RunConfig, SamplingConfig
+from spectui.config import RunConfig, SamplingConfig
+from spectui.drafting import CostAware, DraftConfig, Fixed, Lookup, Model, Pricing
 from spectui.metrics.predict import verify_cost
 from spectui.recording.schema import Step, TokenOrigin
 from tests.prompts import ALL, PROSE
@@ -27,9 +28,9 @@ MAX_TOKENS = 48
 K_VALUES = (1, 4, 8)
 
 
-def generate(engine, prompt: str, **overrides) -> tuple[list[int], list[Step]]:
+def generate(engine, prompt: str, pricing: Pricing | None = None, **overrides) -> tuple[list[int], list[Step]]:
     config = RunConfig(target=engine.target.model.info.path, prompt=prompt, max_tokens=MAX_TOKENS, **overrides)
-    steps = [ev for ev in engine.run(config) if isinstance(ev, Step)]
+    steps = [ev for ev in engine.run(config, pricing=pricing) if isinstance(ev, Step)]
     return [t for s in steps for t in s.tokens], steps
 
 
@@ -59,13 +60,13 @@ def first_divergence(a: list[int], b: list[int]) -> int | None:
 
 
 DRAFTERS = {
-    "ngram": lambda path: DraftConfig(source="ngram"),
+    "ngram": lambda path: DraftConfig(length=Fixed()),
     # this request only: a memory of the same prompts' earlier outputs would draft them
     # perfectly and leave nothing rejected to test
-    "suffix": lambda path: DraftConfig(source="suffix", memory=False),
-    "model-t1": lambda path: DraftConfig(source=path, temperature=1.0),
+    "suffix": lambda path: DraftConfig(drafter=Lookup(name="suffix", memory=False), length=Fixed()),
+    "model-t1": lambda path: DraftConfig(drafter=Model(path=path, temperature=1.0), length=Fixed()),
     # a chain with a fixed K: the lookup's proposal where it matches, else the model's
-    "chain-ngram-model-t1": lambda path: DraftConfig(source=path, temperature=1.0, chain="ngram"),
+    "chain-ngram-model-t1": lambda path: DraftConfig(drafter=Model(path=path, temperature=1.0, chain=Lookup(name="ngram")), length=Fixed()),
 }
 
 
@@ -77,7 +78,7 @@ def test_greedy_speculative_equals_ar(engine, ar_outputs, drafter, k):
     accepted = 0
     for prompt, ar in ar_outputs.items():
         draft = DRAFTERS[drafter](path)
-        draft = DraftConfig(**{**{f: getattr(draft, f) for f in draft.__struct_fields__}, "k": k})
+        draft = draft.with_length(Fixed(k=k))
         spec, steps = generate(engine, prompt, mode="spec", draft=draft, sampling=SamplingConfig(seed=k))
         i = first_divergence(ar, spec)
         if i is not None:
@@ -95,7 +96,7 @@ def test_greedy_speculative_equals_ar(engine, ar_outputs, drafter, k):
 def test_token_origins_are_consistent(engine, ar_outputs):
     """Every step emits `accepted` DRAFT tokens then one CORRECTION / BONUS / AR token."""
     prompt = next(iter(ar_outputs))
-    _, steps = generate(engine, prompt, mode="spec", draft=DraftConfig(source="ngram", k=4))
+    _, steps = generate(engine, prompt, mode="spec", draft=DraftConfig(length=Fixed(k=4)))
     for s in steps[1:]:
         if s.drafted == 0:
             assert s.origins == [TokenOrigin.AR]
@@ -111,21 +112,18 @@ def test_token_origins_are_consistent(engine, ar_outputs):
 SEED = tuple(verify_cost(n) for n in range(1, 17))
 CHEAP_DRAFT = 0.05
 ADAPTIVE = {
-    "ngram": lambda path: DraftConfig(source="ngram", k=3, adaptive=True, k_min=2, k_max=6, cost_seed=SEED),
-    "suffix": lambda path: DraftConfig(source="suffix", k=3, adaptive=True, k_min=2, k_max=6, cost_seed=SEED),
+    "ngram": lambda path: DraftConfig(length=CostAware(k_min=2, k_max=6)),
+    "suffix": lambda path: DraftConfig(drafter=Lookup(name="suffix"), length=CostAware(k_min=2, k_max=6)),
     # priced by the seeds alone (as --deterministic does): whether K grows must not depend on
     # how this machine's timings happen to fall (on one CI host, 3 tokens timed dearer than
     # 3 single ones, and K rightly stayed at 2). The model drafts for itself, so a drafted
     # token really costs about one target token, which no block repays (test_chain.py shows
     # the cost-aware K then stays silent): the seeds price it as a draft model 20x smaller,
     # so that these runs draft and their exactness is tested.
-    "model-t0": lambda path: DraftConfig(source=path, k=3, adaptive=True, k_min=2, k_max=6, cost_seed=SEED, learn_cost=False,
-                                         draft_cost=CHEAP_DRAFT),
-    "model-t1": lambda path: DraftConfig(source=path, temperature=1.0, k=3, adaptive=True, k_min=2, k_max=6, cost_seed=SEED,
-                                         learn_cost=False, draft_cost=CHEAP_DRAFT),
+    "model-t0": lambda path: DraftConfig(drafter=Model(path=path), length=CostAware(k_min=2, k_max=6, learn=False)),
+    "model-t1": lambda path: DraftConfig(drafter=Model(path=path, temperature=1.0), length=CostAware(k_min=2, k_max=6, learn=False)),
     # draft confidence: the draft stops before a token its model gives less than p-min
-    "model-t0-pmin": lambda path: DraftConfig(source=path, k=3, adaptive=True, k_min=2, k_max=6, p_min=0.6, cost_seed=SEED,
-                                              learn_cost=False, draft_cost=CHEAP_DRAFT),
+    "model-t0-pmin": lambda path: DraftConfig(drafter=Model(path=path, p_min=0.6), length=CostAware(k_min=2, k_max=6, learn=False)),
 }
 
 
@@ -135,7 +133,7 @@ def test_p_min_cuts_drafts_and_stays_exact(engine, ar_outputs):
     path = engine.target.model.info.path
     cut = 0
     for prompt, ar in ar_outputs.items():
-        spec, steps = generate(engine, prompt, mode="spec", draft=DraftConfig(source=path, k=6, p_min=0.6))
+        spec, steps = generate(engine, prompt, mode="spec", draft=DraftConfig(drafter=Model(path=path, p_min=0.6), length=Fixed(k=6)))
         assert first_divergence(ar, spec) is None, f"p-min diverged from AR on {prompt[:40]!r}"
         emitted = len(steps[0].tokens)
         for s in steps[1:]:
@@ -151,7 +149,9 @@ def test_adaptive_k_stays_bounded_and_exact(engine, ar_outputs, drafter):
     path = engine.target.model.info.path
     ks: set[int] = set()
     for prompt, ar in ar_outputs.items():
-        spec, steps = generate(engine, prompt, mode="spec", draft=ADAPTIVE[drafter](path))
+        draft = ADAPTIVE[drafter](path)
+        pricing = Pricing(seed=SEED, draft_cost=CHEAP_DRAFT if draft.has_model else 0.0)
+        spec, steps = generate(engine, prompt, pricing, mode="spec", draft=draft)
         i = first_divergence(ar, spec)
         assert i is None, f"adaptive {drafter} diverged from AR on {prompt[:40]!r} at index {i}"
         emitted = len(steps[0].tokens)
@@ -184,9 +184,9 @@ def test_long_context_exact_when_deterministic(model_path):
         _, prompt_tokens = eng.prepare_prompt(base)
         assert len(prompt_tokens) + len(ar) > 300, "the run must reach past 256 cached tokens"
         seed = tuple(verify_cost(n) for n in range(1, 17))
-        for draft in (DraftConfig(source="ngram", k=4), DraftConfig(source="ngram", k=4, adaptive=True, cost_seed=seed, learn_cost=False)):
+        for draft in (DraftConfig(length=Fixed(k=4)), DraftConfig(length=CostAware(learn=False))):
             cfg = RunConfig(**{**_fields(base), "mode": "spec", "draft": draft})
-            spec = [t for ev in eng.run(cfg, memory_interval_s=None) if isinstance(ev, Step) for t in ev.tokens]
+            spec = [t for ev in eng.run(cfg, memory_interval_s=None, pricing=Pricing(seed=seed)) if isinstance(ev, Step) for t in ev.tokens]
             assert first_divergence(ar, spec) is None
 
 

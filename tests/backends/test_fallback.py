@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import re
 
+import msgspec
 import pytest
 
-from spectui.config import DraftConfig, PolicyConfig, RunConfig
+from spectui.config import PolicyConfig, RunConfig
+from spectui.drafting import CostAware, DraftConfig, Fixed, Model
 from spectui.engine.drafters.model import ModelDrafter, draft_sampling
 from spectui.engine.drafters.ngram import NgramDrafter
 from spectui.engine.loop.decode import decode
@@ -36,7 +38,7 @@ def config_for(model_path: str, prompt: str = PROMPT, **policy) -> RunConfig:
         target=model_path,
         prompt=prompt,
         max_tokens=MAX_TOKENS,
-        draft=DraftConfig(source=model_path, k=4, temperature=4.0),
+        draft=DraftConfig(drafter=Model(path=model_path, temperature=4.0), length=Fixed(k=4)),
         policy=PolicyConfig(enabled=True, **policy),
     )
 
@@ -54,13 +56,13 @@ def ar_tokens(engine, model_path):
 
 
 def test_ladder_order():
-    model = RunConfig(prompt="x", draft=DraftConfig(source="draft.gguf", k=4))
+    model = RunConfig(prompt="x", draft=DraftConfig(drafter=Model(path="draft.gguf"), length=Fixed(k=4)))
     assert [r.label for r in ladder(model)] == ["model K=4", "model K=3", "ngram K=3", "AR"]
-    ngram = RunConfig(prompt="x", draft=DraftConfig(source="ngram", k=8))
+    ngram = RunConfig(prompt="x", draft=DraftConfig(length=Fixed(k=8)))
     assert [r.label for r in ladder(ngram)] == ["ngram K=8", "ngram K=6", "AR"]
-    assert [r.label for r in ladder(RunConfig(prompt="x", draft=DraftConfig(k=1)))] == ["ngram K=1", "AR"]
+    assert [r.label for r in ladder(RunConfig(prompt="x", draft=DraftConfig(length=Fixed(k=1))))] == ["ngram K=1", "AR"]
     # the cost-aware K is capped by its own k_max at the top rung, never by the configured K
-    adaptive = RunConfig(prompt="x", draft=DraftConfig(source="ngram", k=4, adaptive=True, k_max=16))
+    adaptive = RunConfig(prompt="x", draft=DraftConfig(length=CostAware(k_max=16)))
     assert [r.label for r in ladder(adaptive)] == ["ngram K=16", "ngram K=12", "AR"]
 
 
@@ -145,7 +147,7 @@ def _decode(engine, config, target, drafters, prompt_tokens):
             prompt_tokens,
             sampler=Sampler(config.sampling),
             max_tokens=config.max_tokens,
-            draft_length=DraftLength(config.draft),
+            draft_length=DraftLength(config.draft.length),
             policy=policy,
         )
     )
@@ -156,7 +158,7 @@ def test_verifier_error_falls_to_ar(engine, model_path, ar_tokens):
         target=model_path,
         prompt=COPY_PROMPT,
         max_tokens=MAX_TOKENS,
-        draft=DraftConfig(source="ngram", k=4),
+        draft=DraftConfig(length=Fixed(k=4)),
         policy=PolicyConfig(enabled=True, probe_after_steps=100_000),
     )
     _, prompt_tokens = engine.prepare_prompt(config)
@@ -172,9 +174,10 @@ def test_verifier_error_falls_to_ar(engine, model_path, ar_tokens):
 
 def test_drafter_error_moves_to_the_lighter_drafter(engine, model_path, ar_tokens):
     config = config_for(model_path, prompt=COPY_PROMPT, probe_after_steps=100_000)
-    config = RunConfig(**{**{f: getattr(config, f) for f in config.__struct_fields__}, "draft": DraftConfig(source=model_path, k=4)})
+    drafter = Model(path=model_path)
+    config = msgspec.structs.replace(config, draft=DraftConfig(drafter=drafter, length=Fixed(k=4)))
     _, prompt_tokens = engine.prepare_prompt(config)
-    model = _FailOnce(ModelDrafter(engine.draft_model, draft_sampling(config.sampling, config.draft)), "propose", nth=2)
+    model = _FailOnce(ModelDrafter(engine.draft_model, draft_sampling(config.sampling, drafter)), "propose", nth=2)
     events = _decode(engine, config, engine.target, {"model": model, "ngram": NgramDrafter(1, 4)}, prompt_tokens)
     changes = [e for e in events if type(e) is PolicyChange]
     assert [(c.before, c.after) for c in changes] == [("model K=4", "ngram K=3")]

@@ -31,7 +31,8 @@ import os
 import numpy as np
 import pytest
 
-from spectui.config import BackendConfig, DraftConfig, RunConfig, SamplingConfig
+from spectui.config import BackendConfig, RunConfig, SamplingConfig
+from spectui.drafting import DraftConfig, Fixed, Model
 from spectui.errors import SpectuiError
 from spectui.models.chat import apply_chat_template
 from spectui.recording.schema import Step
@@ -257,7 +258,7 @@ def ar_tokens(mlx_engine):
 @pytest.mark.parametrize("k", K_VALUES)
 def test_greedy_speculative_equals_ar(mlx_engine, ar_tokens, drafter, k):
     path = mlx_engine.target.model.path
-    draft = DraftConfig(source="ngram", k=k) if drafter == "ngram" else DraftConfig(source=path, k=k, temperature=1.0)
+    draft = DraftConfig(length=Fixed(k=k)) if drafter == "ngram" else DraftConfig(drafter=Model(path=path, temperature=1.0), length=Fixed(k=k))
     spec, steps = generate(mlx_engine, SPEC_PROMPT, mode="spec", draft=draft, sampling=SamplingConfig(seed=k))
     i = first_divergence(ar_tokens, spec)
     if i is not None:
@@ -352,7 +353,7 @@ def test_cross_backend_diff(model_path, tmp_path):
     for backend in (BackendConfig(n_threads=1), MLX):
         # a fixed K: the warm-up evaluates 2 block sizes on MLX, not the 17 of a cost-aware K
         config = RunConfig(target=model_path, prompt=prompt.text, prompt_tier=prompt.tier, max_tokens=32, backend=backend,
-                           draft=DraftConfig(k=4))
+                           draft=DraftConfig(length=Fixed(k=4)))
         path = tmp_path / f"{backend.name}.spectui"
         with Engine.load(config) as engine, RecordingWriter(path) as writer:
             for ev in engine.run(config):

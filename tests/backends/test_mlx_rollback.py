@@ -11,7 +11,8 @@ import importlib
 import numpy as np
 import pytest
 
-from spectui.config import BackendConfig, DraftConfig, SamplingConfig
+from spectui.config import BackendConfig, SamplingConfig
+from spectui.drafting import Fixed
 from spectui.recording.schema import ModelArtifacts, Step
 
 pytestmark = pytest.mark.slow
@@ -69,7 +70,7 @@ def _decode(target, prompt, *, drafter=None, k=3, max_tokens=28):
     from spectui.engine.loop.draft_length import DraftLength
     from spectui.engine.loop.sampling import Sampler
 
-    length = DraftLength(DraftConfig(source="model", k=k)) if drafter is not None else None
+    length = DraftLength(Fixed(k=k)) if drafter is not None else None
     steps = [e for e in decode(target, prompt, sampler=Sampler(SamplingConfig()), max_tokens=max_tokens,
                                drafter=drafter, draft_length=length) if type(e) is Step]
     return [t for s in steps for t in s.tokens], sum(s.drafted > s.accepted for s in steps)

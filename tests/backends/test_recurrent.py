@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from spectui.config import BackendConfig, DraftConfig, RunConfig
+from spectui.config import BackendConfig, RunConfig
+from spectui.drafting import DraftConfig, Fixed, Model
 from spectui.engine.protocol import CacheRebuilt
 from spectui.recording.schema import End, Step
 from tests.backends.tiny_gguf import write_tiny_lfm2, write_tiny_mamba
@@ -54,7 +55,7 @@ def test_speculative_equals_ar_on_a_recurrent_target_and_draft(models):
     target, draft = models
     base = dict(target=str(target), prompt=PROMPT, chat=False, max_tokens=60, backend=BackendConfig(n_ctx=512))
     ar, _, ar_end = _run(RunConfig(mode="ar", **base))
-    spec, rejected, spec_end = _run(RunConfig(mode="spec", draft=DraftConfig(source=str(draft), k=4), **base))
+    spec, rejected, spec_end = _run(RunConfig(mode="spec", draft=DraftConfig(drafter=Model(path=str(draft)), length=Fixed(k=4)), **base))
     assert ar_end.reason == spec_end.reason == "length", (ar_end, spec_end)
     assert rejected >= 20, f"only {rejected} blocks had a rejection: the draft should disagree"
     first = next((i for i, (a, s) in enumerate(zip(ar, spec)) if a != s), None)

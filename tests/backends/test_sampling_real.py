@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from spectui.config import DraftConfig, RunConfig, SamplingConfig
+from spectui.config import RunConfig, SamplingConfig
+from spectui.drafting import DraftConfig, Fixed, Lookup, Model
 from spectui.engine.drafters.model import ModelDrafter
 from spectui.engine.loop.sampling import draw, verify_sampled, warp
 from spectui.recording.schema import Step
@@ -100,13 +101,13 @@ def pit_values(engine, config: RunConfig, rng: np.random.Generator) -> list[floa
 @pytest.mark.parametrize(
     "draft",
     [
-        pytest.param(lambda path: DraftConfig(source=path, k=3, temperature=2.0), id="model-draft-t2"),
-        pytest.param(lambda path: DraftConfig(source=path, k=3, temperature=2.0, p_min=0.3), id="model-draft-t2-pmin"),
-        pytest.param(lambda path: DraftConfig(source="ngram", k=3), id="ngram"),
-        pytest.param(lambda path: DraftConfig(source="suffix", k=3), id="suffix"),
+        pytest.param(lambda path: DraftConfig(drafter=Model(path=path, temperature=2.0), length=Fixed(k=3)), id="model-draft-t2"),
+        pytest.param(lambda path: DraftConfig(drafter=Model(path=path, p_min=0.3, temperature=2.0), length=Fixed(k=3)), id="model-draft-t2-pmin"),
+        pytest.param(lambda path: DraftConfig(length=Fixed(k=3)), id="ngram"),
+        pytest.param(lambda path: DraftConfig(drafter=Lookup(name="suffix"), length=Fixed(k=3)), id="suffix"),
         # a chain: lookup blocks (deterministic drafts) where the text matches, model blocks
         # (drawn from the draft at t=2) elsewhere, in one run, chosen step by step
-        pytest.param(lambda path: DraftConfig(source=path, k=3, chain="ngram", temperature=2.0), id="chain"),
+        pytest.param(lambda path: DraftConfig(drafter=Model(path=path, temperature=2.0, chain=Lookup(name="ngram")), length=Fixed(k=3)), id="chain"),
     ],
 )
 def test_decode_loop_samples_from_target_distribution(engine, draft):

@@ -12,7 +12,8 @@ import time
 
 import pytest
 
-from spectui.config import BackendConfig, DraftConfig, RunConfig
+from spectui.config import BackendConfig, RunConfig
+from spectui.drafting import DraftConfig, Fixed, Model
 from spectui.errors import SpectuiError
 from spectui.recording.output import output_text
 from spectui.recording.reader import read_recording
@@ -109,7 +110,7 @@ def test_the_engine_cache_reuses_what_fits_and_closes_what_does_not(model_path):
     assert cache.get(RunConfig(target=model_path, mode="spec", prompt="hi", backend=small)) is first  # n-gram: same models
     assert cache.loads == 1
     loads = []
-    drafted = RunConfig(target=model_path, mode="spec", prompt="hi", draft=DraftConfig(source=model_path), backend=small)
+    drafted = RunConfig(target=model_path, mode="spec", prompt="hi", draft=DraftConfig(drafter=Model(path=model_path), length=Fixed()), backend=small)
     second = cache.get(drafted, before_load=lambda: loads.append("loading"))
     assert second is not first and cache.loads == 2 and loads == ["loading"]
     assert first.target.ctx is None  # closed before the second load: one set of weights at a time

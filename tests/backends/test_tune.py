@@ -10,7 +10,8 @@ import os
 
 import pytest
 
-from spectui.config import DraftConfig, RunConfig
+from spectui.config import RunConfig
+from spectui.drafting import CostAware, DraftConfig, Fixed, Lookup, Model, Pricing
 from spectui.engine.host.verify_cost import measure_curve
 from spectui.engine.host.weights import probe_weights
 from spectui.models.gguf import read_gguf
@@ -35,11 +36,11 @@ def config(engine, name: str, mode: str, draft: DraftConfig | None = None) -> Ru
 #: choices do not depend on the machine's timings and the replay can follow them exactly
 SEED = (1.0, 1.8, 2.5, 2.7, 3.5, 4.0, 4.2, 4.4, 5.0, 5.3, 5.8, 6.2, 6.8, 7.4, 7.9, 8.6, 9.2)
 DRAFTS = {
-    "ngram K=2": DraftConfig(k=2),
-    "ngram K=5": DraftConfig(k=5),
-    "suffix K=5": DraftConfig(source="suffix", k=5, memory=False),
-    "ngram cost-aware": DraftConfig(k=4, adaptive=True, cost_seed=SEED, learn_cost=False),
-    "suffix cost-aware": DraftConfig(source="suffix", k=4, adaptive=True, cost_seed=SEED, learn_cost=False, memory=False),
+    "ngram K=2": DraftConfig(length=Fixed(k=2)),
+    "ngram K=5": DraftConfig(length=Fixed(k=5)),
+    "suffix K=5": DraftConfig(drafter=Lookup(name="suffix", memory=False), length=Fixed(k=5)),
+    "ngram cost-aware": DraftConfig(length=CostAware(learn=False)),
+    "suffix cost-aware": DraftConfig(drafter=Lookup(name="suffix", memory=False), length=CostAware(learn=False)),
 }
 
 
@@ -48,11 +49,13 @@ def test_replay_gives_the_blocks_a_real_run_verifies(engine, label):
     draft = DRAFTS[label]
     for name in PROMPTS:
         data = runner.collect_outputs(engine, [config(engine, name, "ar")], lambda _m: None)[0]
-        steps = [e for e in engine.run(config(engine, name, "spec", draft), memory_interval_s=None) if type(e) is Step][1:]
+        steps = [e for e in engine.run(config(engine, name, "spec", draft), memory_interval_s=None, pricing=Pricing(seed=SEED))
+                 if type(e) is Step][1:]
         real = [(s.drafted, s.accepted) for s in steps if s.drafted]
         replayed: list[tuple[int, int]] = []
         replay(data.prompt, data.output, lambda n: 1.0, draft, MAX_TOKENS,
-               on_block=lambda _d, _i, tokens, kept, into=replayed: into.append((len(tokens), kept)), eog=engine.target.eog_tokens)
+               on_block=lambda _d, _i, tokens, kept, into=replayed: into.append((len(tokens), kept)), eog=engine.target.eog_tokens,
+               seed=SEED)
         # the same blocks, each with as much kept: neither drafts past the end of generation
         assert replayed == real, name
         assert [t for s in steps for t in s.tokens] == data.output[1:]
@@ -60,7 +63,7 @@ def test_replay_gives_the_blocks_a_real_run_verifies(engine, label):
 
 def test_model_blocks_and_the_plan_they_give(engine):
     path = engine.target.model.info.path
-    configs = [config(engine, "load-typo-fix", "ar", DraftConfig(source=path))]
+    configs = [config(engine, "load-typo-fix", "ar", DraftConfig(drafter=Model(path=path), length=Fixed()))]
     data = runner.collect_model_blocks(engine, configs, 4, lambda _m: None)
     blocks = data[0].blocks
     assert blocks and all(len(conf) == drafted and drafted <= 4 for conf, drafted, _ in blocks)
@@ -68,10 +71,10 @@ def test_model_blocks_and_the_plan_they_give(engine):
     assert all(accepted == drafted for _, drafted, accepted in blocks)
     assert all(0.0 < c <= 1.0 for conf, _, _ in blocks for c in conf)
     curve = measure_curve(engine.target, data[0].prompt, depth=len(data[0].prompt), rounds=1)
-    plan = plan_tier("copy", data, curve.cost, DraftConfig(source=path), curve.relative, draft_cost=1.0)
+    plan = plan_tier("copy", data, curve.cost, DraftConfig(drafter=Model(path=path), length=Fixed()), curve.relative, draft_cost=1.0)
     # a draft as dear as the target cannot pay: at best K + 1 tokens for K + cost(K + 1) units
     assert plan.best.drafter == "ar" and plan.best_speedup == 1.0 and "does not pay" in plan.verdict
-    cheap = plan_tier("copy", data, curve.cost, DraftConfig(source=path), curve.relative, draft_cost=0.01)
+    cheap = plan_tier("copy", data, curve.cost, DraftConfig(drafter=Model(path=path), length=Fixed()), curve.relative, draft_cost=0.01)
     assert cheap.best.drafter == "model" and cheap.best_speedup > 1.0
     assert cheap.acceptance == 1.0 and all(a == 1.0 for a in cheap.per_position)
 

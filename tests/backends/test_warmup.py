@@ -14,7 +14,8 @@ import statistics
 import msgspec
 import pytest
 
-from spectui.config import BackendConfig, DraftConfig, RunConfig
+from spectui.config import BackendConfig, RunConfig
+from spectui.drafting import DraftConfig, Fixed, Model
 from spectui.recording.schema import Header, Step
 
 pytestmark = pytest.mark.slow
@@ -27,11 +28,11 @@ def warm_runs(model_path: str, ks: tuple[int, ...]) -> list[tuple[Header, list[S
     from spectui.engine.embedded import Engine
 
     base = RunConfig(target=model_path, mode="spec", prompt="1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12,", chat=False, max_tokens=200,
-                     draft=DraftConfig(source=model_path, k=ks[0]), backend=BackendConfig(n_ctx=1024))
+                     draft=DraftConfig(drafter=Model(path=model_path), length=Fixed(k=ks[0])), backend=BackendConfig(n_ctx=1024))
     out = []
     with Engine.load(base) as engine:
         for k in ks:
-            config = msgspec.structs.replace(base, draft=DraftConfig(source=model_path, k=k))
+            config = msgspec.structs.replace(base, draft=DraftConfig(drafter=Model(path=model_path), length=Fixed(k=k)))
             events = list(engine.run(config, memory_interval_s=None))
             out.append((events[0], [e for e in events if type(e) is Step and e.drafted]))
     return out
@@ -74,8 +75,9 @@ def test_the_dashboard_says_warming_up_once_per_new_block_size(model_path):
     runner = SessionRunner()
     thread = threading.Thread(target=runner.serve, daemon=True)
     thread.start()
-    base = RunConfig(target=model_path, prompt="Say hi.", mode="spec", max_tokens=4, backend=BackendConfig(n_ctx=512))
-    configs = [base, base, msgspec.structs.replace(base, draft=DraftConfig(k=7))]  # n-gram K=4, again, K=7
+    base = RunConfig(target=model_path, prompt="Say hi.", mode="spec", max_tokens=4, backend=BackendConfig(n_ctx=512),
+                     draft=DraftConfig(length=Fixed(k=4)))
+    configs = [base, base, msgspec.structs.replace(base, draft=DraftConfig(length=Fixed(k=7)))]  # n-gram K=4, again, K=7
     seen = []
     try:
         for run_id, config in enumerate(configs, start=1):

@@ -15,14 +15,15 @@ from pathlib import Path
 
 import msgspec
 
-from spectui.config import DraftConfig, RunConfig
+from spectui.config import RunConfig
+from spectui.drafting import DraftConfig, Fixed
 from spectui.engine.embedded import Engine
 from spectui.prompts import find_prompt
 from spectui.recording.writer import RecordingWriter
 
 HERE = Path(__file__).resolve().parent
 PROMPT = find_prompt("load-technical-memo", HERE.parents[1] / "prompts")
-BASE = RunConfig(prompt=PROMPT.text, prompt_tier=PROMPT.tier, max_tokens=160, draft=DraftConfig(source="ngram", k=4))
+BASE = RunConfig(prompt=PROMPT.text, prompt_tier=PROMPT.tier, max_tokens=160, draft=DraftConfig(length=Fixed(k=4)))
 RUNS = {
     "fixed-session-ar.spectui": msgspec.structs.replace(BASE, mode="ar"),
     "fixed-session.spectui": BASE,

@@ -9,7 +9,7 @@ import msgspec
 
 from spectui.recording.reader import read_recording
 from tests.conftest import run_cli
-from tests.unit.test_diff import cut_in_half, edit_header, sample, tokens_of, with_runtime, with_target_sha, write_events
+from tests.unit.test_diff import cut_in_half, edit_header, rewritten, sample, tokens_of, with_runtime, with_target_sha, write_events
 
 
 def one_line_error(proc, *fragments: str) -> None:
@@ -51,14 +51,15 @@ def test_divergent_pair_exits_0_and_names_the_index():
 def test_artifact_change_listed_first_in_text_and_json(tmp_path):
     src = read_recording(sample("short-control", "spec"))
     cand = write_events(tmp_path / "c.spectui", edit_header(src.events, lambda h: with_runtime(h, **{"llama-cpp-python": "0.4.0"})))
-    proc = run_cli("diff", str(sample("short-control")), str(cand))
+    base = rewritten(sample("short-control"), tmp_path)
+    proc = run_cli("diff", str(base), str(cand))
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     row = next(i for i, line in enumerate(lines) if "artifacts.runtime.llama-cpp-python" in line)
     assert lines[row].split()[1:3] == ["0.3.36", "0.4.0"]
     assert row < next(i for i, line in enumerate(lines) if line.startswith("-- outputs"))
     assert lines[2].startswith("-- artifacts: 1 difference")
-    doc = json.loads(run_cli("diff", "--json", str(sample("short-control")), str(cand)).stdout)
+    doc = json.loads(run_cli("diff", "--json", str(base), str(cand)).stdout)
     assert doc["artifacts"] == [{"path": "artifacts.runtime.llama-cpp-python", "baseline": "0.3.36", "candidate": "0.4.0", "note": ""}]
 
 

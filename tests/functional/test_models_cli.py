@@ -161,7 +161,7 @@ def test_runnable_by_name(home, tmp_path):
     assert proc.returncode == 0, proc.stderr
     h = read_recording(rec).header
     assert "/.ollama/models/blobs/sha256-" in h.config.target
-    assert h.config.draft.source.endswith("snapshots/aaaa/smollm2-135m-instruct-q4_0.gguf")
+    assert h.config.draft.flag.endswith("snapshots/aaaa/smollm2-135m-instruct-q4_0.gguf")
     assert h.artifacts.draft is not None and h.artifacts.draft.quant == "Q4_0"
 
 

@@ -282,7 +282,7 @@ def test_a_profile_naming_a_node_and_an_envelope_drives_a_run_there(home, tmp_pa
     assert header.node == "node-a"  # the profile's host
     envelope = header.config.envelope
     assert (envelope.min_headroom_mib, envelope.max_swap_in_mib) == (2048.0, 64.0)  # the profile's, over both [defaults]
-    assert header.config.draft.source == "ngram" and header.config.max_tokens == 12
+    assert header.config.draft.flag == "ngram" and header.config.max_tokens == 12
     provenance = header.provenance
     assert (provenance.command, provenance.profile, provenance.profile_origin) == ("run", "mini", "env SPECTUI_PROFILE")
     origins = {s.option: (s.value, s.origin) for s in provenance.settings}
@@ -353,21 +353,24 @@ async def test_the_dashboard_starts_from_the_profile_and_keeps_changes_out_of_th
     written = home.user.read_bytes()
     app = _dashboard(["run", "--profile", "mini"])
     async with app.run_test(size=(120, 40)) as pilot:
-        assert (app.theme, app.controller.config.draft.k) == ("spectui-light", 3)  # the profile's
+        assert (app.theme, app.controller.config.draft.fixed_k) == ("spectui-light", 3)  # the profile's
         await pilot.press("c", "plus", "m")  # another theme, K 3 -> 4, AR
         await pilot.pause()
         picked = app.theme
-        assert picked != "spectui-light" and app.controller.config.draft.k == 4
+        assert picked != "spectui-light" and app.controller.config.draft.fixed_k == 4
     assert home.user.read_bytes() == written  # the config is the person's: never written
     assert json.loads(dashboard_state_file().read_text())["theme"] == picked
     assert (json.loads(dashboard_state_file().read_text())["k"], json.loads(dashboard_state_file().read_text())["mode"]) == (4, "ar")
     # next time: what no flag or file sets comes back; the profile still wins over the state
-    again = _dashboard(["run", "--draft", "ngram"])
+    again = _dashboard(["run", "--draft", "ngram", "--k", "2"])  # the remembered K: a fixed K's, and --k fixes one
     async with again.run_test(size=(120, 40)):
-        assert (again.theme, again.controller.config.draft.k, again.controller.config.mode) == (picked, 4, "ar")
+        assert (again.theme, again.controller.config.draft.fixed_k, again.controller.config.mode) == (picked, 2, "ar")
+    cost_aware = _dashboard(["run", "--draft", "ngram"])  # n-gram without --k: cost-aware, no fixed K to restore
+    async with cost_aware.run_test(size=(120, 40)):
+        assert (cost_aware.controller.config.draft.cost_aware, cost_aware.controller.config.mode) == (True, "ar")
     profiled = _dashboard(["run", "--profile", "mini"])
     async with profiled.run_test(size=(120, 40)):
-        assert (profiled.theme, profiled.controller.config.draft.k, profiled.controller.config.mode) == ("spectui-light", 3, "ar")
+        assert (profiled.theme, profiled.controller.config.draft.fixed_k, profiled.controller.config.mode) == ("spectui-light", 3, "ar")
     assert home.user.read_bytes() == written
 
 

@@ -79,7 +79,7 @@ def test_a_row_is_rederived_from_its_recordings(sweep):
         assert rec.complete and c.prompt_name == r["prompt"] and c.prompt_tier == r["tier"]
         assert c.mode == ("ar" if r["knob"] == "ar" else "spec") and not c.policy.enabled
         if r["knob"] == "k":
-            assert c.draft.k == int(r["value"])
+            assert c.draft.fixed_k == int(r["value"])
 
 
 def test_analyze_rebuilds_the_same_table(sweep):

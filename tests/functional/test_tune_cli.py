@@ -63,7 +63,7 @@ def test_tune_measures_plans_checks_and_seeds_later_runs(cache_home, tmp_path):
     rec = tmp_path / "seeded.spectui"
     run = run_cli("run", "--headless", "--prompt-name", "short-greeting", *FAST, "--record", str(rec))
     assert run.returncode == 0, run.stderr
-    seed = read_recording(str(rec)).header.config.draft.cost_seed
+    seed = read_recording(str(rec)).header.pricing.seed
     assert list(seed) == pytest.approx(curve)
 
 

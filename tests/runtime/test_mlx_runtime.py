@@ -27,7 +27,8 @@ import psutil
 import pytest
 
 from spectui.compare.diff import diff_recordings
-from spectui.config import BackendConfig, DraftConfig, RunConfig
+from spectui.config import BackendConfig, RunConfig
+from spectui.drafting import DraftConfig, Fixed, Runtime
 from spectui.errors import SpectuiError
 from spectui.recording.reader import read_recording
 from spectui.recording.schema import End, Step
@@ -81,7 +82,7 @@ def test_the_llama_server_methods_name_the_runtime_whose_method_draft_model_is()
 
 def test_ar_runs_without_a_draft_and_a_fixed_k_is_passed():
     config = RunConfig(mode="spec", backend=BackendConfig(name="mlx-lm"),
-                       draft=DraftConfig(draft_model="d.gguf").drafting_with("runtime:draft-model", fixed_k=5))
+                       draft=DraftConfig(drafter=Runtime(method="draft-model", draft_model="d.gguf"), length=Fixed(k=5)))
     assert method_of(config) == MlxMethod("d.gguf", 5)
     assert method_of(RunConfig(mode="ar", backend=BackendConfig(name="mlx-lm"))) == MlxMethod()
     with pytest.raises(SpectuiError, match="--llama-server names llama-server's binary"):

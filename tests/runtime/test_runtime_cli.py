@@ -35,7 +35,7 @@ def test_a_runtime_method_runs_exact_and_reports_acceptance_per_block(llama_serv
                                   "--lookup", "2")
 
     config = spec.header.config
-    assert config.backend.name == "llama-server" and config.draft.source == "runtime:ngram-simple"
+    assert config.backend.name == "llama-server" and config.draft.flag == "runtime:ngram-simple"
     assert config.label() == "spec llama-server ngram-simple K=8"
     props = spec.header.artifacts.server.props
     assert "--spec-type ngram-simple" in props["runtime.command_line"]

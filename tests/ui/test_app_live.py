@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from spectui.config import DraftConfig
+from spectui.drafting import CostAware, DraftConfig, Fixed
 from spectui.metrics.stats import summarize
 from spectui.recording.reader import read_recording
 from spectui.recording.schema import End, Header, Step, TokenOrigin
@@ -91,7 +91,8 @@ async def test_run_streams_tokens_and_the_recording_matches_the_screen(tmp_path)
 @pytest.mark.asyncio
 async def test_stop_switch_mode_and_change_k(tmp_path):
     factory = GatedFactory(hold_after=3)
-    app = make_app(real_config(max_tokens=40), recordings_dir=str(tmp_path), engine_factory=factory)
+    fixed = DraftConfig(length=Fixed(k=4))
+    app = make_app(real_config(max_tokens=40, draft=fixed), recordings_dir=str(tmp_path), engine_factory=factory)
     async with app.run_test(size=SIZE) as pilot:
         # run, see tokens arrive, stop it in the middle
         await pilot.press("r")
@@ -126,14 +127,14 @@ async def test_stop_switch_mode_and_change_k(tmp_path):
 
         # back to speculative with K = 6
         await pilot.press("m", "plus", "plus")
-        assert (app.controller.config.mode, app.controller.config.draft.k) == ("spec", 6)
+        assert (app.controller.config.mode, app.controller.config.draft.fixed_k) == ("spec", 6)
         assert "K=6" in await header_text(pilot)
         await pilot.press("r")
         await finished(pilot, app)
         spec_path = app.controller.recording_path
         assert spec_path is not None and "k6" in spec_path.name
         rec = read_recording(spec_path)
-        assert rec.header.config.draft.k == 6
+        assert rec.header.config.draft.fixed_k == 6
         assert all(s.k == 6 for s in rec.events if type(s) is Step and s.drafted)
         assert screen_text(app) == recorded_text(spec_path)[1]
         # greedy speculative output is the AR output: the dashboard shows the same text
@@ -141,7 +142,7 @@ async def test_stop_switch_mode_and_change_k(tmp_path):
         assert app.controller.live.tokens[:n] == recorded_text(ar_path)[0][:n]
 
         await pilot.press("minus")
-        assert app.controller.config.draft.k == 5
+        assert app.controller.config.draft.fixed_k == 5
         assert len(factory.engines) == 1  # one load for all four runs: the engine was reused
     assert factory.engine.closed
     assert len(recordings(tmp_path)) == 3
@@ -150,17 +151,17 @@ async def test_stop_switch_mode_and_change_k(tmp_path):
 @pytest.mark.asyncio
 async def test_a_settings_change_restarts_the_running_run(tmp_path):
     factory = GatedFactory(hold_after=2)
-    app = make_app(real_config(max_tokens=40), recordings_dir=str(tmp_path), engine_factory=factory)
+    app = make_app(real_config(max_tokens=40, draft=DraftConfig(length=Fixed(k=4))), recordings_dir=str(tmp_path), engine_factory=factory)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("r")
         await wait_thread(lambda: factory.engines and factory.engine.holding.is_set(), "the first run")
         first_run = app.controller.run_id
         await pilot.press("plus")
-        assert app.controller.config.draft.k == 5
+        assert app.controller.config.draft.fixed_k == 5
         await wait_until(pilot, lambda: app.controller.run_id > first_run, "the restart")
         await wait_thread(lambda: factory.engine.runs == 2 and factory.engine.holding.is_set(), "the second run")
         assert app.controller.runner.busy and len(engine_workers(app)) == 1
-        assert app.controller.live.header is not None and app.controller.live.header.config.draft.k == 5
+        assert app.controller.live.header is not None and app.controller.live.header.config.draft.fixed_k == 5
         # a restart by hand, too
         await pilot.press("r")
         await wait_thread(lambda: factory.engine.runs == 3 and factory.engine.holding.is_set(), "the third run")
@@ -172,13 +173,13 @@ async def test_a_settings_change_restarts_the_running_run(tmp_path):
     assert len(files) == 3
     for f in files:  # every run was stopped in its middle and says so
         assert read_recording(f).events[-1].reason == "interrupted"
-    assert [read_recording(f).header.config.draft.k for f in files] == [4, 5, 5]
+    assert [read_recording(f).header.config.draft.fixed_k for f in files] == [4, 5, 5]
 
 
 @pytest.mark.asyncio
 async def test_quit_during_a_run_stops_it_and_closes_the_engine(tmp_path):
     factory = GatedFactory(hold_after=2)
-    app = make_app(real_config(max_tokens=40), recordings_dir=str(tmp_path), engine_factory=factory)
+    app = make_app(real_config(max_tokens=40, draft=DraftConfig(length=Fixed(k=4))), recordings_dir=str(tmp_path), engine_factory=factory)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("r")
         await wait_thread(lambda: factory.engines and factory.engine.holding.is_set(), "the run")
@@ -410,7 +411,7 @@ async def test_switch_backend_to_mlx_and_run(tmp_path):
     as an MLX session of the same model."""
     # a fixed K: the warm-up evaluates 2 block sizes, not the 17 of a cost-aware K (MLX on this
     # CPU costs ~0.1 s a token, and which K is drafted is not what this test is about)
-    app = make_app(real_config(max_tokens=6, draft=DraftConfig(k=2)), recordings_dir=str(tmp_path))
+    app = make_app(real_config(max_tokens=6, draft=DraftConfig(length=Fixed(k=2))), recordings_dir=str(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("x")
         assert app.controller.config.backend.name == "mlx"
@@ -428,19 +429,19 @@ async def test_switch_backend_to_mlx_and_run(tmp_path):
 async def test_plus_and_minus_move_what_k_means_and_the_panel_says_what_the_header_does(tmp_path):
     """A cost-aware K chooses every K itself: +/- move its limit (the header and the stats panel
     both say it), never a K the run would ignore; a fixed K is moved as it is."""
-    cost_aware = real_config(draft=DraftConfig(adaptive=True, k_min=1, k_max=8))
+    cost_aware = real_config(draft=DraftConfig(length=CostAware(k_min=1, k_max=8)))
     app = make_app(cost_aware, recordings_dir=str(tmp_path), remember=False)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("minus")
-        assert app.controller.config.draft.k_max == 7 and app.controller.config.draft.k == cost_aware.draft.k
+        assert app.controller.config.draft.length == CostAware(k_min=1, k_max=7)
         assert "K=1..7 adaptive" in await header_text(pilot)
         assert "1..7 adaptive" in await stats_text(pilot)
         await pilot.press("m")  # AR, then speculative again: the settings stay
         await pilot.press("m")
         await pilot.press("plus", "plus")
         assert "K=1..9 adaptive" in await header_text(pilot)
-    fixed = real_config(draft=DraftConfig(k=4))
+    fixed = real_config(draft=DraftConfig(length=Fixed(k=4)))
     app = make_app(fixed, recordings_dir=str(tmp_path), remember=False)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("plus")
-        assert "K=5" in await header_text(pilot) and app.controller.config.draft.k == 5
+        assert "K=5" in await header_text(pilot) and app.controller.config.draft.fixed_k == 5

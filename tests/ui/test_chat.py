@@ -12,7 +12,7 @@ import pytest
 from textual.events import Paste
 from textual.widgets import TextArea
 
-from spectui.config import DraftConfig
+from spectui.drafting import DraftConfig, Fixed
 from spectui.metrics.stats import summarize
 from spectui.recording.reader import read_recording
 from spectui.recording.schema import Prefill, Step
@@ -57,7 +57,7 @@ async def test_a_two_turn_chat_reuses_the_cache_copies_and_equals_ar(tmp_path):
     # a fixed K: what is tested is the conversation feeding the drafter. On one thread with the
     # shipped Q4_1 a block of n costs about 0.65 n tokens here, and the cost-aware K rightly
     # drafts little within 56 tokens while it learns that a repeat is a copy
-    config = real_config(max_tokens=56, draft=DraftConfig(source="ngram", k=4))
+    config = real_config(max_tokens=56, draft=DraftConfig(length=Fixed(k=4)))
     app = make_app(config, recordings_dir=str(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
         await compose(pilot, FIRST)

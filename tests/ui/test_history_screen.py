@@ -14,6 +14,7 @@ import pytest
 from textual.widgets import OptionList
 
 from spectui.config import RunConfig
+from spectui.drafting import CostAware, DraftConfig, Fixed, Lookup, Model
 from spectui.recording.reader import read_recording
 from spectui.recording.schema import Header
 from spectui.recording.writer import RecordingWriter
@@ -85,12 +86,11 @@ async def test_bad_index_path_is_one_line(folder, tmp_path):
         await wait_until(pilot, lambda: "is a folder" in str(app.screen.query_one("#history-title").render()), "the error", 60)
 
 
-def copy_with_config(src, dst, **draft: object) -> None:  # noqa: ANN001
+def copy_with_config(src, dst, draft: DraftConfig | None = None, backend: str | None = None) -> None:  # noqa: ANN001
     """``src`` with its recorded configuration's drafting changed (``backend`` names a backend)."""
     rec = read_recording(src)
     h = rec.header
-    backend = draft.pop("backend", None)
-    config = msgspec.structs.replace(h.config, draft=msgspec.structs.replace(h.config.draft, **draft))
+    config = msgspec.structs.replace(h.config, draft=draft or h.config.draft)
     if backend is not None:
         config = msgspec.structs.replace(config, backend=msgspec.structs.replace(config.backend, name=backend))
     with RecordingWriter(dst) as w:
@@ -110,7 +110,7 @@ async def test_a_run_has_one_label_in_the_header_the_compare_column_and_the_hist
     folder = tmp_path / "recordings"
     folder.mkdir()
     adaptive = folder / "adaptive.spectui"
-    copy_with_config(FIXED_SPEC, adaptive, adaptive=True, k_min=1, k_max=16)
+    copy_with_config(FIXED_SPEC, adaptive, DraftConfig(length=CostAware(k_min=1, k_max=16)))
     label = "spec n-gram K=1..16 adaptive"
     assert run_label(read_recording(adaptive).header.config) == label
 
@@ -143,10 +143,10 @@ async def test_history_groups_runs_by_their_label(tmp_path, monkeypatch):
     folder = tmp_path / "recordings"
     folder.mkdir()
     draft = "/models/SmolLM2-135M-Instruct.Q4_1.gguf"
-    copy_with_config(FIXED_SPEC, folder / "model.spectui", source=draft)
-    copy_with_config(FIXED_SPEC, folder / "chain.spectui", source=draft, chain="ngram")
+    copy_with_config(FIXED_SPEC, folder / "model.spectui", DraftConfig(drafter=Model(path=draft), length=Fixed()))
+    copy_with_config(FIXED_SPEC, folder / "chain.spectui", DraftConfig(drafter=Model(path=draft, chain=Lookup()), length=Fixed()))
     copy_with_config(FIXED_SPEC, folder / "server-k4.spectui", backend="server")
-    copy_with_config(FIXED_SPEC, folder / "server-k6.spectui", backend="server", k=6)
+    copy_with_config(FIXED_SPEC, folder / "server-k6.spectui", DraftConfig(length=Fixed(k=6)), backend="server")
 
     app = make_app(RunConfig(prompt="(history)"), record=False, recordings_dir=str(folder), engine_factory=no_engine)
     async with app.run_test(size=SIZE) as pilot:

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from spectui.config import DraftConfig
+from spectui.drafting import DraftConfig, Fixed
 from spectui.ui.app import SpectuiApp
 from spectui.ui.screens.live import LiveScreen
 from spectui.ui.screens.model_picker import ModelPicker
@@ -54,7 +54,7 @@ async def _open_picker(pilot) -> ModelPicker:  # noqa: ANN001
 @pytest.mark.asyncio
 async def test_pick_target_then_draft_sets_the_next_run(home, model_path):
     q8 = str(home / "smollm2-q8_0.gguf")
-    app = SpectuiApp(real_config(draft=DraftConfig(k=6)), record=False)
+    app = SpectuiApp(real_config(draft=DraftConfig(length=Fixed(k=6))), record=False)
     async with app.run_test(size=(120, 40)) as pilot:
         picker = await _open_picker(pilot)
         assert not picker.error
@@ -76,8 +76,8 @@ async def test_pick_target_then_draft_sets_the_next_run(home, model_path):
         await pilot.press("enter")  # the first: the embedded model
         await wait_until(pilot, lambda: isinstance(app.screen, LiveScreen), "the picker to close")
         cfg = app.controller.config
-        assert cfg.target == q8 and cfg.draft.source == model_path
-        assert cfg.draft.k == 6 and not cfg.draft.adaptive  # K as configured
+        assert cfg.target == q8 and cfg.draft.flag == model_path
+        assert cfg.draft.fixed_k == 6 and not cfg.draft.cost_aware  # K as configured
         assert any("next run: smollm2-q8_0.gguf with" in n.message for n in app._notifications)
 
         # the embedded target has no smaller draft: n-gram only, with the cost-aware K
@@ -92,7 +92,7 @@ async def test_pick_target_then_draft_sets_the_next_run(home, model_path):
         await pilot.press("enter")
         await wait_until(pilot, lambda: isinstance(app.screen, LiveScreen), "the picker to close")
         cfg = app.controller.config
-        assert cfg.target == model_path and cfg.draft.source == "ngram" and cfg.draft.adaptive
+        assert cfg.target == model_path and cfg.draft.flag == "ngram" and cfg.draft.cost_aware
 
 
 @pytest.mark.asyncio

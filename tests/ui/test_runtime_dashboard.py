@@ -9,6 +9,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 
+from spectui.drafting import DraftConfig, Runtime, RuntimeDefault
 from spectui.lab.sweep import SweepPlan, make_points
 from spectui.lab.sweep_report import format_table
 from spectui.prompts import list_prompts
@@ -40,7 +41,7 @@ async def test_x_switches_to_llama_server_runs_there_and_comes_back(llama_server
             if app.controller.config.backend.name == "llama-server":
                 break
         cfg = app.controller.config
-        assert cfg.backend.name == "llama-server" and cfg.draft.source == "runtime:ngram-mod"
+        assert cfg.backend.name == "llama-server" and cfg.draft.flag == "runtime:ngram-mod"
         header = await visible(pilot, "#header")
         assert "llama-server" in header and "ngram-mod" in header
         await pilot.press("r")
@@ -64,7 +65,7 @@ async def test_the_sweep_view_runs_a_runtime_sweep_and_shows_the_printed_table(l
     (spec,) = [p for p in list_prompts() if p.name == name]
     base = runtime_config(llama_server_binary.path)
     base = msgspec.structs.replace(base, backend=msgspec.structs.replace(base.backend, name="llama-server"),
-                                   draft=msgspec.structs.replace(base.draft.drafting_with("runtime:ngram-simple"), lookup=2))
+                                   draft=DraftConfig(drafter=Runtime(method="ngram-simple", lookup=2), length=RuntimeDefault()))
     plan = SweepPlan(base=base, prompts=[name], tiers={name: spec.tier},
                      points=make_points(k_values="4", drafters="runtime:ngram-simple", grid=True), repeats=1)
     app = make_sweep_app(plan, [spec], str(tmp_path), max_tokens=24)

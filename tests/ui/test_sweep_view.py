@@ -160,7 +160,7 @@ def fixed_result(*, done: int) -> tuple[SweepPlan, SweepResult, SweepProgress]:
         base=spec_config,
         prompts=["load-technical-memo", "load-typo-fix"],
         tiers={"load-technical-memo": "memo", "load-typo-fix": "copy"},
-        points=make_points(k_values=str(spec_config.draft.k)),
+        points=make_points(k_values=str(spec_config.draft.fixed_k)),
         repeats=1,
     )
     order = [(name, point) for name in plan.prompts for point in plan.points]

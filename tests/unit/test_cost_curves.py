@@ -6,7 +6,7 @@ import pytest
 
 from spectui.cli import build_parser
 from spectui.cli.run_flags import config_from_args
-from spectui.config import DraftConfig
+from spectui.drafting import CostAware, DraftConfig, Fixed, Model, Pricing
 from spectui.errors import SpectuiError
 from spectui.models.cost_curves import CostCurve, curve_key, load_curve, merge_run_curve, save_curve
 
@@ -46,9 +46,9 @@ def test_a_corrupt_cache_is_no_curve(tmp_path):
 
 def test_seed_must_be_a_curve():
     with pytest.raises(SpectuiError):
-        DraftConfig(adaptive=True, cost_seed=(2.0, 3.0)).validate()
+        Pricing(seed=(2.0, 3.0)).validate()
     with pytest.raises(SpectuiError):
-        DraftConfig(p_min=1.0).validate()
+        DraftConfig(drafter=Model(path="d.gguf", p_min=1.0)).validate()
 
 
 def config(*flags: str):
@@ -56,10 +56,8 @@ def config(*flags: str):
 
 
 def test_prompt_lookup_without_k_is_cost_aware_and_an_explicit_k_is_fixed():
-    assert config().draft.adaptive and config("--mode", "spec").draft.adaptive
-    fixed = config("--k", "4").draft
-    assert not fixed.adaptive and fixed.k == 4
-    assert not config("--draft", "/m/draft.gguf").draft.adaptive  # a draft model: K=4 unless asked
-    narrow = config("--k-max", "2").draft  # the default K follows a narrowed range
-    assert narrow.adaptive and narrow.k == 2
+    assert config().draft.cost_aware and config("--mode", "spec").draft.cost_aware
+    assert config("--k", "4").draft.length == Fixed(k=4)
+    assert not config("--draft", "/m/draft.gguf").draft.cost_aware  # a draft model: K=4 unless asked
+    assert config("--k-max", "2").draft.length == CostAware(k_max=2)
     assert config("--draft", "/m/d.gguf", "--p-min", "0.6").describe() == "speculative, draft model /m/d.gguf, K=4, p-min 0.6"

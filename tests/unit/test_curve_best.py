@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from spectui.config import DraftConfig
+from spectui.drafting import CostAware, DraftConfig, Fixed, Pricing
 from spectui.engine.loop.draft_length import DraftLength
 from spectui.metrics.predict import best_k, expected_tokens, seeded_cost, verify_cost
 
@@ -58,7 +58,7 @@ def test_seed_and_model_curves():
 @pytest.mark.parametrize("seed", [(), Q4_0])
 def test_matches_the_cost_aware_k_before_it_measured_anything(seed):
     """A cost-aware run's first K is the curve's best at its prior acceptance."""
-    dl = DraftLength(DraftConfig(adaptive=True, k=4, cost_seed=seed))
+    dl = DraftLength(CostAware(), Pricing(seed=seed))
     assert dl.k == best_k(dl.acceptance(), seed, 1, 16)
 
 
@@ -66,7 +66,7 @@ def test_stats_line():
     pytest.importorskip("textual")
     from spectui.ui.widgets.stats import curve_best
 
-    assert curve_best(0.1, DraftConfig()) == "AR (cost model)"
+    assert curve_best(0.1, DraftConfig(), ()) == "AR (cost model)"
     # K = 7 verifies 8 tokens, a size Q4_0 evaluates cheaply: the curve's best, not k_max
-    assert curve_best(0.99, DraftConfig(cost_seed=Q4_0, adaptive=True, k_max=8)) == "K 7 (seed curve)"
-    assert curve_best(0.9, DraftConfig(cost_seed=Q4_0)) == f"K {best_k(0.9, Q4_0)} (seed curve)"
+    assert curve_best(0.99, DraftConfig(length=CostAware(k_max=8)), Q4_0) == "K 7 (seed curve)"
+    assert curve_best(0.9, DraftConfig(length=Fixed()), Q4_0) == f"K {best_k(0.9, Q4_0)} (seed curve)"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from spectui.config import DraftConfig
+from spectui.drafting import CostAware, DraftConfig, Fixed, Model, Pricing
 from spectui.engine.loop.draft_length import COST_MIN_SAMPLES, MARGIN, PROBE_AFTER, DraftLength, VerifyCost, _expected
 from spectui.engine.loop.pricing import MODEL_CLASS, cell
 from spectui.engine.protocol import SUPPORT_ONCE, Draft
@@ -13,7 +13,7 @@ from spectui.metrics.predict import verify_cost
 
 
 def adaptive(k: int = 4, k_min: int = 1, k_max: int = 16) -> DraftLength:
-    return DraftLength(DraftConfig(k=k, adaptive=True, k_min=k_min, k_max=k_max))
+    return DraftLength(CostAware(k_min=k_min, k_max=k_max))
 
 
 def teach(d: DraftLength, curve: dict[int, float], unit_us: float = 1000.0) -> None:
@@ -28,7 +28,7 @@ def observe(cost: VerifyCost, n: int, us: float) -> None:
 
 
 def test_fixed_k_never_moves():
-    d = DraftLength(DraftConfig(k=5))
+    d = DraftLength(Fixed(k=5))
     for accepted in (0, 5, 2):
         d.update(5, 5, accepted, 100.0)
     d.shadow(False)
@@ -194,7 +194,7 @@ def test_seeded_curve_picks_the_sizes_the_kernel_likes():
     """K falls out of the measured curve: with blocks of 4 cheap and 5 dear (rows in groups
     of 4), a high acceptance picks a 4-token block (K=3), no hard-coded rule."""
     seed = (1.0, 1.6, 1.8, 1.9, 3.0, 3.1, 3.2, 3.3, 4.4)
-    d = DraftLength(DraftConfig(adaptive=True, k_min=1, k_max=8, cost_seed=seed))
+    d = DraftLength(CostAware(k_min=1, k_max=8), Pricing(seed=seed))
     for _ in range(10):  # 80% at every position of a 4-7 token match
         for hit in (1, 1, 1, 1, 0, 1, 1, 1, 1, 0):
             for j in range(8):
@@ -211,12 +211,11 @@ def test_a_draft_models_cost_aware_k_prices_its_drafting_in_the_run_and_in_tunes
 
     curve = {n: 1.0 + 0.6 * (n - 1) for n in range(1, 18)}
     for draft_cost, pays in ((0.55, False), (0.05, True)):
-        d = DraftLength(DraftConfig(source="d.gguf", adaptive=True, k_max=16, draft_cost=draft_cost,
-                                    cost_seed=tuple(curve.values()), learn_cost=False))
+        d = DraftLength(CostAware(k_max=16, learn=False), Pricing(seed=tuple(curve.values()), draft_cost=draft_cost))
         for _ in range(60):  # a draft that is always right (probed first: the prior says 0.35)
             k = d.model_k()
             d.update(k, k, k) if k else d.update(0, 0, 0)
         assert (d.model_k() >= 4) == pays, (draft_cost, d.model_k())
         replayed = replay_model([True] * 200, curve.__getitem__, draft_cost,
-                                DraftConfig(source="d.gguf", adaptive=True, k_max=16, cost_seed=tuple(curve.values())))
+                                DraftConfig(drafter=Model(path="d.gguf"), length=CostAware(k_max=16)), seed=tuple(curve.values()))
         assert (replayed.speedup > 1.2) == pays and (replayed.mean_k == 0) == (not pays), (draft_cost, replayed)

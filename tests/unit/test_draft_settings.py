@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import msgspec
-
 from spectui.cli import build_parser
 from spectui.cli.run_flags import config_from_args
-from spectui.config import DraftConfig
+from spectui.drafting import DraftConfig, Fixed, Model
 
 
 def flags(*argv: str) -> DraftConfig:
@@ -14,26 +12,25 @@ def flags(*argv: str) -> DraftConfig:
 
 
 def test_a_model_free_drafter_without_a_fixed_k_is_cost_aware():
-    assert flags().adaptive and flags("--draft", "suffix").adaptive
-    fixed = flags("--k", "6")
-    assert not fixed.adaptive and fixed.k == 6
-    assert DraftConfig(k=6).drafting_with("ngram").adaptive
+    assert flags().cost_aware and flags("--draft", "suffix").cost_aware
+    assert flags("--k", "6").length == Fixed(k=6)
+    assert DraftConfig(length=Fixed(k=6)).drafting_with("ngram").cost_aware
 
 
 def test_a_draft_model_keeps_a_fixed_k_unless_the_cost_aware_one_is_asked_for():
-    base = DraftConfig(k=3)
+    base = DraftConfig(length=Fixed(k=3))
     model = base.drafting_with("draft.gguf", fixed_k=3)
-    assert (model.adaptive, model.k, model.source) == (False, 3, "draft.gguf")
+    assert (model.length, model.drafter) == (Fixed(k=3), Model(path="draft.gguf"))
     asked = base.drafting_with("draft.gguf", cost_aware=True)
-    assert asked.adaptive
+    assert asked.cost_aware
     # the picker keeps a model's cost-aware choice when it switches to another draft model
-    assert asked.drafting_with("other.gguf", fixed_k=asked.k).adaptive
+    assert asked.drafting_with("other.gguf", fixed_k=asked.fixed_k).cost_aware
 
 
 def test_the_flags_and_the_picker_resolve_alike():
     # the dashboard's picker choosing n-gram drafting gives what `spectui run` gives without --k
     picked = flags("--k", "6").drafting_with("ngram")
-    assert (picked.adaptive, picked.k) == (flags().adaptive, flags().k)
+    assert picked == flags() == DraftConfig()  # one default: the flags', the dashboard's, the tests'
 
 
 def test_a_run_priced_by_the_built_in_prior_says_so():
@@ -43,9 +40,8 @@ def test_a_run_priced_by_the_built_in_prior_says_so():
     from spectui.metrics.stats import summarize
 
     unseeded = config_from_args(build_parser().parse_args(["run", "--mode", "spec"]))
-    assert unseeded.draft.adaptive and not unseeded.draft.cost_seed
+    assert unseeded.draft.cost_aware
     assert "built-in CPU prior" in format_summary(unseeded, summarize([]))
-    seeded = msgspec.structs.replace(unseeded, draft=msgspec.structs.replace(unseeded.draft, cost_seed=(1.0, 1.8)))
-    assert "built-in CPU prior" not in format_summary(seeded, summarize([]))
+    assert "built-in CPU prior" not in format_summary(unseeded, summarize([]), seeded=True)
     fixed = config_from_args(build_parser().parse_args(["run", "--mode", "spec", "--k", "4"]))
     assert "built-in CPU prior" not in format_summary(fixed, summarize([]))

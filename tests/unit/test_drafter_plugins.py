@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from spectui.config import MODEL_FREE, DraftConfig
+from spectui.drafting import MODEL_FREE, DraftConfig, Fixed, Lookup
 from spectui.engine.drafters import (
     ENTRY_POINT_GROUP,
     DrafterKind,
@@ -63,7 +63,7 @@ def test_the_documented_example_is_found_registered_and_drafts(plugins):
     kind = find_drafter(NAME)
     assert kind is not None and kind.name == NAME and kind in drafter_kinds()
     assert drafter_kind(NAME) is kind  # registered: found again without the entry points
-    assert MODEL_FREE[NAME] == kind.label and not DraftConfig(source=NAME).has_model
+    assert MODEL_FREE[NAME] == kind.label and not DraftConfig(drafter=Lookup(name=NAME), length=Fixed()).has_model
     drafter = kind.make(None)  # type: ignore[arg-type]  # its factory reads nothing of the sources
     assert isinstance(drafter, Drafter) and drafter.free and not drafter.chained
     drafter.reset([5, 6, 7, 5])

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from spectui.config import DraftConfig
+from spectui.drafting import DraftConfig, Fixed, Lookup
 from spectui.engine.loop.propose import through_end
 from spectui.engine.protocol import SUPPORT_ONCE, Draft
 from spectui.tune.replay import replay
@@ -30,7 +30,7 @@ def test_the_replay_drafts_nothing_past_the_end_of_the_turn_it_copies():
     prompt = [10, 11, 12, 13, 14, EOG, 20, 21, 22]
     output = [11, 12, 13, 14, 30, 31, 32, 33]
     blocks: list[list[int]] = []
-    draft = DraftConfig(source="ngram", k=6, memory=False)
+    draft = DraftConfig(drafter=Lookup(memory=False), length=Fixed(k=6))
     replay(prompt, output, lambda n: 1.0, draft, on_block=lambda d, i, toks, got: blocks.append(toks), eog=frozenset({EOG}))
     assert blocks and all(EOG not in b[:-1] for b in blocks), blocks
     assert any(b[-1] == EOG for b in blocks)  # the end itself is still proposed

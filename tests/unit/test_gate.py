@@ -8,6 +8,7 @@ import msgspec
 import pytest
 
 from spectui.compare.gate import GateThresholds, Verdict, format_verdict_text, gate
+from spectui.drafting import Fixed
 from spectui.errors import SpectuiError
 from spectui.metrics.stats import summarize
 from spectui.recording.reader import read_recording
@@ -127,7 +128,7 @@ def test_sampled_runs_fail_as_not_measured_unless_allowed(tmp_path):
 
 def test_ttft_not_applicable_on_long_prompts_and_k_is_named(tmp_path):
     def long_k8(h: Header) -> Header:
-        draft = msgspec.structs.replace(h.config.draft, k=8)
+        draft = h.config.draft.with_length(Fixed(k=8))
         config = msgspec.structs.replace(h.config, prompt_tier="long", draft=draft)
         return msgspec.structs.replace(h, config=config, prompt_tokens=h.prompt_tokens * 3)  # 384 tokens
 

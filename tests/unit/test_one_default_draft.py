@@ -11,4 +11,4 @@ from spectui.ui.launch import default_config
 def test_the_dashboards_default_is_the_commands():
     cli = config_from_args(build_parser().parse_args(["run"]))
     assert default_config().draft == cli.draft
-    assert cli.draft.adaptive and cli.draft.k_label() == "K=1..16 adaptive"
+    assert cli.draft.cost_aware and cli.draft.k_label() == "K=1..16 adaptive"

@@ -3,7 +3,8 @@ behaviour, with real acceptance, is in tests/backends/test_fallback.py)."""
 
 from __future__ import annotations
 
-from spectui.config import DraftConfig, PolicyConfig, RunConfig
+from spectui.config import PolicyConfig, RunConfig
+from spectui.drafting import DraftConfig, Fixed
 from spectui.engine.drafters.ngram import NgramDrafter
 from spectui.engine.loop.policy import FallbackPolicy, ladder, shrink_k
 from spectui.recording.schema import MemorySample
@@ -12,7 +13,7 @@ MB = 1024 * 1024
 
 
 def policy(**cfg) -> FallbackPolicy:
-    run = RunConfig(prompt="x", draft=DraftConfig(source="ngram", k=4))
+    run = RunConfig(prompt="x", draft=DraftConfig(length=Fixed(k=4)))
     return FallbackPolicy(PolicyConfig(enabled=True, **cfg), ladder(run), {"ngram": NgramDrafter()})
 
 

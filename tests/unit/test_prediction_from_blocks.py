@@ -14,7 +14,8 @@ import random
 import msgspec
 import pytest
 
-from spectui.config import DraftConfig, RunConfig
+from spectui.config import RunConfig
+from spectui.drafting import CostAware, DraftConfig, Pricing
 from spectui.metrics.live import LiveRun
 from spectui.metrics.predict import Block, cap_speedup, predict_blocks, run_curve, seeded_cost
 from spectui.metrics.stats import summarize
@@ -35,8 +36,8 @@ def recording(pattern: str, *, seed: tuple[float, ...] = CURVE, jitter: float = 
     ``n`` a block of ``BLOCK`` rejected at its first token (the correction alone). Each step
     takes what ``CURVE`` says its size costs, +-``jitter``, and a little drafting time."""
     rng = random.Random(44)
-    config = RunConfig(prompt="p", mode="spec", draft=DraftConfig(source="ngram", adaptive=True, k=4, cost_seed=seed))
-    events: list = [Header(config=config, prompt_tokens=[1, 2, 3]), Prefill(n_tokens=3, t_start_us=0, t_end_us=5000)]
+    config = RunConfig(prompt="p", mode="spec", draft=DraftConfig(length=CostAware()))
+    events: list = [Header(config=config, pricing=Pricing(seed=seed), prompt_tokens=[1, 2, 3]), Prefill(n_tokens=3, t_start_us=0, t_end_us=5000)]
     t, token = 5000, 100
     events.append(Step([token], [AR], [b"x"], [t]))
     for kind in pattern:

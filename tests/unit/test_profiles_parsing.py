@@ -16,7 +16,8 @@ import pytest
 
 from spectui.cli import build_parser
 from spectui.cli.profiles import option_actions, parse_args
-from spectui.config import DraftConfig, RunConfig
+from spectui.config import RunConfig
+from spectui.drafting import CostAware, DraftConfig, Fixed
 from spectui.errors import SpectuiError
 from spectui.profiles import ConfigFile, Profiles, key_lines
 from spectui.recording.reader import read_recording
@@ -89,7 +90,7 @@ def test_precedence_across_the_five_sources(home):
     assert (parse("run").k_max, origins(parse("run"))["k-max"]) == (11, ("11", f"{user}:2"))
     user.unlink()
     bare = parse("run")
-    assert bare.k_max == DraftConfig().k_max and origins(bare) == {} and bare.provenance.profile == ""
+    assert bare.k_max == CostAware().k_max and origins(bare) == {} and bare.provenance.profile == ""
 
 
 def test_the_profile_flag_beats_the_environment(home):
@@ -234,11 +235,11 @@ def test_the_dashboard_remembers_only_what_no_flag_or_file_set(tmp_path):
     state = tmp_path / "dashboard.json"
     remember(theme="spectui-light", k=6, mode="ar", path=state)
     assert load(state).k == 6
-    config = RunConfig(prompt="x", draft=DraftConfig(k=4))
+    config = RunConfig(prompt="x", draft=DraftConfig(length=Fixed(k=4)))
     restored, theme = restore(config, None, set_elsewhere=(), path=state)
-    assert (theme, restored.draft.k, restored.mode) == ("spectui-light", 6, "ar")
+    assert (theme, restored.draft.fixed_k, restored.mode) == ("spectui-light", 6, "ar")
     kept, theme = restore(config, "spectui-dark", set_elsewhere={"k", "theme"}, path=state)
-    assert (theme, kept.draft.k, kept.mode) == ("spectui-dark", 4, "ar")
+    assert (theme, kept.draft.fixed_k, kept.mode) == ("spectui-dark", 4, "ar")
 
 
 def test_a_damaged_state_file_is_nothing_remembered(tmp_path):

@@ -12,7 +12,7 @@ import random
 import msgspec
 import pytest
 
-from spectui.config import DraftConfig
+from spectui.drafting import CostAware, Pricing
 from spectui.engine.drafters.ngram import NgramDrafter
 from spectui.engine.host.proposal_prices import load_prices, merge, save_prices
 from spectui.engine.loop.draft_length import LOSING_RUN, MARGIN, PROBE_EVERY, PROBE_MAX_WAIT, DraftLength
@@ -27,7 +27,7 @@ UNBATCHED = tuple(1 + 0.8 * (n - 1) for n in range(1, 18))
 
 
 def length(seed=Q8_2_CORES, prices=None, k_max: int = 16) -> DraftLength:
-    return DraftLength(DraftConfig(adaptive=True, k_max=k_max, cost_seed=seed, learn_cost=False), prices)
+    return DraftLength(CostAware(k_max=k_max, learn=False), Pricing(seed=seed), prices)
 
 
 def calibrate(d: DraftLength, cls: int, rate: float, n: int = 60) -> None:

@@ -18,7 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from spectui.config import DraftConfig, RunConfig
+from spectui.config import RunConfig
+from spectui.drafting import CostAware, DraftConfig, Fixed, Model
 from spectui.errors import SpectuiError
 from spectui.paths import data_dir
 from spectui.recording import reader
@@ -45,7 +46,7 @@ def _header(prompt_tokens: list[int] | None = None) -> Header:
     return Header(
         spectui_version="0.1.0",
         started_at="2026-11-21T11:30:02.123456Z",
-        config=RunConfig(target="/models/t.gguf", mode="spec", prompt="Tell me a story", draft=DraftConfig(k=6)),
+        config=RunConfig(target="/models/t.gguf", mode="spec", prompt="Tell me a story", draft=DraftConfig(length=Fixed(k=6))),
         artifacts=Artifacts(
             target=ModelArtifacts(path="/models/t.gguf", name="t", sha256="a" * 64, size_bytes=10**8, quant="Q4_1"),
             draft=ModelArtifacts(path="/models/d.gguf", name="d"),
@@ -293,8 +294,8 @@ def test_first_record_must_be_a_header(tmp_path: Path) -> None:
 
 
 def test_newer_major_schema_is_refused(tmp_path: Path) -> None:
-    _write(tmp_path / "r.spectui", [Header(schema_version="2.3"), End()])
-    with pytest.raises(RecordingError, match=r"r.spectui was written with schema 2.3; this spectui reads 1.x — upgrade spectui"):
+    _write(tmp_path / "r.spectui", [Header(schema_version="3.1"), End()])
+    with pytest.raises(RecordingError, match=r"r.spectui was written with schema 3.1; this spectui reads 2.x — upgrade spectui"):
         read_recording(tmp_path / "r.spectui")
 
     class FutureHeader(msgspec.Struct, tag=1, kw_only=True):  # a header this schema cannot decode
@@ -457,13 +458,13 @@ def test_default_recording_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
 
     now = dt.datetime(2026, 11, 21, 11, 30, 2)
     p = default_recording_path(RunConfig(mode="spec"), tmp_path, now=now)
-    # the embedded model by the name every screen gives it (format.model_name)
-    assert p == tmp_path / "2026-11-21T11-30-02_spec-ngram-k4_SmolLM2-135M-Instruct.Q4_1.spectui"
+    # the embedded model by the name every screen gives it (format.model_name); K cost-aware 1..16
+    assert p == tmp_path / "2026-11-21T11-30-02_spec-ngram-k1-16_SmolLM2-135M-Instruct.Q4_1.spectui"
     p.write_bytes(b"x")
     assert default_recording_path(RunConfig(mode="spec"), tmp_path, now=now).name.endswith("_SmolLM2-135M-Instruct.Q4_1-2.spectui")
     ar = default_recording_path(RunConfig(mode="ar", target="/m/Qwen 2.5:7B.Q4_K_M.gguf"), tmp_path, now=now)
     assert ar.name == "2026-11-21T11-30-02_ar_Qwen-2.5-7B.Q4_K_M.spectui"
-    adaptive = RunConfig(draft=DraftConfig(source="/m/draft.gguf", adaptive=True, k_min=2, k_max=8))
+    adaptive = RunConfig(draft=DraftConfig(drafter=Model(path="/m/draft.gguf"), length=CostAware(k_min=2, k_max=8)))
     assert "_spec-draft-k2-8_" in default_recording_path(adaptive, tmp_path, now=now).name
 
     monkeypatch.setenv("SPECTUI_RECORDINGS", str(tmp_path / "env"))

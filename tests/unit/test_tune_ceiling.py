@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from spectui.config import DraftConfig
+from spectui.drafting import CostAware, DraftConfig, Fixed
 from spectui.tune.ceiling import copy_ceiling, longest_copies, perfect_ceiling
 from spectui.tune.replay import replay
 
@@ -64,7 +64,8 @@ def test_no_replayed_policy_beats_the_copying_ceiling(seed):
     curve = lambda n: 1.0 + 0.45 * (n - 1) + (0.3 if n % 4 else 0.0)  # noqa: E731
     ceiling = copy_ceiling(prompt, output, curve)
     assert ceiling <= perfect_ceiling(len(output), curve) + 1e-9
-    configs = [DraftConfig(k=k) for k in (1, 2, 4, 8, 16)]
-    configs.append(DraftConfig(k=4, adaptive=True, k_max=16, cost_seed=tuple(curve(n) for n in range(1, 18))))
+    configs = [DraftConfig(length=Fixed(k=k)) for k in (1, 2, 4, 8, 16)]
+    configs.append(DraftConfig(length=CostAware(k_max=16)))
+    seed = tuple(curve(n) for n in range(1, 18))
     for draft in configs:
-        assert replay(prompt, output, curve, draft).speedup <= ceiling + 1e-9, draft.label()
+        assert replay(prompt, output, curve, draft, seed=seed).speedup <= ceiling + 1e-9, draft.label()

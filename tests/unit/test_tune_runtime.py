@@ -9,7 +9,8 @@ import json
 import math
 from pathlib import Path
 
-from spectui.config import RUNTIMES, BackendConfig, DraftConfig, RunConfig
+from spectui.config import RUNTIMES, BackendConfig, RunConfig
+from spectui.drafting import DraftConfig
 from spectui.prompts import PromptSpec
 from spectui.runtime.methods import METHODS
 from spectui.runtime.session import method_of
@@ -17,7 +18,7 @@ from spectui.tune.report import format_text as embedded_text
 from spectui.tune.result import TuneResult
 from spectui.tune.runtime import (
     MEASURED_METHODS,
-    RUNTIME_K,
+    TUNE_KS,
     Candidate,
     Measured,
     RuntimeTune,
@@ -35,15 +36,15 @@ SPEC = PromptSpec(name="p", tier="copy", max_tokens=400, text="Copy this.")
 def test_the_pass_runs_every_ngram_method_at_the_k_values_it_reads():
     methods = MEASURED_METHODS["llama-server"]
     assert set(methods) == {n for n in METHODS if n.startswith("ngram")}
-    cands = candidates(methods, RUNTIME_K)
+    cands = candidates(methods, TUNE_KS)
     assert [c for c in cands if c.method == "ngram-cache"] == [Candidate("ngram-cache")]  # it fixes its own K: once
     for method in set(methods) - {"ngram-cache"}:
-        assert [c.k for c in cands if c.method == method] == [None, *RUNTIME_K]
+        assert [c.k for c in cands if c.method == method] == [None, *TUNE_KS]
     assert candidates(["ngram-simple"], (6,), runtime_default=False) == [Candidate("ngram-simple", 6)]  # --k: that K alone
 
 
 def test_each_setting_runs_with_the_flags_its_method_reads():
-    for cand in candidates(MEASURED_METHODS["llama-server"], RUNTIME_K):
+    for cand in candidates(MEASURED_METHODS["llama-server"], TUNE_KS):
         config = cand.config(BASE, SPEC, 32)
         assert config.max_tokens == 32 and config.mode == "spec"
         args = method_of(config).args()

@@ -190,17 +190,17 @@ def test_a_new_run_drops_the_notes_of_the_one_it_supersedes(runner, tmp_path):
 def test_a_settings_change_during_a_run_stops_it_for_a_restart(runner, tmp_path):
     ctl, host = controller(runner, tmp_path, max_tokens=400)
     assert ctl.step_k(+1) is False  # nothing runs: no restart
-    assert ctl.config.draft.k == 5
+    assert ctl.config.draft.fixed_k == 5
     ctl.start_run()
     host.pump(ctl, lambda: ctl.state is RunState.RUNNING, "the run")
     assert ctl.step_k(+1) is True and ctl.restart_pending
-    assert ctl.state is RunState.STOPPING and ctl.config.draft.k == 6
+    assert ctl.state is RunState.STOPPING and ctl.config.draft.fixed_k == 6
     ctl.start_run()  # what the app's debounce timer does
     assert not ctl.restart_pending
     host.pump(ctl, lambda: ctl.live.n_tokens >= 1, "the restarted run")
     ctl.stop_run()
     host.finish(ctl)
-    assert ctl.live.header.config.draft.k == 6
+    assert ctl.live.header.config.draft.fixed_k == 6
     assert ctl.step_temperature(-0.1) is False  # greedy already: no change, nothing to restart
     assert ctl.toggle_mode() is False and ctl.config.mode == "ar"
 

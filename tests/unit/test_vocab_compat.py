@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from spectui.config import DraftConfig, RunConfig
+from spectui.config import RunConfig
+from spectui.drafting import DraftConfig, Model
 from spectui.errors import SpectuiError
 from spectui.models.catalogue import discover
 from spectui.models.gguf import read_gguf
@@ -75,7 +76,7 @@ def test_a_changed_shared_token_is_refused_with_the_token_named(qwen_like):
 def test_engine_load_refuses_the_changed_draft_naming_the_token(qwen_like):
     from spectui.engine.embedded import Engine
 
-    config = RunConfig(target=str(qwen_like["target"]), mode="spec", prompt="x", draft=DraftConfig(source=str(qwen_like["changed"])))
+    config = RunConfig(target=str(qwen_like["target"]), mode="spec", prompt="x", draft=DraftConfig(drafter=Model(path=str(qwen_like["changed"]))))
     with pytest.raises(SpectuiError, match=r"vocabularies differ: token id 151000 is 'tok151000' in qwen-32b-like.gguf but 'tok151000-changed'"):
         Engine.load(config)
 
@@ -86,7 +87,7 @@ def test_engine_load_passes_the_vocabulary_check_for_the_padded_pair(qwen_like):
     carry no weights (llama.cpp's own error, not a vocabulary refusal)."""
     from spectui.engine.embedded import Engine
 
-    config = RunConfig(target=str(qwen_like["target"]), mode="spec", prompt="x", draft=DraftConfig(source=str(qwen_like["draft"])))
+    config = RunConfig(target=str(qwen_like["target"]), mode="spec", prompt="x", draft=DraftConfig(drafter=Model(path=str(qwen_like["draft"]))))
     with pytest.raises(SpectuiError) as err:
         Engine.load(config)
     assert "vocabular" not in str(err.value) and "could not load" in str(err.value)

@@ -25,7 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from spectui.config import MODEL_FREE, RunConfig
+from spectui.config import RunConfig
+from spectui.drafting import MODEL_FREE, Lookup, Model
 from spectui.errors import SpectuiError
 
 if TYPE_CHECKING:
@@ -49,13 +50,19 @@ class DraftSources:
     memory: Callable[[], SuffixMemory] | None = None
     reuse: bool = False
 
+    @property
+    def lookup(self) -> Lookup:
+        """The settings of the lookup being made: the run's drafter, or its chain's (defaults
+        for the n-gram lookup the fallback policy puts behind a draft model)."""
+        return self.config.draft.lookup_part or Lookup()
+
 
 @dataclass(frozen=True)
 class DrafterKind:
     """A model-free drafter: proposing costs nothing, so its K is cost-aware by default, it
     may run in front of a draft model (``--chain``) and tune replays it exactly."""
 
-    #: the ``--draft`` value, as recordings name the drafter (``DraftConfig.source``)
+    #: the ``--draft`` value, as recordings name the drafter (``Lookup.name``)
     name: str
     #: how reports and screens name it: ``n-gram``
     label: str
@@ -166,28 +173,31 @@ def make_drafter(sources: DraftSources) -> Drafter | None:
     d = config.draft
     if config.mode == "ar":
         return None
-    if not d.has_model:
-        return drafter_kind(d.source).make(sources)
+    if isinstance(d.drafter, Lookup):
+        return drafter_kind(d.drafter.name).make(sources)
+    if not isinstance(d.drafter, Model):
+        raise SpectuiError(f"--draft {d.flag} is a runtime's own method: spectui's loop does not draft with it")
     if sources.draft_model is None:
         raise SpectuiError("this engine was loaded without a draft model")
     from spectui.engine.drafters.chain import ChainDrafter
     from spectui.engine.drafters.model import ModelDrafter, draft_sampling
 
-    model = ModelDrafter(sources.draft_model, draft_sampling(config.sampling, d), p_min=d.p_min, reuse=sources.reuse)
-    return ChainDrafter(drafter_kind(d.chain).make(sources), model) if d.chain else model
+    m = d.drafter
+    model = ModelDrafter(sources.draft_model, draft_sampling(config.sampling, m), p_min=m.p_min, reuse=sources.reuse)
+    return ChainDrafter(drafter_kind(m.chain.name).make(sources), model) if m.chain is not None else model
 
 
 def _ngram(sources: DraftSources) -> Drafter:
     from spectui.engine.drafters.ngram import NgramDrafter
 
-    d = sources.config.draft
-    return NgramDrafter(d.ngram_min, d.ngram_max)
+    lookup = sources.lookup
+    return NgramDrafter(lookup.ngram_min, lookup.ngram_max)
 
 
 def _suffix(sources: DraftSources) -> Drafter:
     from spectui.engine.drafters.suffix import SuffixDrafter
 
-    memory = sources.memory if sources.config.draft.memory else None
+    memory = sources.memory if sources.lookup.memory else None
     return SuffixDrafter(memory() if memory is not None else None)
 
 

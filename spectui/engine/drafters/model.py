@@ -10,7 +10,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from spectui.config import DraftConfig, SamplingConfig
+from spectui.config import SamplingConfig
+from spectui.drafting import Model
 from spectui.engine.loop.decode import shared_prefix
 from spectui.engine.loop.sampling import Sampler
 from spectui.engine.protocol import Backend, CacheRebuilt, Draft, DrafterBase
@@ -122,7 +123,7 @@ class ModelDrafter(DrafterBase):
         self.backend.close()
 
 
-def draft_sampling(target: SamplingConfig, draft: DraftConfig) -> SamplingConfig:
+def draft_sampling(target: SamplingConfig, draft: Model) -> SamplingConfig:
     """The draft model's sampling settings: the target's warpers unless overridden.
 
     The seed always differs from the target's: the draft's draws and the acceptance draws

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
-from spectui.config import MAX_DRAFT_LENGTH
+from spectui.drafting import MAX_DRAFT_LENGTH
 from spectui.engine.loop.draft_length import DraftLength
 from spectui.engine.loop.policy import FallbackPolicy
 from spectui.engine.loop.propose import NO_DRAFT, propose_step

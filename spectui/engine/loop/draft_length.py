@@ -44,12 +44,15 @@ from collections.abc import Mapping, Sequence
 
 import msgspec
 
-from spectui.config import DraftConfig
+from spectui.drafting import CostAware, Length, Pricing, RuntimeDefault
 from spectui.engine.loop.pricing import MODEL_CLASS, Calibration, Tracked, best_prefix, cell, draft_class
 from spectui.engine.protocol import SUPPORT_UNKNOWN, Draft, proposal_class
+from spectui.errors import SpectuiError
 from spectui.metrics.predict import seeded_cost
 from spectui.recording.schema import DraftDecisions
 
+#: no measured curve nor draft price: the built-in cost model, an optimistic draft price
+UNPRICED = Pricing()
 #: timings kept per block size; a size's own cost is their median once it has ``COST_MIN_SAMPLES``
 #: (one preempted step on a shared machine must not make a size look 5x dearer for the run)
 COST_WINDOW, COST_MIN_SAMPLES = 9, 3
@@ -179,8 +182,10 @@ class _Step:
 
 
 class DraftLength:
-    """The K of the next step: ``config.k`` when fixed; cost-aware when ``config.adaptive``,
-    within ``[k_min, k_max]`` or 0 (no draft this step).
+    """The K of the next step, decided here and only here from what was asked (``length``:
+    ``Fixed`` is its K; ``CostAware`` chooses within ``[k_min, k_max]`` or 0, no draft this
+    step) and what the run's plan measured (``pricing``: the verify-cost curve it starts from,
+    a draft model's price).
 
     A free drafter's proposal is priced as it stands (``k_for``: its class and positions,
     ``pricing.best_prefix``), a draft model's K before it drafts (``model_k``: its positions,
@@ -188,19 +193,23 @@ class DraftLength:
     drafter left (``pricing.Calibration``'s ``run_counts``, merged); None: the static prior.
     """
 
-    def __init__(self, config: DraftConfig, prices: Mapping[str, Sequence[float]] | None = None) -> None:
-        self.adaptive = config.adaptive
-        self.k = config.k
-        self.k_min = config.k_min if config.adaptive else config.k
-        self.k_max = config.k_max if config.adaptive else config.k
-        self.cost = VerifyCost(self.k_max, config.cost_seed)
-        self.learn_cost = config.learn_cost
+    def __init__(self, length: Length, pricing: Pricing = UNPRICED,
+                 prices: Mapping[str, Sequence[float]] | None = None) -> None:
+        if isinstance(length, RuntimeDefault):  # validate refuses it with any drafter but a runtime's
+            raise SpectuiError("a runtime's own draft length is the runtime's: spectui's loop drafts a fixed or a cost-aware K")
+        self.adaptive = isinstance(length, CostAware)
+        if isinstance(length, CostAware):
+            self.k, self.k_min, self.k_max, self.learn_cost = length.k_min, length.k_min, length.k_max, length.learn
+        else:
+            self.k = self.k_min = self.k_max = length.k
+            self.learn_cost = True
+        self.cost = VerifyCost(self.k_max, pricing.seed)
         self.calibration = Calibration(prices)
         self._idle = 0  # AR steps since the last draft (draft model only)
         #: a draft model's forwards: one forward's time, relative to one target token
         self._draft_us: deque[float] = deque(maxlen=COST_WINDOW)
         #: its cost before the run timed it (``Engine.draft_price``), or 0: unknown
-        self._draft_cost_prior = config.draft_cost
+        self._draft_cost_prior = pricing.draft_cost
         self._probe_after = PROBE_AFTER
         self._step: _Step | None = None  # this step's lookup proposal, priced
         self._model_step: _Step | None = None  # this step's draft-model block, priced

@@ -60,7 +60,7 @@ def ladder(config: RunConfig) -> list[Rung]:
     if config.mode == "ar":
         return [Rung("ar")]
     kind = config.draft.kind  # "ngram", "suffix" or "model": the rung names are the drafter kinds
-    k = config.draft.k_max if config.draft.adaptive else config.draft.k
+    k = config.draft.k_range[1]
     rungs = [Rung(kind, k)]
     if shrink_k(k) < k:
         rungs.append(Rung(kind, shrink_k(k)))

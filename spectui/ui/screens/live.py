@@ -110,7 +110,7 @@ class LiveScreen(Screen[None]):
             subtitle = num(summary.decode_tok_s, ".1f", " tok/s") + accepted
         else:
             # what the header says (``k_label``) until a cost-aware run has chosen a K of its own
-            k = str(live.last_k) if live.last_k and cfg.draft.adaptive else cfg.draft.k_label().removeprefix("K=")
+            k = str(live.last_k) if live.last_k and cfg.draft.cost_aware else cfg.draft.k_label().removeprefix("K=")
             self.query_one(StatsPanel).update_from(live, mode=cfg.mode, k=k, baseline=view.baseline_for(live))
         if subtitle != self._subtitle:  # setting a border title repaints the whole stream
             self._subtitle = subtitle

@@ -45,7 +45,7 @@ def plan_lines(plan: SweepPlan, folder: str, max_tokens: int | None) -> tuple[st
     )
     base: RunConfig = plan.base
     # the base drafting as config labels it: a cost-aware K reads "K=1..16 adaptive", not its start
-    drafting = base.draft.label(model=model_label(base.draft.source))
+    drafting = base.draft.label(model=model_label(base.draft.flag))
     sampling = "greedy" if base.sampling.temperature == 0 else f"T={base.sampling.temperature:g}"
     budget = f"max {max_tokens} tokens" if max_tokens else "each prompt's token ceiling"
     backend = backend_label(base.backend.name)

@@ -15,21 +15,25 @@ Pure Python on numbers the run keeps, cached per event, so it costs nothing on a
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rich.text import Text
 from textual.widgets import Static
 
-from spectui.config import DraftConfig
+from spectui.drafting import CostAware, DraftConfig
 from spectui.format import DASH, missing, num, pct, signed_size, size
 from spectui.metrics.live import LiveRun
 from spectui.metrics.predict import BlockPrediction, best_k
 from spectui.ui.state import Baseline
 
 
-def curve_best(acceptance: float, draft: DraftConfig) -> str:
-    """``K 4 (seed curve)``: the K the run's verify-cost curve says pays best at
-    ``acceptance`` (``AR`` when none beats one token per unit of cost), and whose curve it is."""
-    best = best_k(acceptance, draft.cost_seed, draft.k_min, draft.k_max)
-    source = "seed curve" if draft.cost_seed else "cost model"
+def curve_best(acceptance: float, draft: DraftConfig, seed: Sequence[float]) -> str:
+    """``K 4 (seed curve)``: the K the run's verify-cost curve (``seed``, else the cost model)
+    says pays best at ``acceptance`` (``AR`` when none beats one token per unit of cost),
+    within a cost-aware K's limits, and whose curve it is."""
+    k_min, k_max = draft.k_range if draft.cost_aware else (1, CostAware().k_max)
+    best = best_k(acceptance, tuple(seed), k_min, k_max)
+    source = "seed curve" if seed else "cost model"
     return f"{f'K {best}' if best else 'AR'} ({source})"
 
 
@@ -95,7 +99,7 @@ class StatsPanel(Static):
         if mode != "ar" and blocks is not None:
             row("curve best", blocks_best(blocks))
         elif mode != "ar" and s.drafted and live.header is not None and not missing(s.acceptance_rate):
-            row("curve best", curve_best(s.acceptance_rate, live.header.config.draft))
+            row("curve best", curve_best(s.acceptance_rate, live.header.config.draft, live.header.pricing.seed))
         if live.policy_changes:  # the fallback policy moved: where it stands now, and how often
             n = len(live.policy_changes)
             row("fallback", f"{live.policy_changes[-1].after} · {n} change{'s' if n > 1 else ''}")
