@@ -22,6 +22,7 @@ import msgspec
 import pytest
 
 from spectui.config import BackendConfig, RunConfig
+from spectui.drafting import DraftConfig, Fixed
 from spectui.metrics.live import LiveRun
 from spectui.metrics.stats import summarize
 from spectui.recording.reader import read_recording
@@ -131,7 +132,7 @@ def test_a_live_run_folds_every_event_of_its_recording(runner, tmp_path):
     assert ctl.state is RunState.IDLE and not ctl.running
     info = DashboardView(ctl).header_info()
     assert (info.backend, info.target, info.draft, info.sampling) == (
-        "llama.cpp", "SmolLM2-135M-Instruct.Q4_1", "spec n-gram K=4", "greedy"
+        "llama.cpp", "SmolLM2-135M-Instruct.Q4_1", "spec n-gram K=1..16 adaptive", "greedy"
     )
     assert (info.state, info.detail, info.recording) == ("idle", "press r to run", "rec")
     assert info.path == f"{tmp_path}/ (on run)"
@@ -188,7 +189,7 @@ def test_a_new_run_drops_the_notes_of_the_one_it_supersedes(runner, tmp_path):
 
 
 def test_a_settings_change_during_a_run_stops_it_for_a_restart(runner, tmp_path):
-    ctl, host = controller(runner, tmp_path, max_tokens=400)
+    ctl, host = controller(runner, tmp_path, max_tokens=400, draft=DraftConfig(length=Fixed(k=4)))
     assert ctl.step_k(+1) is False  # nothing runs: no restart
     assert ctl.config.draft.fixed_k == 5
     ctl.start_run()
