@@ -57,6 +57,8 @@ from spectui.engine.host.proposal_prices import merge
 from spectui.engine.loop.draft_length import VerifyCost
 from spectui.prompts import list_prompts
 from spectui.recording.schema import Step
+from spectui.metrics.predict import seeded_cost
+from spectui.tune.ceiling import copy_ceiling
 from spectui.tune.replay import replay
 
 #: speculative runs a prompt in the category benchmark (after one warm-up run on the first)
@@ -145,8 +147,11 @@ def predict(data: dict, *, deterministic: bool, categories: list[str] | None = N
         one(traces[0])  # the benchmark's warm-up round
         for trace in traces:
             speedups = [one(trace) for _ in range(REPS)]
+            # what a drafter that knew which earlier text to copy and where each copy ends would
+            # reach on this output and curve (``spectui tune``'s "copying at best")
+            ceiling = copy_ceiling(trace["tokens"], trace["output"], seeded_cost(curve), draft.k_range[1])
             rows.append({"prompt": trace["prompt"], "category": trace["category"], "ratio": statistics.median(speedups),
-                         "first": speedups[0]})
+                         "first": speedups[0], "ceiling": ceiling})
     return rows
 
 
@@ -225,7 +230,9 @@ def main() -> int:
         words = CATEGORIES.get(c, c)
         mine = [r for r in rows if r["category"] == c]
         if mine:
-            line = f"{words:22} x{statistics.median(r['ratio'] for r in mine):.2f}  worst x{min(r['ratio'] for r in mine):.2f}"
+            ratio, ceiling = statistics.median(r["ratio"] for r in mine), statistics.median(r["ceiling"] for r in mine)
+            line = (f"{words:22} x{ratio:.2f}  worst x{min(r['ratio'] for r in mine):.2f}  copying at best x{ceiling:.2f}"
+                    f" ({ratio / ceiling:.0%} of it)")
             seen = [measured[r["prompt"]] for r in mine if r["prompt"] in measured]
             print(line + (f"  measured x{statistics.median(seen):.2f}" if seen else ""))
     return 0
