@@ -55,9 +55,9 @@ from defaults import config, outcome
 
 from spectui.engine.host.proposal_prices import merge
 from spectui.engine.loop.draft_length import VerifyCost
+from spectui.metrics.predict import seeded_cost
 from spectui.prompts import list_prompts
 from spectui.recording.schema import Step
-from spectui.metrics.predict import seeded_cost
 from spectui.tune.ceiling import copy_ceiling
 from spectui.tune.replay import replay
 
