@@ -318,6 +318,19 @@ class DraftConfig(msgspec.Struct, frozen=True, kw_only=True):
             raise SpectuiError(f"--lookup must be >= 1 (0: the runtime's default), got {d.lookup}")
 
 
+def migrate_config(config: object) -> dict[str, object] | None:
+    """A ``RunConfig`` map written before 2.0 (a recording's header, a sweep's manifest),
+    its ``draft`` typed in place; returns the ``Pricing`` map it held (None: nothing to migrate,
+    not a map or already typed)."""
+    if not isinstance(config, dict):
+        return None
+    draft = config.get("draft")
+    if isinstance(draft, dict) and "drafter" in draft:
+        return None
+    config["draft"], pricing = migrate_v1(draft)
+    return pricing
+
+
 def migrate_v1(draft: object) -> tuple[dict[str, object], dict[str, object]]:
     """A 1.x recording's (or sweep manifest's) ``config.draft`` map, as the typed
     ``DraftConfig`` reads it, and the ``Pricing`` it held: before 2.0 one flat struct named the

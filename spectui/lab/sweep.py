@@ -45,7 +45,7 @@ import msgspec
 
 from spectui import storage
 from spectui.config import RunConfig
-from spectui.drafting import RUNTIME_PREFIX
+from spectui.drafting import RUNTIME_PREFIX, migrate_config
 from spectui.errors import SpectuiError
 from spectui.metrics.same_text import Output, speedup
 from spectui.metrics.stats import Summary, median_ci, nanmedian, nanpercentile, summarize
@@ -389,7 +389,10 @@ def load_sweep(folder: str | os.PathLike[str]) -> tuple[SweepResult, dict[int, S
 
     path = Path(folder) / MANIFEST
     try:
-        manifest = msgspec.json.decode(path.read_bytes(), type=_Manifest)
+        raw = msgspec.json.decode(path.read_bytes())
+        plan = raw.get("plan") if isinstance(raw, dict) else None
+        migrate_config(plan.get("base") if isinstance(plan, dict) else None)  # a sweep spectui 1.x wrote
+        manifest = msgspec.convert(raw, _Manifest)
     except FileNotFoundError:
         raise SpectuiError(f"{folder} is not a sweep folder (no {MANIFEST})") from None
     except (OSError, msgspec.DecodeError, msgspec.ValidationError) as exc:

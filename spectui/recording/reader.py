@@ -35,7 +35,7 @@ from typing import BinaryIO
 
 import msgspec
 
-from spectui.drafting import migrate_v1
+from spectui.drafting import migrate_config
 from spectui.errors import SpectuiError
 from spectui.recording.schema import (
     SCHEMA_VERSION,
@@ -240,10 +240,9 @@ def _migrated(payload: bytes) -> Header:
     raw = msgspec.msgpack.decode(payload)
     if not isinstance(raw, dict):
         raise msgspec.DecodeError("a header is a map")
-    config = raw.get("config")
-    draft = config.get("draft") if isinstance(config, dict) else None
-    if isinstance(config, dict) and not (isinstance(draft, dict) and "drafter" in draft):  # not already typed
-        config["draft"], raw["pricing"] = migrate_v1(draft)
+    pricing = migrate_config(raw.get("config"))
+    if pricing is not None:
+        raw["pricing"] = pricing
     return msgspec.convert(raw, Header)
 
 

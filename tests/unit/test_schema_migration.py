@@ -90,3 +90,19 @@ def test_the_committed_recordings_diff_and_gate():
         assert [(f.baseline, f.candidate) for f in d.configuration[1:]] == [(None, "ngram"), (None, "K=4")]
         verdict = gate([ar], [spec], GateThresholds())
         assert any("K=4" in c.detail for c in verdict.checks)
+
+
+def test_a_sweep_folder_spectui_1x_wrote_reads_its_drafting(tmp_path):
+    """``sweep.json`` holds its base configuration: a 1.x one is migrated as a header is, so the
+    floors and labels it gives name the drafter it ran, not the default."""
+    import json
+
+    from spectui.config import RunConfig
+    from spectui.lab.sweep import MANIFEST, SweepPlan, SweepPoint, load_sweep
+
+    plan = SweepPlan(base=RunConfig(), prompts=[], tiers={}, points=[SweepPoint("k", "6")])
+    doc = {"plan": msgspec.to_builtins(plan), "runs": [], "complete": True, "elapsed_s": 1.0}
+    doc["plan"]["base"]["draft"] = {"source": "/m/d.gguf", "k": 6, "p_min": 0.2}  # 1.x's flat settings
+    (tmp_path / MANIFEST).write_text(json.dumps(doc))
+    result, _ = load_sweep(tmp_path)
+    assert result.plan.base.draft == DraftConfig(drafter=Model(path="/m/d.gguf", p_min=0.2), length=Fixed(k=6))
