@@ -182,6 +182,7 @@ class RunConfig(msgspec.Struct, frozen=True, kw_only=True):
     conversation: str = ""
     max_tokens: int = 256
     sampling: SamplingConfig = SamplingConfig()
+    #: how drafts are made (``spectui.drafting``): inert in AR mode
     draft: DraftConfig = DraftConfig()
     backend: BackendConfig = BackendConfig()
     policy: PolicyConfig = PolicyConfig()

@@ -134,7 +134,9 @@ class DraftConfig(msgspec.Struct, frozen=True, kw_only=True):
     """How drafts are made. The default is what ``spectui`` with no flags runs: n-gram lookup,
     its K cost-aware."""
 
+    #: what proposes the tokens: a registered lookup, a draft model, or a runtime's own method
     drafter: Drafter = Lookup()
+    #: how many it proposes a block: a fixed K, a cost-aware K within limits, or the runtime's own
     length: Length = CostAware()
 
     # -- what the drafter is ----------------------------------------------------------------
