@@ -207,6 +207,13 @@ class DraftConfig(msgspec.Struct, frozen=True, kw_only=True):
         n = self.length
         return (n.k, n.k) if isinstance(n, Fixed) else (n.k_min, n.k_max) if isinstance(n, CostAware) else (0, 0)
 
+    @property
+    def priced_range(self) -> tuple[int, int]:
+        """The Ks a run's blocks are judged over (which K would have paid best): a cost-aware
+        K's limits, else the default ones (a fixed K's run is judged against every K it could
+        have drafted)."""
+        return self.k_range if isinstance(self.length, CostAware) else (CostAware().k_min, CostAware().k_max)
+
     def k_label(self) -> str:
         """``K=4``, ``K=1..16 adaptive`` or ``K=runtime default``."""
         n = self.length

@@ -195,8 +195,7 @@ class Engine:
         cost-aware K: measured once per loaded draft model (``plan.draft_cost_probe``). A
         conversation's later turn does not probe (it would empty the caches the turn keeps):
         it takes the last price, if any (0: none)."""
-        d = config.draft
-        if config.mode != "spec" or not d.cost_aware or not d.has_model or self.draft_model is None:
+        if not config.draft.has_model or self.draft_model is None:  # the plan asks only for a cost-aware K
             return 0.0
         if self._draft_priced[0] is not self.draft_model:
             if reuse:
@@ -260,13 +259,12 @@ class Engine:
         this run's conversation."""
         prompt_text, prompt_tokens = prompt or self.prepare_prompt(config)
         reuse = self.reuses_cache(config)
-        given = pricing or Pricing()
-        measure = not given.seed and self._measures_cost(config)  # before this run owns the caches
+        pricing = pricing or Pricing()
+        measure = not pricing.seed and self._measures_cost(config)  # before this run owns the caches
         self._cache_owner = config.conversation
-        pricing = given
         if config.mode == "spec" and config.draft.cost_aware:  # what was not given is measured
-            seed = given.seed or self.cost_curve(measure=measure, n_max=config.draft.k_range[1] + 1, context=prompt_tokens)
-            pricing = Pricing(seed=seed, draft_cost=given.draft_cost or self.draft_price(config, prompt_tokens, reuse))
+            seed = pricing.seed or self.cost_curve(measure=measure, n_max=config.draft.k_range[1] + 1, context=prompt_tokens)
+            pricing = Pricing(seed=seed, draft_cost=pricing.draft_cost or self.draft_price(config, prompt_tokens, reuse))
         drafter = self.make_drafter(config, reuse=reuse)
         return RunPlan(
             config=config, pricing=pricing, prompt_text=prompt_text, prompt_tokens=prompt_tokens, reuse=reuse,

@@ -19,6 +19,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from spectui.drafting import DraftConfig
 from spectui.metrics.predict import Block, BlockPrediction, Prediction, predict, predict_blocks, run_curve
 from spectui.metrics.stats import Summary, fill_blocks, fill_prefill, fill_times
 from spectui.recording.schema import End, Event, Header, MemorySample, PolicyChange, Prefill, Step, TokenOrigin
@@ -269,7 +270,6 @@ class LiveRun:
             return self._block_prediction[1]
         result = None
         if self.blocks:
-            draft = self.header.config.draft if self.header is not None and self.header.config.draft.cost_aware else None
             seed = self.header.pricing.seed if self.header is not None else ()
             if self.ar_steps:
                 unit, source = self.mean_ar_step_us, "run"
@@ -280,7 +280,7 @@ class LiveRun:
             curve = run_curve(self.blocks, seed=seed, ar_step_us=unit, source=source)
             if curve is not None:
                 longest = max(b.drafted for b in self.blocks)  # a fixed K may pass k-max
-                k_min, k_max = draft.k_range if draft is not None else (1, 16)
+                k_min, k_max = (self.header.config.draft if self.header is not None else DraftConfig()).priced_range
                 caps = range(k_min, max(k_max, longest) + 1)
                 # the run's own price of its blocks, once its end says it (a cost-aware K's runs)
                 decisions = self.end.decisions if self.end is not None else None

@@ -38,7 +38,7 @@ import msgspec
 from spectui.drafting import migrate_config
 from spectui.errors import SpectuiError
 from spectui.recording.schema import (
-    SCHEMA_VERSION,
+    MAJOR,
     End,
     Event,
     Header,
@@ -47,6 +47,7 @@ from spectui.recording.schema import (
     Prefill,
     Step,
     WatchReading,
+    older_major,
 )
 from spectui.recording.writer import CRC_SEED, MAGIC, MAX_FRAME_BYTES
 
@@ -67,7 +68,6 @@ class _HeaderProbe(msgspec.Struct, tag=1, kw_only=True):
 
 
 _probe_header = msgspec.msgpack.Decoder(_HeaderProbe).decode
-_READS_MAJOR = int(SCHEMA_VERSION.partition(".")[0])
 
 
 class RecordingError(SpectuiError):
@@ -215,12 +215,12 @@ def _check_header(payload: bytes, path: Path) -> Header:
         major, _, minor = version.partition(".")
         if not (major.isdigit() and minor.isdigit()):
             raise RecordingError(f"{path} has an unreadable schema version {version!r}")
-        if int(major) > _READS_MAJOR:
+        if int(major) > MAJOR:
             raise RecordingError(
-                f"{path} was written with schema {version}; this spectui reads {_READS_MAJOR}.x — upgrade spectui"
+                f"{path} was written with schema {version}; this spectui reads {MAJOR}.x — upgrade spectui"
             )
     try:
-        event = _migrated(payload) if probe is not None and probe.schema_version.startswith("1.") else _decode_map(payload)
+        event = _migrated(payload) if probe is not None and older_major(probe.schema_version) else _decode_map(payload)
     except msgspec.DecodeError:
         try:
             event = _decode_array(payload)

@@ -30,6 +30,14 @@ from spectui.recording.load_tag import LoadTag
 
 #: ``major.minor``. Readers refuse a newer *major*; minor bumps only add optional fields.
 SCHEMA_VERSION = "2.0"  # 1.8: Header.load; 2.0: the typed DraftConfig, Header.pricing (1.x read by migration)
+MAJOR = int(SCHEMA_VERSION.partition(".")[0])
+
+
+def older_major(version: str) -> bool:
+    """Whether a header of ``version`` was written in an older major's shapes (a reader
+    migrates it; ``spectui.recording.reader._migrated``)."""
+    major = version.partition(".")[0]
+    return major.isdigit() and int(major) < MAJOR
 
 
 class TokenOrigin(IntEnum):

@@ -44,7 +44,7 @@ from spectui import paths, storage
 from spectui.config import RunConfig
 from spectui.errors import SpectuiError
 from spectui.format import model_name
-from spectui.recording.schema import SCHEMA_VERSION, Event, Header, MemorySample
+from spectui.recording.schema import SCHEMA_VERSION, Event, Header, MemorySample, older_major
 
 MAGIC = b"SPECTUI\x01"
 #: Larger frames are refused by the writer and read as corruption (not truncation) by the
@@ -67,9 +67,6 @@ def encode_varint(n: int) -> bytes:
     out.append(n)
     return bytes(out)
 
-
-#: the schema versions whose headers a reader migrates ("1.")
-_OLDER_MAJOR = tuple(f"{major}." for major in range(int(SCHEMA_VERSION.partition(".")[0])))
 
 class RecordingWriter:
     """Appends framed events to a new recording file. Thread-safe (the memory sampler
@@ -109,7 +106,7 @@ class RecordingWriter:
         self.size = len(MAGIC)
 
     def write(self, event: Event) -> None:
-        if type(event) is Header and event.schema_version.startswith(_OLDER_MAJOR):
+        if type(event) is Header and older_major(event.schema_version):
             # a header read from an older recording is written in this schema's shapes now: a
             # reader would otherwise migrate it again (spectui.recording.reader._migrated)
             event = msgspec.structs.replace(event, schema_version=SCHEMA_VERSION)

@@ -299,8 +299,7 @@ class SpectuiApp(App[int]):
     def action_step_k(self, delta: int) -> None:
         """A fixed K, or a cost-aware K's limit (``DraftConfig.stepped``); a fixed K is remembered."""
         self._restart_after(self.controller.step_k(delta))
-        draft = self.controller.config.draft
-        self.memory.keep(k=draft.fixed_k)
+        self.memory.keep(k=self.controller.config.draft.fixed_k)
 
     def action_temperature_up(self) -> None:
         self._restart_after(self.controller.step_temperature(+TEMPERATURE_STEP))

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 from textual.app import App
 
 from spectui.config import RunConfig
-from spectui.drafting import DraftConfig
 from spectui.errors import SpectuiError
 from spectui.prompts import DEFAULT_PROMPT
 from spectui.sessions.open import EngineFactory
@@ -39,7 +38,7 @@ THEME_256 = "spectui-256"
 def default_config() -> RunConfig:
     """The embedded default model, speculative with n-gram drafts (``DraftConfig()``: its K
     cost-aware), on the CLI's default prompt: what ``spectui`` with no flags runs."""
-    return RunConfig(prompt=DEFAULT_PROMPT, draft=DraftConfig())
+    return RunConfig(prompt=DEFAULT_PROMPT)
 
 
 def _apply_theme(app: App, theme: str | None) -> None:

@@ -103,17 +103,21 @@ class Judge:
         moved = _moved(cause)
         if out.exact == DEFECT and moved is not None:
             self.defects.append((s.family, out, moved))
-            self.settle()
+            self._within_load(s.family, out, moved)
 
     def settle(self) -> None:
         """Each defect so far judged again against what AR's own partings under load moved."""
         for family, out, moved in self.defects:
-            fork = self.load_forks.get(family)
-            if out.exact == DEFECT and fork is not None and moved <= fork[0]:
-                out.exact = BATCHED
-                out.why = (f"parts from AR at one client at token {out.parted_at} at margins adding up to {moved:.3f}, within "
-                           f"what load moved AR itself in this run ({fork[0]:.3f}, {fork[1]}): the load's batching, "
-                           "not shown to be speculation")
+            self._within_load(family, out, moved)
+
+    def _within_load(self, family: str, out: RequestOutcome, moved: float) -> None:
+        """A defect whose margins add up to no more than what load moved AR itself: batched."""
+        fork = self.load_forks.get(family)
+        if out.exact == DEFECT and fork is not None and moved <= fork[0]:
+            out.exact = BATCHED
+            out.why = (f"parts from AR at one client at token {out.parted_at} at margins adding up to {moved:.3f}, within "
+                       f"what load moved AR itself in this run ({fork[0]:.3f}, {fork[1]}): the load's batching, "
+                       "not shown to be speculation")
 
     def cause(self, s: Setting, n: int, ref: _Output, mine: _Output) -> DivergenceCause:
         def side(o: _Output) -> tuple[int | None, tuple[int, int] | None]:

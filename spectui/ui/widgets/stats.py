@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from rich.text import Text
 from textual.widgets import Static
 
-from spectui.drafting import CostAware, DraftConfig
+from spectui.drafting import DraftConfig
 from spectui.format import DASH, missing, num, pct, signed_size, size
 from spectui.metrics.live import LiveRun
 from spectui.metrics.predict import BlockPrediction, best_k
@@ -31,8 +31,7 @@ def curve_best(acceptance: float, draft: DraftConfig, seed: Sequence[float]) -> 
     """``K 4 (seed curve)``: the K the run's verify-cost curve (``seed``, else the cost model)
     says pays best at ``acceptance`` (``AR`` when none beats one token per unit of cost),
     within a cost-aware K's limits, and whose curve it is."""
-    k_min, k_max = draft.k_range if draft.cost_aware else (1, CostAware().k_max)
-    best = best_k(acceptance, tuple(seed), k_min, k_max)
+    best = best_k(acceptance, tuple(seed), *draft.priced_range)
     source = "seed curve" if seed else "cost model"
     return f"{f'K {best}' if best else 'AR'} ({source})"
 
