@@ -60,15 +60,24 @@ def copy_ceiling(history: Sequence[int], output: Sequence[int], cost: Callable[[
     """The speedup over AR of the best copying plan (see the module docstring): a step at
     position i keeps d <= the longest copy there plus the target's own next token, for
     ``cost(d + 1)``; AR pays one per token. The first token comes from the prefill either way."""
-    n = len(output)
+    if len(output) < 2:
+        return 1.0
+    return planned_speedup(longest_copies(history, output, k_max), cost, k_max)
+
+
+def planned_speedup(keepable: Sequence[int], cost: Callable[[int], float], k_max: int = 16) -> float:
+    """The speedup over AR of the cheapest plan of blocks over an output where a block drafted
+    at position i can keep at most ``keepable[i]`` drafted tokens (and the target's own next
+    one), known in advance: ``copy_ceiling`` with the longest copies, or any drafter's
+    proposals replayed with what each would have had accepted. Position 0 is the prefill's."""
+    n = len(keepable)
     if n < 2:
         return 1.0
     block = cheapest(cost, k_max)
-    copies = longest_copies(history, output, k_max)
     best = [float("inf")] * (n + 1)
     best[1] = 0.0
     for i in range(1, n):
-        for drafted in range(copies[i] + 1):
+        for drafted in range(min(keepable[i], k_max) + 1):
             j = min(n, i + drafted + 1)
             best[j] = min(best[j], best[i] + block[drafted + 1])
     return (n - 1) / best[n]

@@ -8,7 +8,7 @@ import random
 import pytest
 
 from spectui.drafting import CostAware, DraftConfig, Fixed
-from spectui.tune.ceiling import copy_ceiling, longest_copies, perfect_ceiling
+from spectui.tune.ceiling import copy_ceiling, longest_copies, perfect_ceiling, planned_speedup
 from spectui.tune.replay import replay
 
 
@@ -49,6 +49,19 @@ def test_ceilings_on_known_curves():
     # a curve that dips (measured ones do): a bigger block that keeps fewer rows may be cheaper
     dip = {1: 1.0, 2: 1.9, 3: 1.5}
     assert perfect_ceiling(3, lambda n: dip.get(n, 9.0), k_max=2) == pytest.approx(2 / 1.5)
+
+
+def test_a_plan_over_what_each_position_could_keep():
+    flat = lambda n: 1.0  # noqa: E731
+    # position 1 may keep 2 drafted tokens: with the target's own, 3 tokens in one evaluation
+    assert planned_speedup([0, 2, 0, 0], flat) == pytest.approx(3.0)
+    assert planned_speedup([0, 2, 0, 0], float) == pytest.approx(1.0)  # rows cost what they are
+    assert planned_speedup([0, 0, 0], flat) == pytest.approx(1.0)
+    assert planned_speedup([5], flat) == 1.0  # the prefill's token alone
+    # never more than k_max drafted a block, whatever could be kept
+    assert planned_speedup([0, 30, *[0] * 30], flat, k_max=4) == pytest.approx(31 / (1 + 26))
+    text = [3, 1, 4, 1, 5, 9, 2, 6]
+    assert copy_ceiling(text, text, flat) == planned_speedup(longest_copies(text, text, 16), flat)
 
 
 @pytest.mark.parametrize("seed", range(6))

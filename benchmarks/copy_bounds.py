@@ -1,0 +1,136 @@
+"""How much of "copying at best" a lookup drafter can reach: the ceiling taken apart on recorded outputs.
+
+    python benchmarks/copy_bounds.py [--traces results/pricing-traces-embedded.json ...] [--categories copy,code,memo]
+
+``spectui tune``'s "copying at best" (``tune/ceiling.copy_ceiling``) credits a block at every
+position with the longest run of the coming output found anywhere earlier, and knows where
+each run ends. A drafter that copies has neither: it finds its source by the text it has just
+written, and learns where a copy ends when a block fails there. This benchmark replays the
+committed greedy traces (``pricing_replay.py --record``; no model is loaded, it runs in
+seconds) and prices, on each trace's own verify-cost curve, what each piece of that knowledge
+is worth. Per category, each row's speedup over AR (medians over the prompts) and its share of
+the ceiling:
+
+* **ceiling**: any earlier run of tokens, its end known (tune's "copying at best").
+* **context-led, ends known**: only runs that follow an earlier occurrence of the last token
+  written (the least a lookup needs to find a source), the best of them, its end known.
+* **prompt lookup, ends known**: the run that follows the latest occurrence of the longest
+  match (what the n-gram drafter copies), its end known: the best any choice of K could do
+  with that source.
+* **best fixed rule, in hindsight**: per prompt, the best of 120 prompt-lookup rules (draft
+  ``min(K, a * match)`` tokens where the match is at least ``m``), picked knowing the outcome.
+* **defaults**: spectui's defaults as ``pricing_replay.py`` predicts them (the category
+  benchmark's order and repetitions, the stored calibration carried).
+
+The gaps read: ceiling to context-led is copies nothing written points to (the first tokens
+of a quote, the text after an edit); context-led to prompt lookup is the choice among
+occurrences; prompt lookup to the rules and the defaults is not knowing where a copy ends.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import statistics
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from categories import CATEGORIES, RESULTS
+from pricing_replay import predict
+
+from spectui.metrics.predict import seeded_cost
+from spectui.tune.ceiling import copy_ceiling, planned_speedup
+from spectui.tune.replay import common_prefix
+
+K_MAX = 16
+#: how far back a match is measured (the n-gram drafter's ``MATCH_REACH``)
+MATCH_REACH = 32
+#: the prompt-lookup rules tried per prompt: least match m, most tokens K, tokens per matched one a
+RULES = list(itertools.product((1, 2, 3, 4, 6), (2, 3, 4, 8, 12, 16), (0.5, 1.0, 2.0, float(K_MAX))))
+TRACES = ("pricing-traces-embedded.json", "pricing-traces-embedded-q4_1.json",
+          "pricing-traces-qwen-1.5b.json", "pricing-traces-embedded-held-out.json")
+COLUMNS = ("ceiling", "context-led", "lookup", "rule", "defaults")
+
+
+def lookup_source(hist: Sequence[int]) -> tuple[int, int]:
+    """(match length, start of what follows it) of the latest occurrence of the longest
+    suffix of ``hist`` found earlier in it (up to ``MATCH_REACH``); (0, -1) where none."""
+    found = (0, -1)
+    n = len(hist)
+    for length in range(1, min(MATCH_REACH, n - 1) + 1):
+        tail = list(hist[n - length:])
+        start = next((s + length for s in range(n - length - 1, -1, -1) if list(hist[s:s + length]) == tail), -1)
+        if start < 0:
+            break
+        found = (length, start)
+    return found
+
+
+def context_keepable(hist: Sequence[int], ahead: Sequence[int]) -> int:
+    """The most of ``ahead`` a copy can keep from after any earlier occurrence of the last token."""
+    last = hist[-1]
+    return max((common_prefix(hist[s + 1:s + 1 + K_MAX], ahead) for s in range(len(hist) - 1) if hist[s] == last), default=0)
+
+
+def rule_speedup(prompt: Sequence[int], output: Sequence[int], sources: list[tuple[int, int]],
+                 cost: Callable[[int], float], m: int, k: int, a: float) -> float:
+    """One prompt-lookup rule run over the output (greedy: the output does not depend on it)."""
+    hist = [*prompt, *output]
+    i, spent = 1, 0.0
+    while i < len(output):
+        length, start = sources[i]
+        n = min(k, int(a * length)) if length >= m and start >= 0 else 0
+        tokens = hist[start:min(start + n, len(prompt) + i)] if n else []
+        spent += cost(len(tokens) + 1)
+        i += min(common_prefix(tokens, output[i:]) + 1, len(output) - i)
+    return (len(output) - 1) / spent
+
+
+def bounds(trace: dict, cost: Callable[[int], float]) -> dict[str, float]:
+    prompt, output = trace["tokens"], trace["output"]
+    text = [*prompt, *output]
+    sources = [(0, -1)] + [lookup_source(text[:len(prompt) + i]) for i in range(1, len(output))]
+    lookup = [0] + [common_prefix(text[s:min(s + K_MAX, len(prompt) + i)], output[i:]) if s >= 0 else 0
+                    for i, (_, s) in enumerate(sources) if i]
+    context = [0] + [context_keepable(text[:len(prompt) + i], output[i:i + K_MAX]) for i in range(1, len(output))]
+    return {
+        "ceiling": copy_ceiling(prompt, output, cost, K_MAX),
+        "context-led": planned_speedup(context, cost, K_MAX),
+        "lookup": planned_speedup(lookup, cost, K_MAX),
+        "rule": max(rule_speedup(prompt, output, sources, cost, *r) for r in RULES),
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--traces", type=Path, nargs="*", help="recorded traces (default: the four committed sets)")
+    ap.add_argument("--categories", default="", help="comma-separated: only these categories (default: all)")
+    args = ap.parse_args()
+    wanted = {c.strip() for c in args.categories.split(",") if c.strip()}
+    for path in args.traces or [RESULTS / name for name in TRACES]:
+        try:
+            data = json.loads(Path(path).read_text())
+        except (OSError, ValueError) as e:
+            print(f"error: {path}: not a recorded trace file ({e})", file=sys.stderr)
+            return 2
+        cost = seeded_cost(data["curves"]["default"])
+        defaults = {r["prompt"]: r["ratio"] for r in predict(data, deterministic=False)}
+        rows: dict[str, list[dict[str, float]]] = {}
+        for trace in data["traces"]["default"]:
+            if not wanted or trace["category"] in wanted:
+                row = bounds(trace, cost)
+                rows.setdefault(trace["category"], []).append({**row, "defaults": defaults[trace["prompt"]]})
+        print(f"{Path(path).name} ({data['model']}, {data['max_tokens']} tokens a prompt): speedup over AR, and share of the ceiling")
+        print(f"  {'category':22} " + "  ".join(f"{c:>16}" for c in COLUMNS))
+        for category, mine in rows.items():
+            medians = {c: statistics.median(r[c] for r in mine) for c in COLUMNS}
+            cells = [f"x{medians[c]:.2f}" + ("" if c == "ceiling" else f" ({medians[c] / medians['ceiling']:.0%})") for c in COLUMNS]
+            print(f"  {CATEGORIES.get(category, category):22} " + "  ".join(f"{cell:>16}" for cell in cells))
+        print()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
