@@ -17,14 +17,19 @@ the ceiling:
 * **prompt lookup, ends known**: the run that follows the latest occurrence of the longest
   match (what the n-gram drafter copies), its end known: the best any choice of K could do
   with that source.
-* **best fixed rule, in hindsight**: per prompt, the best of 120 prompt-lookup rules (draft
+* **best rule a prompt, in hindsight**: per prompt, the best of 120 prompt-lookup rules (draft
   ``min(K, a * match)`` tokens where the match is at least ``m``), picked knowing the outcome.
+* **best rule a kind, in hindsight**: the one rule with the best median over the category's
+  prompts (what knowing the kind of text, and tuning for it, could do).
+* **one rule, in hindsight**: the one rule with the best mean over every prompt of the set
+  (what the best fixed setting does where the kind of text is not known).
 * **defaults**: spectui's defaults as ``pricing_replay.py`` predicts them (the category
   benchmark's order and repetitions, the stored calibration carried).
 
 The gaps read: ceiling to context-led is copies nothing written points to (the first tokens
 of a quote, the text after an edit); context-led to prompt lookup is the choice among
-occurrences; prompt lookup to the rules and the defaults is not knowing where a copy ends.
+occurrences; prompt lookup to the rules and the defaults is not knowing where a copy ends. The kind's
+rule beside the one rule is what knowing the kind of text is worth to a fixed setting.
 """
 
 from __future__ import annotations
@@ -51,7 +56,7 @@ MATCH_REACH = 32
 RULES = list(itertools.product((1, 2, 3, 4, 6), (2, 3, 4, 8, 12, 16), (0.5, 1.0, 2.0, float(K_MAX))))
 TRACES = ("pricing-traces-embedded.json", "pricing-traces-embedded-q4_1.json",
           "pricing-traces-qwen-1.5b.json", "pricing-traces-embedded-held-out.json")
-COLUMNS = ("ceiling", "context-led", "lookup", "rule", "defaults")
+COLUMNS = ("ceiling", "context-led", "lookup", "rule a prompt", "rule a kind", "one rule", "defaults")
 
 
 def lookup_source(hist: Sequence[int]) -> tuple[int, int]:
@@ -88,19 +93,21 @@ def rule_speedup(prompt: Sequence[int], output: Sequence[int], sources: list[tup
     return (len(output) - 1) / spent
 
 
-def bounds(trace: dict, cost: Callable[[int], float]) -> dict[str, float]:
+def bounds(trace: dict, cost: Callable[[int], float]) -> tuple[dict[str, float], dict[tuple, float]]:
+    """The bounds on one trace, and every rule's speedup on it."""
     prompt, output = trace["tokens"], trace["output"]
     text = [*prompt, *output]
     sources = [(0, -1)] + [lookup_source(text[:len(prompt) + i]) for i in range(1, len(output))]
     lookup = [0] + [common_prefix(text[s:min(s + K_MAX, len(prompt) + i)], output[i:]) if s >= 0 else 0
                     for i, (_, s) in enumerate(sources) if i]
     context = [0] + [context_keepable(text[:len(prompt) + i], output[i:i + K_MAX]) for i in range(1, len(output))]
+    rules = {r: rule_speedup(prompt, output, sources, cost, *r) for r in RULES}
     return {
         "ceiling": copy_ceiling(prompt, output, cost, K_MAX),
         "context-led": planned_speedup(context, cost, K_MAX),
         "lookup": planned_speedup(lookup, cost, K_MAX),
-        "rule": max(rule_speedup(prompt, output, sources, cost, *r) for r in RULES),
-    }
+        "rule a prompt": max(rules.values()),
+    }, rules
 
 
 def main() -> int:
@@ -118,16 +125,27 @@ def main() -> int:
         cost = seeded_cost(data["curves"]["default"])
         defaults = {r["prompt"]: r["ratio"] for r in predict(data, deterministic=False)}
         rows: dict[str, list[dict[str, float]]] = {}
+        rules: dict[str, list[dict[tuple, float]]] = {}
         for trace in data["traces"]["default"]:
             if not wanted or trace["category"] in wanted:
-                row = bounds(trace, cost)
+                row, each = bounds(trace, cost)
                 rows.setdefault(trace["category"], []).append({**row, "defaults": defaults[trace["prompt"]]})
-        print(f"{Path(path).name} ({data['model']}, {data['max_tokens']} tokens a prompt): speedup over AR, and share of the ceiling")
-        print(f"  {'category':22} " + "  ".join(f"{c:>16}" for c in COLUMNS))
+                rules.setdefault(trace["category"], []).append(each)
+        every = [each for kind in rules.values() for each in kind]
+        one = max(RULES, key=lambda r: statistics.mean(each[r] for each in every))
+        for category, mine in rows.items():
+            kind = max(RULES, key=lambda r: statistics.median(each[r] for each in rules[category]))
+            for row, each in zip(mine, rules[category]):
+                row["rule a kind"], row["one rule"] = each[kind], each[one]
+        print(f"{Path(path).name} ({data['model']}, {data['max_tokens']} tokens a prompt): speedup over AR (medians over the"
+              " prompts), and share of the ceiling; the worst prompt under the kind's rule / the one rule / the defaults")
+        print(f"  the one rule here: m = {one[0]}, K = {one[1]}, a = {one[2]:g}")
+        print(f"  {'category':22} " + "  ".join(f"{c:>13}" for c in COLUMNS))
         for category, mine in rows.items():
             medians = {c: statistics.median(r[c] for r in mine) for c in COLUMNS}
             cells = [f"x{medians[c]:.2f}" + ("" if c == "ceiling" else f" ({medians[c] / medians['ceiling']:.0%})") for c in COLUMNS]
-            print(f"  {CATEGORIES.get(category, category):22} " + "  ".join(f"{cell:>16}" for cell in cells))
+            worst = " / ".join(f"x{min(r[c] for r in mine):.2f}" for c in ("rule a kind", "one rule", "defaults"))
+            print(f"  {CATEGORIES.get(category, category):22} " + "  ".join(f"{cell:>13}" for cell in cells) + f"  worst {worst}")
         print()
     return 0
 
