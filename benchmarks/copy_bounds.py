@@ -28,8 +28,9 @@ the ceiling:
 
 The gaps read: ceiling to context-led is copies nothing written points to (the first tokens
 of a quote, the text after an edit); context-led to prompt lookup is the choice among
-occurrences; prompt lookup to the rules and the defaults is not knowing where a copy ends. The kind's
-rule beside the one rule is what knowing the kind of text is worth to a fixed setting.
+occurrences; prompt lookup to the rules and the defaults is not knowing where a copy ends.
+The kind's rule beside the one rule is what knowing the kind of text is worth to a fixed
+setting.
 """
 
 from __future__ import annotations

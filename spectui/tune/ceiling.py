@@ -60,8 +60,6 @@ def copy_ceiling(history: Sequence[int], output: Sequence[int], cost: Callable[[
     """The speedup over AR of the best copying plan (see the module docstring): a step at
     position i keeps d <= the longest copy there plus the target's own next token, for
     ``cost(d + 1)``; AR pays one per token. The first token comes from the prefill either way."""
-    if len(output) < 2:
-        return 1.0
     return planned_speedup(longest_copies(history, output, k_max), cost, k_max)
 
 
