@@ -24,7 +24,7 @@ from spectui.errors import SpectuiError
 
 if TYPE_CHECKING:
     from spectui.recording.reader import Recording
-    from spectui.recording.schema import WatchInfo
+    from spectui.recording.watch_records import WatchInfo
     from spectui.watch.feed import LiveFeed
     from spectui.watch.node import NodeFeed
     from spectui.watch.record import WatchRecorder

@@ -23,7 +23,8 @@ from typing import Literal
 import msgspec
 
 from spectui.config import RunConfig
-from spectui.recording.schema import BatchNoise, End, Header, HostInfo, MemorySample, PolicyChange, Prefill, Step, WatchReading
+from spectui.recording.schema import BatchNoise, End, Header, HostInfo, MemorySample, PolicyChange, Prefill, Step
+from spectui.recording.watch_records import WatchReading
 from spectui.recording.writer import CRC_SEED, MAGIC, MAX_FRAME_BYTES, encode_varint
 
 #: Bumped when the requests or the node's own records change shape; the handshake compares it

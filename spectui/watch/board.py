@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from spectui.format import DASH, num, pct, size
 from spectui.metrics.prometheus import FAMILIES
 from spectui.metrics.watch_rates import WatchFold, WatchInterval, WatchTotals
-from spectui.recording.schema import WatchInfo
+from spectui.recording.watch_records import WatchInfo
 from spectui.watch.sampler import WatchSample
 from spectui.watch.text import speculation_missing
 

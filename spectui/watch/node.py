@@ -23,7 +23,8 @@ import msgspec
 
 from spectui.errors import SpectuiError
 from spectui.metrics.watch_rates import WatchTotals
-from spectui.recording.schema import FinishReason, Header, WatchInfo, WatchReading
+from spectui.recording.schema import FinishReason, Header
+from spectui.recording.watch_records import WatchInfo, WatchReading
 from spectui.remote.ssh import HELLO_TIMEOUT_S, NodeChannel, ssh_command
 from spectui.remote.wire import BrokenStream, FrameReader, Reply
 from spectui.watch.feed import OnEnd, OnSample

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import psutil
 
-from spectui.recording.schema import ProcessSample
+from spectui.recording.watch_records import ProcessSample
 from spectui.server.client import is_loopback, is_wildcard
 from spectui.watch.listeners import listening_inodes, socket_inodes
 

@@ -21,7 +21,8 @@ from spectui.errors import SpectuiError
 from spectui.metrics.prometheus import FAMILIES, CounterReading, MetricFamilies
 from spectui.metrics.watch_rates import WatchTotals
 from spectui.recording.reader import Recording
-from spectui.recording.schema import End, FinishReason, Header, WatchInfo, WatchReading, WatchSlots
+from spectui.recording.schema import End, FinishReason, Header
+from spectui.recording.watch_records import WatchInfo, WatchReading, WatchSlots
 from spectui.recording.writer import RecordingWriter, free_path, recordings_dir
 from spectui.watch.sampler import WatchCore, WatchSample
 from spectui.watch.source import LiveSlots, Poll, WatchTarget

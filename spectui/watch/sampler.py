@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from spectui.metrics.prometheus import CounterReading
 from spectui.metrics.watch_rates import WatchFold, WatchInterval, WatchTotals
-from spectui.recording.schema import ProcessSample
+from spectui.recording.watch_records import ProcessSample
 from spectui.server.client import ServerClient
 from spectui.watch.source import LiveSlots, Poll, WatchTarget, poll
 

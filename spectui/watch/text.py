@@ -14,7 +14,7 @@ from typing import Any
 from spectui.format import DASH, num, pct, size
 from spectui.metrics.prometheus import MetricFamilies
 from spectui.metrics.watch_rates import WatchInterval, WatchTotals
-from spectui.recording.schema import ProcessSample
+from spectui.recording.watch_records import ProcessSample
 from spectui.watch.sampler import WatchSample
 from spectui.watch.source import LiveSlots, WatchTarget
 

@@ -9,7 +9,7 @@ import os
 import socket
 
 from spectui.metrics.prometheus import LLAMA_SERVER, CounterReading
-from spectui.recording.schema import ProcessSample
+from spectui.recording.watch_records import ProcessSample
 from spectui.watch.board import WatchBoard
 from spectui.watch.process import ProcessProbe, find_listener, is_loopback, open_probe
 from spectui.watch.record import watch_info

@@ -13,7 +13,7 @@ import pytest
 
 from spectui.history.index import INDEX_SCHEMA
 from spectui.metrics.prometheus import LLAMA_SERVER, VLLM, parse_exposition, read_counters
-from spectui.recording.schema import ProcessSample
+from spectui.recording.watch_records import ProcessSample
 from spectui.watch.record import WatchRecorder, watch_header
 from spectui.watch.sampler import WatchCore
 from spectui.watch.source import Poll, WatchTarget

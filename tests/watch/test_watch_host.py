@@ -19,7 +19,7 @@ import sys
 import pytest
 
 from spectui.recording.reader import read_recording
-from spectui.recording.schema import WatchReading
+from spectui.recording.watch_records import WatchReading
 from tests.conftest import REPO
 from tests.remote.conftest import Node, start_node, stop_node
 from tests.watch.standin import assert_only_reads

@@ -14,7 +14,8 @@ import time
 import pytest
 
 from spectui.recording.reader import read_recording
-from spectui.recording.schema import End, WatchReading
+from spectui.recording.schema import End
+from spectui.recording.watch_records import WatchReading
 from spectui.watch.record import read_watch
 from tests.conftest import run_cli
 from tests.watch.standin import assert_only_reads
