@@ -119,22 +119,25 @@ def ar_candidates(model: str, deterministic: bool) -> list[str]:
     return [shipped, *(str(cached_copy(shipped, q)) for q in EMBEDDED_CANDIDATES)]
 
 
-def fastest_ar(candidates: list[str], own: str, prompts: list, flags: list[str], log: Log) -> str:  # noqa: ANN001
+def fastest_ar(candidates: list[str], own: str, loaded: Engine, target: str, prompts: list, flags: list[str],  # noqa: ANN001
+               log: Log) -> str:
     """The candidate whose AR decodes fastest here: median tok/s over ``AR_PICK_ROUNDS`` rounds
     of each category's first prompt, every type loaded and warmed, the types taking turns run
     by run (one decodes at a time) so a drift of the machine's speed falls on all of them;
-    ``own`` (the speculative side's file) wins a tie."""
+    ``own`` (the speculative side's file, ``loaded`` from ``target``) wins a tie."""
     firsts = list({p.tier: p for p in reversed(prompts)}.values())
     paths = list(dict.fromkeys([own, *candidates]))
     rates: dict[str, list[float]] = {path: [] for path in paths}
+    targets = {path: target if path == own else path for path in paths}  # as each engine was loaded
     with ExitStack() as stack:
-        engines = {path: stack.enter_context(Engine.load(config(firsts[0].path, "ar", path, flags))) for path in paths}
+        engines = {path: loaded if path == own else stack.enter_context(Engine.load(config(firsts[0].path, "ar", path, flags)))
+                   for path in paths}
         for path, engine in engines.items():
-            run(engine, config(firsts[0].path, "ar", path, flags))  # warm-up, dropped
+            run(engine, config(firsts[0].path, "ar", targets[path], flags))  # warm-up, dropped
         for turn in range(AR_PICK_ROUNDS * len(firsts)):
             prompt = firsts[turn % len(firsts)]
             for path in paths[turn % len(paths):] + paths[:turn % len(paths)]:
-                rates[path].append(run(engines[path], config(prompt.path, "ar", path, flags))[0])
+                rates[path].append(run(engines[path], config(prompt.path, "ar", targets[path], flags))[0])
     medians = {path: statistics.median(r) for path, r in rates.items()}
     best = max(medians, key=lambda path: (medians[path], path == own))
     log("fastest AR here: " + ", ".join(f"{Path(path).name} {rate:.1f} tok/s" for path, rate in
@@ -234,7 +237,7 @@ def main() -> int:
 def measure(args, prompts, target, model, flags, first, log) -> int:  # noqa: ANN001 - main's own values
     """Load the target, run every prompt, print and write the results; 0 where every must-show held."""
     rows: list[dict] = []
-    with Engine.load(first) as engine:
+    with Engine.load(first) as engine, ExitStack() as other:
         t = engine.header(first, "", [0]).artifacts.target
         log(f"target: {t.path} ({t.quant}){'; ' + t.origin if t.origin else ''}; threads {first.backend.n_threads or 'default'}")
         choice = stored_choice(first.backend) if model == "embedded" and not args.deterministic else None
@@ -244,10 +247,9 @@ def measure(args, prompts, target, model, flags, first, log) -> int:  # noqa: AN
                 f" runs as {choice.quant}: {choice.reason()}")
         seeded = engine.cost_curve()
         log(f"cost seed from the cache: {'none' if not seeded else ' '.join(f'{c:.2f}' for c in seeded)}")
-    candidates = ar_candidates(model, args.deterministic)
-    ar_path = fastest_ar(candidates, t.path, prompts, flags, log) if candidates else t.path
-    ar_target = target if ar_path == t.path else ar_path
-    with Engine.load(first) as engine, ExitStack() as other:
+        candidates = ar_candidates(model, args.deterministic)
+        ar_path = fastest_ar(candidates, t.path, engine, target, prompts, flags, log) if candidates else t.path
+        ar_target = target if ar_path == t.path else ar_path
         ar_engine = None if ar_path == t.path else other.enter_context(Engine.load(config(prompts[0].path, "ar", ar_path, flags)))
         run(engine, first)  # warm-up round, dropped: page faults and first kernels are nobody's
         run(ar_engine or engine, config(prompts[0].path, "ar", ar_target, flags))

@@ -184,11 +184,13 @@ class DraftConfig(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def drafter_label(self) -> str:
         """``n-gram``, ``suffix``, ``draft model``, ``n-gram, then draft model`` or a runtime's method."""
-        if self.chain:
-            return f"{MODEL_FREE.get(self.chain, self.chain)}, then draft model"
         if isinstance(self.drafter, Runtime):
             return self.drafter.method
-        return MODEL_FREE.get(self.drafter.name, self.drafter.name) if isinstance(self.drafter, Lookup) else "draft model"
+        return MODEL_FREE.get(self.drafter.name, self.drafter.name) if isinstance(self.drafter, Lookup) else self._chained("draft model")
+
+    def _chained(self, model: str) -> str:
+        """``model`` named after the lookup chained in front of it, where one is."""
+        return f"{MODEL_FREE.get(self.chain, self.chain)}, then {model}" if self.chain else model
 
     # -- how long its drafts are ------------------------------------------------------------
 
@@ -212,7 +214,8 @@ class DraftConfig(msgspec.Struct, frozen=True, kw_only=True):
         """The Ks a run's blocks are judged over (which K would have paid best): a cost-aware
         K's limits, else the default ones (a fixed K's run is judged against every K it could
         have drafted)."""
-        return self.k_range if isinstance(self.length, CostAware) else (CostAware().k_min, CostAware().k_max)
+        limits = self.length if isinstance(self.length, CostAware) else CostAware()
+        return limits.k_min, limits.k_max
 
     def k_label(self) -> str:
         """``K=4``, ``K=1..16 adaptive`` or ``K=runtime default``."""
@@ -223,9 +226,7 @@ class DraftConfig(msgspec.Struct, frozen=True, kw_only=True):
 
     def label(self, *, model: str = "draft model") -> str:
         """``n-gram K=4`` or ``draft model K=4``; ``model`` names a draft model (its file, say)."""
-        if self.chain:
-            model = f"{MODEL_FREE.get(self.chain, self.chain)}, then {model}"
-        return f"{model if self.has_model else self.drafter_label} {self.k_label()}"
+        return f"{self._chained(model) if self.has_model else self.drafter_label} {self.k_label()}"
 
     # -- the one rule for changing them -----------------------------------------------------
 

@@ -275,7 +275,7 @@ class Engine:
     def proposal_prices(self, config: RunConfig, drafter: Drafter) -> dict[str, tuple[float, float]] | None:
         """What proposals of this target and ``drafter`` were worth in earlier runs here
         (``engine/host/proposal_prices.py``): the calibration a cost-aware K starts from. None
-        (the static prior) for a run priced by its seed alone (``learn_cost`` off:
+        (the static prior) for a run priced by its seed alone (``CostAware.learn`` off:
         ``--deterministic``, tune's replays): its blocks then follow from its output and its
         recorded seed, whatever earlier runs left."""
         length = config.draft.length

@@ -159,7 +159,7 @@ def predict(
 
 def seeded_cost(seed: Sequence[float] = ()) -> Callable[[int], float]:
     """Cost of ``n`` tokens at once from a measured curve (``seed[n - 1]``; ``spectui tune``'s
-    or a run's ``DraftConfig.cost_seed``), past its end extended by the cost model's slope, and
+    or a run's ``Pricing.seed``), past its end extended by the cost model's slope, and
     the cost model (``verify_cost``) itself without one: the prior the cost-aware K starts from."""
     seed = tuple(seed)
 

@@ -3,7 +3,7 @@
 What a block of n tokens costs against one token decides which draft length pays (the
 weight format alone moves it 2x on a CPU: docs/guide/tune.md), and it is a property of this model on
 this machine, not of a prompt. ``spectui tune`` measures the curve and stores it here; a
-speculative run whose K is cost-aware starts from it (``DraftConfig.cost_seed``) and, when
+speculative run whose K is cost-aware starts from it (``Pricing.seed``) and, when
 tune has not run, leaves what it measured itself for the next run.
 
 One JSON file in the user cache directory, keyed by the model's sha256 and the settings
