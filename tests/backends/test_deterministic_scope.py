@@ -57,3 +57,43 @@ def test_weights_measured_not_batch_invariant_are_refused_with_the_measured_diff
     assert "--deterministic cannot hold for smollm2-Q6_K.gguf (Q6_K) here" in errors[0]
     worst = re.search(r"by up to ([0-9.]+) \(measured to depth (\d+)", errors[0])
     assert worst is not None and float(worst.group(1)) > 0 and int(worst.group(2)) > 0, errors[0]
+
+
+@pytest.mark.slow
+def test_with_no_weights_named_a_deterministic_run_picks_an_invariant_type_and_a_chosen_file_is_still_judged(tmp_path, monkeypatch):
+    """The person named no weights and this host's probe picked F16 (as on an AVX-512 EPYC,
+    where F16's blocks differ from single tokens): a --deterministic run does not refuse the
+    type spectui picked itself, it runs an invariant one and says which and why in one line.
+    The probe's pick is injected as the stored choice the first run's probe would have left."""
+    from spectui.engine.host.quantize import quantize
+    from spectui.engine.host.weights import ENV, WeightChoice, store_choice
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv(ENV, "auto")
+    backend = BackendConfig(n_threads=1, flash_attn="on", deterministic=True)  # what --deterministic sets
+    # this host's first-run numbers (ms), F16 verifying a block of 9 fastest
+    token = {"Q4_1": 9900.0, "F16": 12400.0, "Q8_0": 9700.0}
+    block = {"Q4_1": 60800.0, "F16": 18600.0, "Q8_0": 43900.0}
+    store_choice(backend, WeightChoice(quant="F16", shipped="Q4_1", token_us=token, block_us=block, by="test"))
+
+    out = tmp_path / "det.spectui"
+    result = run_cli("run", "--headless", "--deterministic", "--prompt", "hi", "--max-tokens", "6", "--output", str(out))
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    said = [line for line in result.stderr.splitlines() if "the embedded model runs as" in line]
+    assert len(said) == 1 and "runs as Q8_0 for this run: --deterministic" in said[0] and "F16" in said[0], result.stderr
+    assert "cannot hold" not in result.stderr and "bit-identical" in result.stderr, result.stderr
+    report = run_cli("report", str(out))
+    assert "SmolLM2-135M-Instruct.Q8_0" in report.stdout, report.stdout
+
+    # a file the person chose is run as given, and refused where its kernels measure otherwise
+    f16 = quantize(embedded_path(), tmp_path / "smollm2-F16.gguf", "F16")
+    chosen = run_cli("run", "--headless", "--deterministic", "--target", str(f16), "--prompt", "hi", "--max-tokens", "6", "--no-record")
+    assert "Traceback" not in chosen.stderr and "the embedded model runs as" not in chosen.stderr
+    if chosen.returncode != 0:
+        assert chosen.returncode == 2 and "--deterministic cannot hold for smollm2-F16.gguf (F16) here" in chosen.stderr
+
+
+def embedded_path() -> str:
+    from spectui.models.registry import embedded_model_path
+
+    return embedded_model_path()

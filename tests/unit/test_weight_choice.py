@@ -87,3 +87,18 @@ def test_a_type_measured_while_other_processes_were_busier_is_measured_again():
     assert disturbed([loaded(q41, 55), loaded(f16, 50), loaded(q80, 52)]) == []  # busy throughout: alike
     assert disturbed([loaded(q41, 60), loaded(f16, None)]) == []  # nothing to compare with
     assert disturbed([loaded(q41, 2), loaded(f16, 30), loaded(q80, 45)]) == [1, 2]
+
+
+def test_a_deterministic_run_picks_among_the_invariant_types_by_the_same_rule():
+    """The probe picked F16 (not batch-invariant with one thread): a --deterministic run takes
+    the invariant type the same rule picks from the same numbers; an invariant pick stands."""
+    from spectui.engine.host.weights import INVARIANT_TYPES, WeightChoice, deterministic_pick
+
+    numbers = {"Q4_1": (9.9, 6.14), "F16": (12.4, 1.5), "Q8_0": (9.7, 4.53)}
+    token = {q: t * 1000 for q, (t, _) in numbers.items()}
+    block = {q: t * 1000 * c for q, (t, c) in numbers.items()}
+    forced = WeightChoice(quant="F16", shipped="Q4_1", token_us=token, block_us=block, by="test")
+    assert deterministic_pick(forced) == "Q8_0" and "F16" not in INVARIANT_TYPES
+    slow_q8 = msgspec.structs.replace(forced, block_us={**block, "Q8_0": block["Q4_1"]})
+    assert deterministic_pick(slow_q8) == "Q4_1"  # nothing invariant beats the shipped file: it runs as shipped
+    assert deterministic_pick(msgspec.structs.replace(forced, quant="Q8_0")) == "Q8_0"

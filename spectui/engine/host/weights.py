@@ -57,6 +57,11 @@ TIE = 1.05
 #: file's within 0-7 tokens (``spectui quality``, 2026-11-26); ``SPECTUI_EMBEDDED_WEIGHTS=Q4_0``
 #: still runs it for whoever wants that trade
 EMBEDDED_CANDIDATES = ("F16", "Q8_0")
+#: the types whose CPU kernels give a block the same logits as single tokens bit for bit with one
+#: thread and flash attention (``--deterministic``), measured on x86 (``noise.require_invariant``):
+#: F16 and the K-quants are not (F16 differed on this repository's AVX-512 host), so a
+#: deterministic run of the embedded default never runs in them unless a person names them
+INVARIANT_TYPES = ("Q8_0", "Q4_0", "Q4_1")
 ENV = "SPECTUI_EMBEDDED_WEIGHTS"
 CACHE_NAME = "embedded-weights.json"
 #: the prompt the probes measure at (its depth is a typical short run's)
@@ -189,22 +194,38 @@ def choose_weights(rows: Sequence[WeightRow], shipped: str, *, by: str) -> Weigh
     the fastest block of ``CHOICE_BLOCK`` among types whose single token is not slower than
     ``TOKEN_SLOWER_AT_MOST`` x the shipped one's, if it beats the shipped block by
     ``FASTER_BY``; types that tie with it go to the most faithful (``EMBEDDED_CANDIDATES``)."""
-    by_type = {r.quant.upper(): r for r in rows}
-    base = by_type[shipped.upper()]
-    eligible = [r for r in rows if (r is base or r.quant.upper() in EMBEDDED_CANDIDATES)
-                and r.curve.unit_us <= base.curve.unit_us * TOKEN_SLOWER_AT_MOST]
-    fastest = min(r.block_us for r in eligible)
-    fidelity = {q: i for i, q in enumerate(EMBEDDED_CANDIDATES)}  # the shipped file itself first (-1)
-    tied = sorted((r for r in eligible if r.block_us <= fastest * TIE), key=lambda r: fidelity.get(r.quant.upper(), -1))
-    best = tied[0]
-    if best is not base and best.block_us * FASTER_BY > base.block_us:
-        best = base
+    token_us = {r.quant.upper(): r.curve.unit_us for r in rows}
+    block_us = {r.quant.upper(): r.block_us for r in rows}
     return WeightChoice(
-        quant=best.quant.upper(), shipped=base.quant.upper(),
-        token_us={r.quant.upper(): round(r.curve.unit_us, 1) for r in rows},
-        block_us={r.quant.upper(): round(r.block_us, 1) for r in rows},
+        quant=_rule(token_us, block_us, shipped.upper(), EMBEDDED_CANDIDATES), shipped=shipped.upper(),
+        token_us={q: round(v, 1) for q, v in token_us.items()},
+        block_us={q: round(v, 1) for q, v in block_us.items()},
         by=by, measured_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
     )
+
+
+def _rule(token_us: dict[str, float], block_us: dict[str, float], shipped: str, candidates: Sequence[str]) -> str:
+    """``choose_weights``' rule over measured numbers (upper-case type -> microseconds), the
+    types allowed besides ``shipped`` being ``candidates``, most faithful first."""
+    eligible = [q for q in token_us if (q == shipped or q in candidates) and token_us[q] <= token_us[shipped] * TOKEN_SLOWER_AT_MOST]
+    fastest = min(block_us[q] for q in eligible)
+    fidelity = {q: i for i, q in enumerate(candidates)}  # the shipped file itself first (-1)
+    best = sorted((q for q in eligible if block_us[q] <= fastest * TIE), key=lambda q: fidelity.get(q, -1))[0]
+    return shipped if best != shipped and block_us[best] * FASTER_BY > block_us[shipped] else best
+
+
+def deterministic_pick(choice: WeightChoice) -> str:
+    """The type a ``--deterministic`` run of the embedded default runs in: the probe's choice
+    when its kernels are among ``INVARIANT_TYPES``, else the same rule over the same numbers
+    among the invariant types (the shipped file when it is one and none beats it), Q8_0 when
+    nothing invariant was measured."""
+    if choice.quant in INVARIANT_TYPES:
+        return choice.quant
+    allowed = tuple(q for q in EMBEDDED_CANDIDATES if q in INVARIANT_TYPES)
+    if choice.shipped in INVARIANT_TYPES and choice.shipped in choice.token_us and choice.shipped in choice.block_us:
+        measured = {q: v for q, v in choice.token_us.items() if q in choice.block_us}
+        return _rule(measured, choice.block_us, choice.shipped, allowed)
+    return allowed[0]
 
 
 def shipped_type() -> str:
@@ -353,6 +374,14 @@ def resolve_target(spec: str, backend: BackendConfig, *, probe: bool = True,
         if choice is None:
             return Target(shipped_path)
         quant, why = choice.quant, choice.reason()
+        if backend.deterministic and quant not in INVARIANT_TYPES:
+            # the person named no weights: run a type whose kernels hold --deterministic, rather
+            # than refuse the one spectui picked for speed
+            quant = deterministic_pick(choice)
+            why = (f"--deterministic: {quant}'s kernels give a block the same logits as single tokens "
+                   f"(measured so on x86), {choice.quant}'s (this machine's pick for speed) are not known to")
+            say(f"the embedded model runs as {quant}{' (as shipped)' if quant == shipped else ''} for this run: "
+                f"{why}; --target FILE runs weights of your choice")
     if quant == shipped or not (probe or copy_path(shipped_path, quant).is_file()):
         return Target(shipped_path)  # without a probe nothing is made: the copy runs once a run made it
     return Target(str(cached_copy(shipped_path, quant)), made_from=os.path.basename(shipped_path), quant=quant, why=why)
