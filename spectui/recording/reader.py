@@ -219,6 +219,9 @@ def _check_header(payload: bytes, path: Path) -> Header:
             raise RecordingError(
                 f"{path} was written with schema {version}; this spectui reads {MAJOR}.x — upgrade spectui"
             )
+    # Either decoder's union (msgspec types a Decoder by the union it decodes) is part of the
+    # recording's one Event union: the first record is any event until it is checked below.
+    event: Event
     try:
         event = _migrated(payload) if probe is not None and older_major(probe.schema_version) else _decode_map(payload)
     except msgspec.DecodeError:

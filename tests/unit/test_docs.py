@@ -37,8 +37,8 @@ DOCS = REPO / "docs"
 
 #: The README's first two lines, verbatim: they make their own virtual environment, so they
 #: work under PEP 668; `.ci/run` runs line 2 exactly as written.
-RUN_COMMAND = "python3 -m venv .venv && . .venv/bin/activate && pip install -e '.[demo]' && spectui"
-TEST_COMMAND = ("python3 -m venv .venv && . .venv/bin/activate && pip install -e '.[demo,test]'"
+RUN_COMMAND = "python3 -m venv .venv && . .venv/bin/activate && pip install -c constraints.txt -e '.[demo]' && spectui"
+TEST_COMMAND = ("python3 -m venv .venv && . .venv/bin/activate && pip install -c constraints.txt -e '.[demo,test]'"
                 " && python -m pytest -m 'not slow' -n 2 && python -m pytest -m slow")
 README_MAX_LINES = 250
 
