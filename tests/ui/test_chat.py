@@ -70,7 +70,7 @@ async def test_a_two_turn_chat_reuses_the_cache_copies_and_equals_ar(tmp_path):
         stream = app.screen.query_one(TokenStream)
         shown = await visible(pilot, "#tokens")
         assert "› Write a Python function" in shown and "› Repeat the function" in shown
-        assert stream.plain_text == conv.turns[0].reply + app.controller.live.text
+        assert stream.plain_text == conv.turns[0].reply + app.controller.live.answer
 
         (chat,) = [p for p in tmp_path.iterdir() if p.is_dir()]
         first, second = turn_paths(chat)

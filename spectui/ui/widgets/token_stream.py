@@ -34,6 +34,10 @@ ORIGIN_CLASSES = {
     int(TokenOrigin.BONUS): "token-stream--bonus",
 }
 BOUNDARY = "▏"
+#: where a run stopped on its end-of-generation token: the token (``<|im_end|>``, ``</s>``...) is
+#: a stop, not text the model wrote, so the pane draws this dim mark in its place (the recording
+#: keeps the token itself)
+STOP = "∎"
 
 _ORIGIN_CSS = """
     {w} > .token-stream--ar {{ color: $foreground; }}
@@ -91,7 +95,7 @@ class TokenStream(ScrollView, can_focus=True):
 
     @property
     def plain_text(self) -> str:
-        """The text of the tokens on screen (boundary bars left out)."""
+        """The text of the tokens on screen (boundary bars and the stop mark left out)."""
         return "".join(self._parts)
 
     def watch_show_blocks(self) -> None:
@@ -131,7 +135,7 @@ class TokenStream(ScrollView, can_focus=True):
         else:
             styles = self._styles
         # A run that ended on an end-of-generation token: that token (e.g. "<|im_end|>") is
-        # shown muted, as the end marker it is rather than as text the model wrote.
+        # drawn as a muted stop mark, the stop it is, rather than as text the model wrote.
         eog = _stopped(live)
         turn_key = tuple(id(t.run) for t in turns) if turns else ()
         rebuilt = (
@@ -220,10 +224,13 @@ class TokenStream(ScrollView, can_focus=True):
                 self._tail.append(" ")
                 m += 1
             piece = texts[i]
+            if eog and i == len(texts) - 1:
+                self._tail.append(STOP, bar_style)  # plain_text leaves it out, as it does the bars
+                continue
             if not piece:
                 continue
             parts.append(piece)
-            style = bar_style if eog and i == len(texts) - 1 else origin_style.get(origins[i], ar_style)
+            style = origin_style.get(origins[i], ar_style)
             first, *rest = piece.split("\n")
             self._tail.append(first, style)
             for line in rest:  # each newline finishes a paragraph: wrapped once, kept
