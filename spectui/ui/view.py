@@ -57,6 +57,12 @@ class DashboardView:
         ctl = self._ctl
         if ctl.replay_path is not None and ctl.live.header is not None:
             return ctl.live.header.config
+        # a chat turn on screen runs its own config (the composer's message as its prompt, the
+        # conversation before it): the header names that, not the prompt the dashboard opened on
+        run = ctl.current
+        turn = getattr(run, "config", None)
+        if getattr(run, "live", None) is ctl.live and isinstance(turn, RunConfig) and turn.conversation:
+            return turn
         return ctl.config
 
     def baseline_for(self, live: LiveRun) -> Baseline | None:
