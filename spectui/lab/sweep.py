@@ -47,6 +47,7 @@ from spectui import storage
 from spectui.config import RunConfig
 from spectui.drafting import RUNTIME_PREFIX, migrate_config
 from spectui.errors import SpectuiError
+from spectui.metrics.conditions import MachineLoad, machine_load
 from spectui.metrics.same_text import Output, speedup
 from spectui.metrics.stats import Summary, median_ci, nanmedian, nanpercentile, summarize
 from spectui.prompts import PromptSpec
@@ -132,6 +133,11 @@ class SweepRow(msgspec.Struct, kw_only=True):
     speedup_ci_low: float
     speedup_ci_high: float
     drafter: str = ""  # a grid's K point: its drafter
+    #: the busiest share of all cores other processes held during the row's runs (or their AR
+    #: runs), and whether that made the machine shared (``metrics.conditions.MachineLoad``):
+    #: the row's speedup is then the load's, not the machine's
+    other_load: float | None = None
+    disturbed: bool = False
 
 
 class Knee(msgspec.Struct, kw_only=True):
@@ -341,6 +347,7 @@ def run_sweep(
     result = SweepResult(plan=plan, folder=str(out), runs=[])
     summaries: dict[int, Summary] = {}
     outputs: dict[int, Output] = {}  # greedy runs' tokens and times: speedups over the same text
+    loads: dict[int, MachineLoad] = {}  # other processes' load over each run
     engines = EngineCache(load_engine)
     order = run_order(plan)
     t_start = time.monotonic()
@@ -368,9 +375,10 @@ def run_sweep(
                            drafter=point.drafter)
             result.runs.append(run)
             summaries[i] = summarize(events)
+            loads[i] = machine_load(events, config.envelope.max_other_cpu)
             if config.sampling.greedy:
                 outputs[i] = Output.of(events)
-            result.rows, result.knees = aggregate(result.runs, summaries, outputs)
+            result.rows, result.knees = aggregate(result.runs, summaries, outputs, loads)
             result.elapsed_s = time.monotonic() - t_start
             _write_manifest(result)
             if on_run is not None:
@@ -402,15 +410,17 @@ def load_sweep(folder: str | os.PathLike[str]) -> tuple[SweepResult, dict[int, S
     )
     summaries = {}
     outputs = {}
+    loads = {}
     for run in result.runs:
         file = Path(folder) / run.file
         if not file.is_file():
             raise SpectuiError(f"{file}: recording listed in the sweep is missing")
         rec = read_recording(file)
         summaries[run.index] = summarize(rec.events)
+        loads[run.index] = machine_load(rec.events, rec.header.config.envelope.max_other_cpu)
         if rec.header.config.sampling.greedy:
             outputs[run.index] = Output.of(rec.events)
-    result.rows, result.knees = aggregate(result.runs, summaries, outputs)
+    result.rows, result.knees = aggregate(result.runs, summaries, outputs, loads)
     return result, summaries
 
 
@@ -418,7 +428,8 @@ def load_sweep(folder: str | os.PathLike[str]) -> tuple[SweepResult, dict[int, S
 
 
 def aggregate(runs: Sequence[SweepRun], summaries: dict[int, Summary],
-              outputs: dict[int, Output] | None = None) -> tuple[list[SweepRow], list[Knee]]:
+              outputs: dict[int, Output] | None = None,
+              loads: dict[int, MachineLoad] | None = None) -> tuple[list[SweepRow], list[Knee]]:
     """The table: a row per tier and point. A run's speedup is against the AR run of the same
     round and prompt, over the same text (``outputs``, greedy runs: two outputs that part are
     timed up to where they part; without them, the whole runs' decode rates)."""
@@ -441,6 +452,11 @@ def aggregate(runs: Sequence[SweepRun], summaries: dict[int, Summary],
         rates = [s.decode_tok_s for s in ss]
         ratios = [x for x in (ratio(r, s) for r, s in zip(members, ss)) if x is not None]
         low, high = median_ci(ratios)
+        load = MachineLoad(None)
+        for r in members:  # a pair is as disturbed as its busier side: the run or its AR run
+            for i in (r.index, ar_run.get((r.round, r.prompt))):
+                if loads is not None and i in loads:
+                    load = load.worst(loads[i])
         rows.append(
             SweepRow(
                 tier=tier,
@@ -460,6 +476,8 @@ def aggregate(runs: Sequence[SweepRun], summaries: dict[int, Summary],
                 speedup_ci_low=low,
                 speedup_ci_high=high,
                 drafter=point.drafter,
+                other_load=load.share,
+                disturbed=load.shared,
             )
         )
     return rows, knees(rows)

@@ -21,6 +21,7 @@ from spectui.charts import Axis, Panel, Series, render
 from spectui.errors import SpectuiError
 from spectui.format import num_or_na, text_table
 from spectui.lab.sweep import SweepResult, SweepRow, drafter_label
+from spectui.metrics.conditions import MachineLoad
 from spectui.metrics.stats import Summary, nanpercentile
 
 _MIB = 2**20
@@ -36,7 +37,8 @@ COLUMNS = [
     ("ITL p99", lambda r: num_or_na(r.itl_p99_ms, ".1f")),
     ("TTFT ms", lambda r: num_or_na(r.ttft_ms, ".0f")),
     ("peak MiB", lambda r: f"{r.peak_rss_bytes / _MIB:.0f}"),
-    ("speedup", lambda r: num_or_na(r.speedup, ".2f") + "x"),
+    # a row measured on a shared machine (``metrics.conditions``) says so: its speedup is the load's
+    ("speedup", lambda r: num_or_na(r.speedup, ".2f") + "x" + (f" SHARED {r.other_load or 0:.0%}" if r.disturbed else "")),
     ("95% CI", lambda r: "" if r.knob == "ar" or r.speedup_ci_low != r.speedup_ci_low else f"{r.speedup_ci_low:.2f}-{r.speedup_ci_high:.2f}"),
 ]
 
@@ -56,6 +58,11 @@ def format_table(result: SweepResult) -> str:
         lines.append(text_table(names, cells[tier], right=right, indent=0, rules_before={0}, min_widths=widths))
         lines.extend(f"knee: {knee.detail}" for knee in result.knees if knee.tier == tier)
         lines.append("")
+    shared = [r for r in result.rows if r.disturbed]
+    if shared:
+        worst = MachineLoad(max(r.other_load or 0.0 for r in shared))
+        lines.append(f"{worst.text()} at worst: {len(shared)} rows measured while other processes held the CPU; "
+                     "their speedups are that load's, not this machine's: run the sweep again on a quiet machine")
     done = len(result.runs)
     total = result.plan.total_runs
     lines.append(

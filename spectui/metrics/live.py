@@ -76,6 +76,7 @@ class LiveRun:
         self.headroom: list[int] = []
         self.rss: list[int] = []
         self.last_memory: MemorySample | None = None
+        self.other_cpu: list[int | None] = []
         self.peak_rss = 0
         self.min_headroom = -1
         self._swap_first: int | None = None
@@ -176,6 +177,7 @@ class LiveRun:
 
     def _memory(self, ev: MemorySample) -> None:
         self.last_memory = ev
+        self.other_cpu.append(ev.other_cpu_pct)  # other processes' load (``metrics.conditions``)
         self.mem_t.append(ev.t_us / 1e6)
         self.headroom.append(ev.headroom)
         self.rss.append(ev.rss)

@@ -97,6 +97,9 @@ class TierPlan:
     #: drafter there could be, and a drafter that is never wrong
     copy_ceiling: float = math.nan
     perfect_ceiling: float = math.nan
+    #: per prompt whose check stayed on a shared machine, measured again: other processes'
+    #: share of all cores (``metrics.conditions.MachineLoad``); its figure is not the machine's
+    disturbed: dict[str, float] = field(default_factory=dict)
 
 
 def lookup_name(base: DraftConfig) -> str:

@@ -17,6 +17,7 @@ from spectui.config import RUNTIMES
 from spectui.drafting import MODEL_FREE
 from spectui.engine.host.verify_cost import Curve
 from spectui.format import num, section_title, text_table
+from spectui.metrics.conditions import MachineLoad
 from spectui.tune.plan import K_CHOICES, Setting, TierPlan
 from spectui.tune.result import TuneResult, agreement, finite
 from spectui.tune.runtime import MEASURED_METHODS
@@ -51,8 +52,23 @@ def curve_lines(result: TuneResult) -> list[str]:
 
 def _off_by(plan: TierPlan) -> str:
     """How far the check landed from the prediction; `` !`` past ``AGREEMENT``."""
+    if plan.disturbed:
+        return f"disturbed: others {max(plan.disturbed.values()):.0%}"
     agree = agreement(plan)
     return "-" if agree is None else f"{agree:+.0%}" + ("" if abs(agree) <= AGREEMENT else " !")
+
+
+def disturbed_lines(result: TuneResult) -> list[str]:
+    """A line per tier whose check stayed on a shared machine (measured again): the load,
+    and that its measured figure is not this machine's answer."""
+    out = []
+    for p in result.tiers:
+        if p.disturbed:
+            load = MachineLoad(max(p.disturbed.values()))
+            out.append(f"  {p.tier}: checked while {load.text()} (measured again, still shared: "
+                       f"{', '.join(p.disturbed)}); its measured {_x(p.measured)} is that load's, not this machine's: "
+                       "run tune again on a quiet machine")
+    return out
 
 
 def _x(value: float | None) -> str:
@@ -73,6 +89,7 @@ def format_summary(result: TuneResult) -> str:
     # the last two: what the weights allow (``spectui.tune.ceiling``)
     out.append(text_table(["tier", "setting", "accept", "break-even", "predicted", "measured", "off by",
                            "copying at best", "perfect drafter"], rows, right={2, 3, 4, 5, 6, 7, 8}, rules_before={0}))
+    out.extend(disturbed_lines(result))
     out.append("")
     out.extend(f"  {p.verdict}" for p in result.tiers if p.verdict)
     out.append("")
@@ -92,6 +109,7 @@ def format_text(result: TuneResult) -> str:
             for p in result.tiers]
     out.append(text_table(["tier", "prompts", "best setting", "accept", "break-even", "predicted", "measured", "off by"],
                           rows, right={1, 3, 4, 5, 6, 7}, rules_before={0}))
+    out.extend(disturbed_lines(result))
     out.append("")
     for p in result.tiers:
         out.append(f"  {p.verdict}")
@@ -212,6 +230,9 @@ def to_json(result: TuneResult) -> dict:
             "copy_ceiling": p.copy_ceiling, "perfect_ceiling": p.perfect_ceiling,
             "predicted_by_setting": p.predicted,
             "predicted_per_prompt": p.per_prompt, "measured_per_prompt": p.measured_per_prompt,
+            # other processes' share of all cores per prompt whose check stayed shared (agreement: null)
+            "disturbed": p.disturbed,
+            "measured_while": MachineLoad(max(p.disturbed.values())).text() if p.disturbed else "",
         } for p in result.tiers],
         "settings": settings_lines(result),
         "exactness": {

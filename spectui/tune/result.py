@@ -71,7 +71,7 @@ class TuneResult:
 
 def agreement(plan: TierPlan) -> float | None:
     """measured / predicted - 1 for the tier (None: not checked)."""
-    if plan.measured is None or not plan.best_speedup:
+    if plan.measured is None or not plan.best_speedup or plan.disturbed:  # a shared machine's figure agrees with nothing
         return None
     return plan.measured / plan.best_speedup - 1.0
 
@@ -123,4 +123,5 @@ def _tier(doc: Mapping[str, Any]) -> TierPlan:
         measured_per_prompt=_floats(doc.get("measured_per_prompt")),
         copy_ceiling=_float(doc.get("copy_ceiling")),
         perfect_ceiling=_float(doc.get("perfect_ceiling")),
+        disturbed=_floats(doc.get("disturbed")),
     )

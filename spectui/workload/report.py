@@ -11,7 +11,8 @@ HEADER = ["load", "setting", "pass", "out tok/s", "speedup", "TTFT p50", "ITL p5
           "identical/near-tie/batched/defect/unjudged", "server CPU s", "RSS MiB", "J/token"]
 RIGHT = frozenset({3, 4, 5, 7, 8, 10, 11, 12})
 NOTE = ("speedup: over the same text, each request up to where it parts from its AR twin at that load; exactness: "
-        "against the same request's AR output at one client (batched: AR under the same load parts there too)")
+        "against the same request's AR output at one client (batched: AR under the same load parts there too); "
+        "SHARED N%: other processes held N% of the CPU over the level, its figures are that load's, not the machine's")
 
 
 def load_label(clients: int, rate: float) -> str:
@@ -22,7 +23,8 @@ def level_row(lv: LevelResult) -> list[str]:
     c = lv.counts
     return [
         load_label(lv.clients, lv.rate), lv.setting, str(lv.pass_no + 1), num(lv.output_tok_s),
-        "AR" if lv.ar else num(lv.speedup, ".2f", "x"), num(lv.ttft_ms_p50, ".0f", " ms"),
+        ("AR" if lv.ar else num(lv.speedup, ".2f", "x")) + (f" SHARED {lv.other_load:.0%}" if lv.disturbed else ""),
+        num(lv.ttft_ms_p50, ".0f", " ms"),
         "/".join(num(v, ".1f") for v in (lv.itl_ms_p50, lv.itl_ms_p95, lv.itl_ms_p99)), num(lv.queue_ms_p50, ".0f", " ms"),
         num(lv.acceptance * 100 if lv.drafted > 0 else None, ".0f", "%"),
         "reference" if lv.ar and (lv.clients, lv.rate, lv.pass_no) == (1, 0.0, 0)

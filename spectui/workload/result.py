@@ -97,6 +97,11 @@ class LevelResult(msgspec.Struct, kw_only=True):
     client_cpu_s: float = NAN  # this process's CPU time over the level (the load client's cost)
     joules_per_token: float = NAN  # this machine's, over the level, per output token, where a counter exists
     speedup: float = NAN  # against its AR twin at this level, over the same text
+    #: share of all cores that processes other than spectui and the server under test held over
+    #: the level, and whether that made the machine shared (``metrics.conditions.MachineLoad``):
+    #: the level's figures are then that load's, not the machine's
+    other_load: float = NAN
+    disturbed: bool = False
     same_text: str = ""  # "N of M tokens compared"
     counts: dict[str, int] = msgspec.field(default_factory=dict)
     stopped: str = ""  # why the level ended early ("" = every request ran)

@@ -20,6 +20,7 @@ clients its requests wait their turn, and that wait is its queue time.
 from __future__ import annotations
 
 import datetime as dt
+import math
 import threading
 import time
 from collections.abc import Callable, Generator, Iterator
@@ -33,6 +34,7 @@ import psutil
 
 from spectui import storage
 from spectui.config import RunConfig
+from spectui.metrics.conditions import LoadSpan, MachineLoad
 from spectui.metrics.energy import EnergyProbe, open_energy
 from spectui.recording.schema import BatchNoise, End, Event, Header, LoadTag, Prefill, Step
 from spectui.sessions.protocol import EngineProtocol
@@ -320,6 +322,7 @@ class WorkloadRun:
         sub = self.folder / _slug(s.label) / (f"c{clients}" if clients else f"r{rate:g}") / f"pass{pass_no}"
         counters = self._counters(one)
         cpu0, client0 = _cpu(one.server_pid), time.process_time()
+        others = LoadSpan().start()  # other processes' load: the server's own is taken out below
         joules0 = self.energy.total_joules() if self.energy is not None and one.server_pid is not None else None
 
         self.live = level
@@ -358,6 +361,11 @@ class WorkloadRun:
         if cpu0 is not None and cpu1 is not None:
             level.server_cpu_s = cpu1 - cpu0
         level.server_rss_mib = _rss_mib(one.server_pid)
+        load = others.load()
+        if load.share is not None and level.wall_s > 0:
+            server = 0.0 if math.isnan(level.server_cpu_s) else level.server_cpu_s / (level.wall_s * (psutil.cpu_count() or 1))
+            level.other_load = max(0.0, load.share - server)
+            level.disturbed = MachineLoad(level.other_load, load.limit).shared
         joules1 = self.energy.total_joules() if joules0 is not None and self.energy is not None else None
         produced = sum(r.n_tokens for r in level.requests)
         if joules0 is not None and joules1 is not None and produced:

@@ -25,6 +25,7 @@ from textual.widgets import Footer, Static
 
 from spectui.compare.divergence import UNCLASSIFIED, DivergenceCause, classify_runs, token_at
 from spectui.format import DASH, num, pct, signed_size
+from spectui.metrics.conditions import SHARED_ABOVE, readings_load
 from spectui.metrics.live import LiveRun
 from spectui.metrics.same_text import common_tokens, decode_rate
 from spectui.metrics.stats import Summary
@@ -65,6 +66,10 @@ def delta_items(base: LiveRun, cand: LiveRun, sb: Summary, sc: Summary, styles: 
         ratio = decode_rate(cand.token_t_us, shared) / base_rate if base_rate > 0 else math.nan
         over = f" (first {shared} tokens, where the outputs part)"
     item("speedup", "—" if math.isnan(ratio) else f"{ratio:.2f}×{over}", good if ratio >= 1 else bad)
+    limit = base.header.config.envelope.max_other_cpu if base.header is not None else SHARED_ABOVE
+    load = readings_load(base.other_cpu, limit).worst(readings_load(cand.other_cpu, limit))
+    if load.shared:  # the speedup above is that load's, not this machine's
+        item("measured on a", f"{load.text()}: not this machine's speedup", bad)
     item(
         "ITL p50/p95/p99",
         f"{num(sb.itl_p50_ms, '.1f')}/{num(sb.itl_p95_ms, '.1f')}/{num(sb.itl_p99_ms, '.1f')} → "
