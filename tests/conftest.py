@@ -73,6 +73,15 @@ def llama_server_binary():
 
 
 @pytest.fixture(scope="session")
+def tiny_heads(model_path, tmp_path_factory) -> dict[str, str]:
+    """Tiny draft heads for the embedded target (EAGLE-3, DFlash, DSpark, the head that keeps
+    its drafts, and the misfits), written once per session: tests/runtime/tiny_heads.py."""
+    from tests.runtime.tiny_heads import write_all
+
+    return {name: str(path) for name, path in write_all(tmp_path_factory.mktemp("heads"), model_path).items()}
+
+
+@pytest.fixture(scope="session")
 def engine(model_path, calibrations):
     """A target and a draft model context over the same weights (the only registry model).
 

@@ -1,4 +1,5 @@
-"""``spectui models``: the local model catalogue, each target with its compatible drafts.
+"""``spectui models``: the local model catalogue, each target with its compatible drafts and
+the trained heads (EAGLE-3, DFlash, DSpark) that fit it (``spectui.models.heads``).
 
 No model is loaded: metadata only (``spectui.models.catalogue``). The names printed are what
 ``--target`` and ``--draft`` accept.
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # imported on use: listing models must not slow every command's start
     from spectui.models.catalogue import Catalogue, ModelEntry
+    from spectui.models.heads import HeadInfo
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -36,8 +38,11 @@ def cmd_models(args: argparse.Namespace) -> int:
     if args.drafts_for is not None:
         return _drafts_for(cat, args.drafts_for, as_json=args.json)
     if args.json:
+        heads = heads_by_target(cat)
         doc = {
-            "models": [{**msgspec.to_builtins(m), "drafts": [d.name for d in cat.drafts_for(m)]} for m in cat.models],
+            "models": [{**msgspec.to_builtins(m), "drafts": [d.name for d in cat.drafts_for(m)],
+                        "heads": [{"name": h.name, "method": info.method} for h, info in heads.get(m.path, [])]}
+                       for m in cat.models],
             "notes": cat.notes,
         }
         print(msgspec.json.encode(doc).decode())
@@ -64,16 +69,49 @@ def format_catalogue(cat: Catalogue) -> str:
 
     rows: list[list[str]] = []
     rules: set[int] = set()
+    heads = heads_by_target(cat)
     for m in cat.models:
         rules.add(len(rows))
         rows.append(row(m))
         rows += [row(d, "  draft: ") for d in cat.drafts_for(m)]
+        rows += [row(h, f"  head ({info.method}): ") for h, info in heads.get(m.path, [])]
     header = ["model (--target / --draft)", "source", "format", "arch", "params", "quant", "size", "trained ctx", "vocab"]
     lines = [f"spectui models: {len(cat.models)} found"]
     lines += [f"note: {n}" for n in cat.notes]
     if rows:
         lines.append(text_table(header, rows, right={4, 6, 7}, rules_before=rules))
     return "\n".join(lines)
+
+
+def heads_by_target(cat: Catalogue) -> dict[str, list[tuple[ModelEntry, HeadInfo]]]:
+    """Each GGUF target's path -> the heads in the catalogue that fit it. The headers are read
+    only when there is a head: a catalogue without one costs nothing more."""
+    from spectui.errors import SpectuiError
+    from spectui.models.gguf import read_gguf
+    from spectui.models.heads import HEAD_ARCHITECTURES, is_head, misfit, read_head
+
+    heads = []
+    for m in cat.models:
+        if m.format == "gguf" and m.architecture in HEAD_ARCHITECTURES:
+            try:
+                info = read_head(m.path)
+            except SpectuiError:
+                continue  # unreadable: the catalogue already says so
+            if info is not None:
+                heads.append((m, info))
+    out: dict[str, list[tuple[ModelEntry, HeadInfo]]] = {}
+    if not heads:
+        return out
+    for m in cat.models:
+        if m.format != "gguf" or m.architecture in HEAD_ARCHITECTURES:
+            continue
+        try:
+            target = read_gguf(m.path)
+        except SpectuiError:
+            continue
+        if not is_head(target):
+            out[m.path] = [(h, info) for h, info in heads if misfit(info, target) is None]
+    return out
 
 
 def _drafts_for(cat: Catalogue, name: str, *, as_json: bool) -> int:

@@ -41,6 +41,7 @@ from spectui.drafting import MODEL_FREE
 from spectui.errors import SpectuiError
 from spectui.format import model_name
 from spectui.models.gguf import read_gguf
+from spectui.models.heads import HEAD_ARCHITECTURES
 from spectui.models.registry import DEFAULT_MODEL, embedded_model_path
 from spectui.models.vocab import VocabFacts, VocabSignature
 from spectui.paths import cache_dir
@@ -111,6 +112,10 @@ class Catalogue(msgspec.Struct, kw_only=True):
 
 def draft_refusal(draft: ModelEntry, target: ModelEntry) -> str | None:
     """Why ``draft`` cannot draft for ``target`` (one clause, for a list or an error), or None."""
+    if draft.architecture in HEAD_ARCHITECTURES:  # it shares the vocabulary, and drafts only as a head
+        return f"a trained head ({draft.architecture}): `spectui models` lists it under the targets it fits"
+    if target.architecture in HEAD_ARCHITECTURES:
+        return f"{target.name} is a trained head ({target.architecture}), not a target"
     if draft.vocab_signature is None or target.vocab_signature is None:
         return "its tokenizer could not be read"
     reason = draft.vocab_signature.incompatibility(target.vocab_signature)

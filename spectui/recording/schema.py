@@ -131,6 +131,19 @@ class ServerReport(msgspec.Struct, kw_only=True):
     margins_source: str = ""
 
 
+class HeadArtifacts(msgspec.Struct, kw_only=True):
+    """The trained draft head a runtime ran (EAGLE-3, DFlash, DSpark), from its GGUF header
+    (``spectui.models.heads``)."""
+
+    path: str = ""
+    architecture: str = ""  # the GGUF's: "eagle3" or "dflash"
+    kind: str = ""  # "eagle3", "dflash" or "dspark" (a dflash file with DSpark's Markov head)
+    extract_layers: list[int] = msgspec.field(default_factory=list)  # the target layers it reads
+    block_size: int = 0  # DFlash/DSpark: the trained block; 0 for EAGLE-3
+    target_hidden_size: int = 0
+    draft_vocab: int = 0  # a d2t map's reduced vocabulary; 0 = the target's
+
+
 class Artifacts(msgspec.Struct, kw_only=True):
     """The frozen facts of a run, besides its configuration."""
 
@@ -144,6 +157,8 @@ class Artifacts(msgspec.Struct, kw_only=True):
     #: Set when the session measured a running server (``--server``) instead of the embedded
     #: engine; ``None`` for embedded runs.
     server: ServerArtifacts | None = None
+    #: Set when a runtime ran a trained draft head (``--draft-model`` of draft-eagle3, -dflash, -dspark).
+    head: HeadArtifacts | None = None
 
 
 class BatchNoise(msgspec.Struct, kw_only=True):

@@ -24,7 +24,9 @@ Refused up front, in one line, from the GGUF headers (``spectui.models.gguf``): 
 without nextn layers in the target (``<arch>.nextn_predict_layers`` and the first nextn block's
 ``blk.{block_count - n}.nextn.eh_proj.weight``: the key alone is left by a conversion with
 ``--no-mtp``); draft-eagle3 / draft-dflash / draft-dspark without a draft of architecture
-``eagle3`` / ``dflash``; draft-simple without a draft or with a vocabulary llama.cpp would not
+``eagle3`` / ``dflash``; a trained head given to another method than its own, or made for
+a target of another shape (``spectui.models.heads``: hidden size, extract layers, width);
+draft-simple without a draft or with a vocabulary llama.cpp would not
 pair (``spectui.models.vocab``); a draft-dspark p-min on a draft without a confidence head; a
 type the binary does not list in its ``--help``.
 """
@@ -37,6 +39,7 @@ from dataclasses import dataclass
 
 from spectui.errors import SpectuiError
 from spectui.models.gguf import GGUFInfo, read_gguf
+from spectui.models.heads import head_of, misfit, wrong_method
 from spectui.models.vocab import VocabFacts, draft_incompatibility
 
 #: The ``--draft`` prefix that names a runtime's method (``--draft runtime:ngram-mod``).
@@ -245,6 +248,15 @@ class RuntimeMethod:
         if not draft_path:
             raise SpectuiError(f"{names} needs a draft model (--draft-model FILE.gguf)")
         draft = read_gguf(draft_path)
+        head = head_of(draft)
+        if head is not None:  # a trained head runs as one method, for targets of one shape
+            for info in wants_draft:
+                refusal = wrong_method(head, info.name)
+                if refusal:
+                    raise SpectuiError(refusal)
+            refusal = misfit(head, read_gguf(target))
+            if refusal:
+                raise SpectuiError(f"{head.name} cannot draft for {os.path.basename(target)}: {refusal}")
         for info in wants_draft:
             if "*" not in info.draft_arch and draft.architecture not in info.draft_arch:
                 raise SpectuiError(

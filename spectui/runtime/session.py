@@ -21,7 +21,8 @@ from spectui.config import RunConfig
 from spectui.drafting import RUNTIME_PREFIX, Runtime
 from spectui.engine.host.weights import resolve_target
 from spectui.errors import SpectuiError
-from spectui.recording.schema import BatchNoise, Event
+from spectui.models.heads import read_head
+from spectui.recording.schema import BatchNoise, Event, HeadArtifacts, Header
 from spectui.runtime import mlx_lm_server as mlx
 from spectui.runtime.build import find_server
 from spectui.runtime.cmake import BuildError
@@ -65,6 +66,11 @@ class RuntimeEngine:
         self.inner = inner
         self.settings = settings
         self.draft_model = None  # the runtime drafts: spectui loads no model
+        #: the trained head it runs (EAGLE-3, DFlash, DSpark), for the header; None: no head
+        self.head: HeadArtifacts | None = None
+        if isinstance(settings, LaunchSettings) and settings.method.draft_model:
+            head = read_head(settings.method.draft_model)
+            self.head = head.artifacts() if head is not None else None
 
     @classmethod
     def load(cls, config: RunConfig, *, recording: str | None = None, parallel: int = 1) -> RuntimeEngine:
@@ -74,6 +80,8 @@ class RuntimeEngine:
         if config.backend.name == "mlx-lm":
             return cls._load_mlx(config, recording)
         settings = launch_settings(config, parallel=parallel)
+        if settings.method.uses_draft_model:  # a draft or head that cannot work: refused before a binary is found or built
+            settings.method.check(settings.model)
         try:
             binary = find_server(config.backend.runtime_binary or None)
         except BuildError as exc:
@@ -122,7 +130,7 @@ class RuntimeEngine:
             raise SpectuiError("this runtime was started for other settings; open an engine for these")
         if self.server.refused:  # the guard stopped it: it listened beyond this machine
             raise SpectuiError(self.server.refused)
-        events = self.inner.run(config, stop=stop)
+        events = _with_head(self.inner.run(config, stop=stop), self.head)
         try:
             yield from mlx.say_no_acceptance(events) if isinstance(self.settings, mlx.MlxLaunch) else events
         except Exception:
@@ -138,3 +146,11 @@ class RuntimeEngine:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _with_head(events: Generator[Event, None, None], head: HeadArtifacts | None) -> Generator[Event, None, None]:
+    """The run's events, its header saying which head ran."""
+    for event in events:
+        if head is not None and isinstance(event, Header):
+            event.artifacts.head = head
+        yield event

@@ -12,7 +12,9 @@ A runtime drafts with its own methods, so the switch carries the drafting across
 model-free drafters become the runtime's n-gram method (llama-server's default, ngram-mod), a
 draft model becomes the runtime's draft-model method with the same file, a fixed K stays that
 K and a cost-aware K becomes the runtime's own. The embedded drafting is kept while a runtime
-runs and comes back when the switch returns to an embedded backend.
+runs and comes back when the switch returns to an embedded backend. A trained head (EAGLE-3,
+DFlash, DSpark: ``spectui.models.heads``) drafts only inside llama-server: an embedded backend
+gets spectui's default drafter instead, and llama-server gets the head back with its method.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from spectui.config import RUNTIME_METHODS, RUNTIMES, BackendConfig, RunConfig
 from spectui.drafting import RUNTIME_PREFIX, DraftConfig, Runtime
 from spectui.engine.backends import backend_kind, backend_names
 from spectui.errors import SpectuiError
+from spectui.models.heads import is_head_file
 from spectui.ui.labels import backend_label
 
 
@@ -70,6 +73,8 @@ def _embedded_draft(draft: DraftConfig) -> DraftConfig:
     if not draft.is_runtime:
         return draft
     model = draft.drafter.draft_model if isinstance(draft.drafter, Runtime) else ""
+    if model and is_head_file(model):  # no embedded backend runs a head
+        model = ""
     return DraftConfig().drafting_with(model or DraftConfig().flag, fixed_k=draft.fixed_k)
 
 
@@ -78,6 +83,9 @@ class BackendCycle:
 
     def __init__(self, config: RunConfig) -> None:
         self.embedded_draft = _embedded_draft(config.draft)
+        #: a llama-server method with a trained head, kept for when the switch comes back to it
+        d = config.draft.drafter
+        self.head_draft = config.draft if isinstance(d, Runtime) and d.draft_model and is_head_file(d.draft_model) else None
         self.binary = config.backend.runtime_binary  # ``--llama-server PATH``: llama-server's only
 
     def next(self, config: RunConfig) -> tuple[RunConfig | None, list[str]]:
@@ -117,6 +125,8 @@ class BackendCycle:
     def runtime_draft(self, name: str, mode: str) -> DraftConfig:
         """The embedded drafting as runtime ``name``'s method (see the module docstring)."""
         d = self.embedded_draft
+        if name == "llama-server" and self.head_draft is not None and mode == "spec":
+            return self.head_draft
         free, with_model = RUNTIME_METHODS.get(name, ("", ""))
         method, draft_model = (with_model, d.flag) if d.has_model else (free, "")
         if not method and mode == "spec":
