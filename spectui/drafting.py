@@ -74,6 +74,9 @@ class Runtime(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind", tag="
     lookup: int = 0
     #: the draft confidence a method with a draft model takes (as ``Model.p_min``)
     p_min: float = 0.0
+    #: the least draft length the method keeps (ngram-mod's ``-n-min``, a draft model's
+    #: ``--spec-draft-n-min``); -1 = the runtime's default
+    n_min: int = -1
 
 
 Drafter = Lookup | Model | Runtime

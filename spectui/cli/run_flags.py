@@ -59,6 +59,9 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lookup", type=int, default=0, metavar="N",
                    help="--runtime: the key length a runtime's n-gram methods match (llama-server's --spec-ngram-*-size-n, "
                         "ngram-mod's n-match; default: the runtime's own)")
+    p.add_argument("--n-min", type=int, default=None, metavar="N",
+                   help="--runtime: the least draft length a runtime's method keeps (ngram-mod's --spec-ngram-mod-n-min, "
+                        "a draft model's --spec-draft-n-min; default: the runtime's own)")
     p.add_argument("--draft-model", metavar="FILE", default="",
                    help="--runtime: the draft GGUF of a runtime's model drafter (runtime:draft-simple, draft-eagle3, ...; "
                         "mlx-lm's runtime:draft-model also takes an mlx-lm directory)")
@@ -241,6 +244,8 @@ def draft_from_args(args: argparse.Namespace, on_node: bool) -> DraftConfig:
                            f"got --chain {args.chain} with --draft {flag}")
     if not isinstance(drafter, Runtime) and args.lookup:
         raise SpectuiError("--lookup sets a runtime's n-gram key length; spectui's own n-gram drafter takes --ngram-min/--ngram-max")
+    if not isinstance(drafter, Runtime) and getattr(args, "n_min", None) is not None:
+        raise SpectuiError("--n-min sets a runtime method's least draft length (with --draft runtime:METHOD)")
     if not isinstance(drafter, Runtime) and args.draft_model:
         raise SpectuiError("--draft-model is a runtime method's draft (with --draft runtime:draft-simple); "
                            "spectui's own loop takes its draft model as --draft FILE.gguf")
@@ -252,7 +257,10 @@ def draft_from_args(args: argparse.Namespace, on_node: bool) -> DraftConfig:
         chosen = msgspec.structs.replace(chosen, temperature=args.draft_temperature)
     elif isinstance(chosen, Runtime):
         model = model_path(args.draft_model) if args.draft_model and not on_node else args.draft_model
-        chosen = msgspec.structs.replace(chosen, draft_model=model, lookup=args.lookup)
+        n_min = getattr(args, "n_min", None)
+        if n_min is not None and n_min < 0:
+            raise SpectuiError(f"--n-min must be 0 or more (got {n_min})")
+        chosen = msgspec.structs.replace(chosen, draft_model=model, lookup=args.lookup, n_min=-1 if n_min is None else n_min)
     return msgspec.structs.replace(draft, drafter=chosen)
 
 

@@ -11,6 +11,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from spectui.cli import tune_traffic
 from spectui.cli.host_flag import add_host_argument, without_host
 from spectui.cli.inputs import read_recordings
 from spectui.cli.parsing import add_charts_arguments, output_path
@@ -51,11 +52,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--write-quant", nargs=2, metavar=("TYPE", "OUT"), type=str,
                    help="write the target requantized to TYPE (e.g. Q4_0) at OUT, then stop")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+    tune_traffic.add_arguments(p)
     add_charts_arguments(p, "the verify-cost curve and the predicted speedups")
     p.set_defaults(func=cmd_tune)
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
+    if tune_traffic.wanted(args) and not args.host:
+        return tune_traffic.cmd_tune_workload(args)
     if args.host:
         return _tune_on_node(args)
     if args.write_quant:

@@ -59,19 +59,32 @@ class MethodInfo:
     needs_nextn: bool = False
     fixed_k: int = 0  # a draft length the method fixes itself
     runtime_k: int = 0  # the runtime's default draft length, when K is not given
+    #: what ``spectui tune --workload`` tries of this method: each knob (a ``RuntimeMethod``
+    #: field: k, n_min, p_min, lookup) with its values, None being the runtime's own default
+    space: tuple[tuple[str, tuple[float | int | None, ...]], ...] = ()
 
     @property
     def draft_model(self) -> bool:
         return bool(self.draft_arch)
 
 
+#: The knobs tune tries per family, beside the runtime's defaults: a shorter draft than the
+#: runtime's long n-gram blocks (a rejected block of 48 costs more than it saves on short
+#: answers), a shorter key (more matches), ngram-mod's n-min at 2 (its 48 drafts nothing on a
+#: short answer), and a draft model's n-max and confidence floor.
+NGRAM_MAP_SPACE: tuple[tuple[str, tuple[float | int | None, ...]], ...] = (("k", (None, 16)), ("lookup", (None, 6)))
+NGRAM_MOD_SPACE: tuple[tuple[str, tuple[float | int | None, ...]], ...] = (
+    ("k", (None, 16)), ("n_min", (None, 2)), ("lookup", (None, 12)))
+DRAFT_SPACE: tuple[tuple[str, tuple[float | int | None, ...]], ...] = (("k", (None, 8)), ("p_min", (None, 0.75)))
+
+
 def _model_drafter(name: str, *, draft_arch: tuple[str, ...] = (), needs_nextn: bool = False) -> MethodInfo:
     return MethodInfo(name, k_flag="--spec-draft-n-max", n_min_flag="--spec-draft-n-min", p_min_flag="--spec-draft-p-min",
-                      draft_arch=draft_arch, needs_nextn=needs_nextn, runtime_k=3)
+                      draft_arch=draft_arch, needs_nextn=needs_nextn, runtime_k=3, space=DRAFT_SPACE)
 
 
 def _ngram_map(name: str) -> MethodInfo:
-    return MethodInfo(name, k_flag=f"--spec-{name}-size-m", lookup_flag=f"--spec-{name}-size-n", runtime_k=48)
+    return MethodInfo(name, k_flag=f"--spec-{name}-size-m", lookup_flag=f"--spec-{name}-size-n", runtime_k=48, space=NGRAM_MAP_SPACE)
 
 
 #: Every ``--spec-type`` of llama.cpp 0c1e570 (the revision llama-cpp-python 0.3.36 vendors).
@@ -88,7 +101,7 @@ METHODS: dict[str, MethodInfo] = {
         _ngram_map("ngram-map-k"),
         _ngram_map("ngram-map-k4v"),
         MethodInfo("ngram-mod", k_flag="--spec-ngram-mod-n-max", n_min_flag="--spec-ngram-mod-n-min",
-                   lookup_flag="--spec-ngram-mod-n-match", runtime_k=64),
+                   lookup_flag="--spec-ngram-mod-n-match", runtime_k=64, space=NGRAM_MOD_SPACE),
         MethodInfo("ngram-cache", fixed_k=8),
     )
 }

@@ -42,7 +42,7 @@ def method_of(config: RunConfig) -> RuntimeMethod:
     if not isinstance(d, Runtime):
         raise SpectuiError(f"llama-server drafts with its own methods (--draft {RUNTIME_PREFIX}METHOD), not --draft {config.draft.flag}")
     return RuntimeMethod.parse(d.method, k=config.draft.fixed_k, p_min=d.p_min or None, draft_model=d.draft_model or None,
-                               lookup=d.lookup or None)
+                               lookup=d.lookup or None, n_min=d.n_min if d.n_min >= 0 else None)
 
 
 def launch_settings(config: RunConfig, *, parallel: int = 1) -> LaunchSettings:

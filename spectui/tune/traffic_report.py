@@ -1,0 +1,248 @@
+"""What ``spectui tune --workload`` reports, kept as ``tune-traffic.json`` in its folder and
+printed again by ``--analyze DIR`` without a model.
+
+Only check-half figures are reported as results: the tuned setting, each tried method as the
+runtime ships it, and AR, on requests the search never saw. The search's own figures (the
+tuning half) are shown as what they are, the search's trail. The advice is the setting that
+runs fastest on the check half among the tuned one and the defaults, and "run AR" where none
+beats AR by the noise margin (``GAIN``).
+
+A speedup is the workload's own (``spectui.workload.result.pair_speedup``): the AR twins'
+summed time over the setting's, over the text each request shares with its twin. Its 95%
+interval is a percentile bootstrap over requests of that ratio of sums.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import msgspec
+import numpy as np
+
+from spectui import storage
+from spectui.errors import SpectuiError
+from spectui.format import text_table
+from spectui.metrics.stats import BOOTSTRAP_SEED, bootstrap, percentile_interval
+from spectui.tune.runtime import GAIN
+from spectui.tune.traffic_search import Trial
+
+RESULT_NAME = "tune-traffic.json"
+#: the verdicts of ``spectui workload``'s judge, in its order, and their JSON names
+VERDICTS = (("identical", "identical"), ("near-tie", "near_tie"), ("batched", "batched"), ("defect", "defect"), ("unjudged", "unjudged"))
+TUNED, DEFAULT, AR = "tuned", "default", "AR"
+
+
+class RequestRow(msgspec.Struct, kw_only=True):
+    """One check-half request of one setting: its times over the text it shares with its AR
+    twin, and its verdict as the workload's judge gave it."""
+
+    index: int
+    exact: str
+    why: str = ""
+    ms: float | None = None  # the setting's time to the last token in common with its AR twin
+    ar_ms: float | None = None  # the twin's time to the same token
+
+    @property
+    def speedup(self) -> float:
+        return self.ar_ms / self.ms if self.ms and self.ar_ms else math.nan
+
+
+class CheckRow(msgspec.Struct, kw_only=True):
+    """One setting on the check half."""
+
+    role: str  # tuned / default / AR
+    label: str
+    candidate: dict | None = None  # traffic_space.Candidate.to_dict(); None for AR
+    command: str = ""  # the server's command line, to paste
+    speedup: float | None = None
+    requests: list[RequestRow] = msgspec.field(default_factory=list)
+
+    @property
+    def value(self) -> float:
+        return math.nan if self.speedup is None else self.speedup
+
+    def ci(self) -> tuple[float, float]:
+        return ratio_ci([(r.ar_ms or math.nan, r.ms or math.nan) for r in self.requests])
+
+    def counts(self) -> dict[str, int]:
+        return {key: sum(1 for r in self.requests if r.exact == verdict) for verdict, key in VERDICTS}
+
+
+class TrafficResult(msgspec.Struct, kw_only=True):
+    workload: str
+    path: str
+    runtime: str = "llama-server"
+    model: str = ""
+    clients: int = 1
+    rate: float = 0.0
+    budget_s: float = 0.0
+    search_s: float = 0.0
+    check_s: float = 0.0
+    space: int = 0
+    space_by_method: dict[str, int] = msgspec.field(default_factory=dict)
+    tuning: list[int] = msgspec.field(default_factory=list)  # request indices
+    check: list[int] = msgspec.field(default_factory=list)
+    trials: list[dict] = msgspec.field(default_factory=list)  # traffic_search.Trial.to_dict()
+    stopped: str = ""  # why the search ended early ("" = every rung ran)
+    rows: list[CheckRow] = msgspec.field(default_factory=list)
+    complete: bool = False
+
+    @property
+    def load(self) -> str:
+        if self.rate:
+            return f"{self.rate:g} requests/s"
+        return f"{self.clients} client{'s' * (self.clients != 1)}"
+
+    def row(self, role: str) -> CheckRow | None:
+        return next((r for r in self.rows if r.role == role), None)
+
+    def trial_list(self) -> list[Trial]:
+        return [Trial.from_dict(t) for t in self.trials]
+
+
+def ratio_ci(pairs: Sequence[tuple[float, float]], seed: int = BOOTSTRAP_SEED) -> tuple[float, float]:
+    """95% percentile-bootstrap interval of sum(AR) / sum(setting) over requests (NaN for
+    fewer than two requests with figures)."""
+    v = np.array([(a, b) for a, b in pairs if math.isfinite(a) and math.isfinite(b) and b > 0], dtype=float)
+    if len(v) < 2:
+        return math.nan, math.nan
+    ar, ms = v[:, 0], v[:, 1]
+    ratios = bootstrap(len(v), lambda idx: ar[idx].sum(axis=1) / ms[idx].sum(axis=1), np.random.default_rng(seed))
+    return percentile_interval(ratios)
+
+
+def advised(result: TrafficResult) -> CheckRow | None:
+    """The setting to run: the fastest on the check half of the tuned one and the defaults,
+    when it beats AR by ``GAIN``; None: run AR."""
+    options = [r for r in result.rows if r.role in (TUNED, DEFAULT) and math.isfinite(r.value)]
+    best = max(options, key=lambda r: (r.value, r.role == TUNED), default=None)
+    return best if best is not None and best.value >= GAIN else None
+
+
+def _x(v: float) -> str:
+    return f"{v:.2f}x" if math.isfinite(v) else "—"
+
+
+def exactness(row: CheckRow) -> str:
+    """``all 6 identical`` or ``4 identical, 1 near-tie, 1 defect``."""
+    n = len(row.requests)
+    counts = {verdict: sum(1 for r in row.requests if r.exact == verdict) for verdict, _ in VERDICTS}
+    if n and counts["identical"] == n:
+        return f"all {n} identical" if n > 1 else "identical"
+    return ", ".join(f"{c} {v}" for v, c in counts.items() if c) or "none judged"
+
+
+def advice(result: TrafficResult) -> str:
+    """The one line a person acts on."""
+    tuned, pick = result.row(TUNED), advised(result)
+    n = len(result.check)
+    defaults = [r for r in result.rows if r.role == DEFAULT and r is not pick]
+    shipped = "; ".join(f"{r.label}: {_x(r.value)}" for r in defaults)
+    head = f"at {result.load}"
+    if tuned is None:
+        return f"{head}: nothing measured on the check half ({result.stopped or 'the search found no setting'})"
+    if pick is None:
+        others = "; ".join(f"{r.label}: {_x(r.value)}" for r in result.rows if r.role in (TUNED, DEFAULT))
+        return (f"{head}: run AR: no setting beat AR by {GAIN - 1:.0%} on {n} request{'s' * (n != 1)} it never saw"
+                f" ({others})")
+    lo, hi = pick.ci()
+    ci = f" (95% CI {lo:.2f}-{hi:.2f})" if math.isfinite(lo) else ""
+    which = "" if pick.role == TUNED else f" (the tuned {tuned.label} ran {_x(tuned.value)} there)"
+    line = (f"{head}: {pick.label}: {_x(pick.value)} AR on {n} request{'s' * (n != 1)} it never saw{ci}, {exactness(pick)}"
+            f"{which}")
+    return line + (f"; {shipped}" if shipped else "")
+
+
+def to_json(result: TrafficResult) -> dict[str, object]:
+    """The ``--json`` object: every speedup measured on the check half."""
+    tuned, pick = result.row(TUNED), advised(result)
+
+    def finite(v: float) -> float | None:
+        return v if math.isfinite(v) else None
+
+    def one(r: CheckRow) -> dict[str, object]:
+        lo, hi = r.ci()
+        return {"setting": r.label, "command": r.command, "speedup": finite(r.value), "ci": [finite(lo), finite(hi)],
+                "requests": r.counts(), "candidate": r.candidate,
+                "per_request": [{"index": q.index, "exact": q.exact, "why": q.why, "speedup": finite(q.speedup)} for q in r.requests]}
+
+    tried = len({str(t["candidate"]) for t in result.trials})
+    return {
+        "workload": result.workload, "load": {"clients": result.clients, "rate": result.rate}, "space": result.space,
+        "space_by_method": result.space_by_method, "tried": tried, "trials": len(result.trials),
+        "split": {"tuning": result.tuning, "check": result.check},
+        "best": one(tuned) if tuned is not None else None,
+        "defaults": [{"setting": r.label, "speedup": finite(r.value), "command": r.command, "requests": r.counts()}
+                     for r in result.rows if r.role == DEFAULT],
+        "advice": advice(result), "advised": None if pick is None else pick.label,
+        "command": "" if pick is None else pick.command,
+        "search_s": result.search_s, "check_s": result.check_s, "budget_s": result.budget_s, "stopped": result.stopped,
+    }
+
+
+def format_text(result: TrafficResult, folder: str = "") -> str:
+    tuned, pick = result.row(TUNED), advised(result)
+    rungs = max((t["rung"] for t in result.trials), default=-1) + 1
+    tried = len({str(t["candidate"]) for t in result.trials})
+    by_method = ", ".join(f"{m} {n}" for m, n in result.space_by_method.items())
+    out = [f"spectui tune: {result.workload} at {result.load} · {result.runtime} · {result.model or '?'}",
+           f"space: {result.space} settings ({by_method}); tried {tried} in {rungs} rung{'s' * (rungs != 1)} on the tuning half"
+           f" ({len(result.tuning)} request{'s' * (len(result.tuning) != 1)}), checked on the other {len(result.check)};"
+           f" {(result.search_s + result.check_s) / 60:.1f} of {result.budget_s / 60:g} min"
+           + (f"; {result.stopped}" if result.stopped else ""),
+           "", advice(result)]
+    if pick is not None:
+        out.append(f"  {pick.command}")
+    elif tuned is not None:
+        out.append("  run the server without --spec-type (AR)")
+    if result.rows:
+        table = [[r.label if r.role != TUNED else f"{r.label} (tuned)", _x(r.value), _ci_text(r),
+                  "/".join(str(c) for c in r.counts().values())] for r in result.rows if r.role != AR]
+        out += ["", "on the check half (requests the search never saw), each over the runtime's AR on the same text:",
+                text_table(["setting", "speedup", "95% CI", "identical/near-tie/batched/defect/unjudged"], table,
+                           right={1, 2}, rules_before={0})]
+        out += ["", "every check-half request, as the workload judges it against AR at one client:"]
+        for r in result.rows:
+            if r.role == AR:
+                continue
+            words = ", ".join(f"#{q.index} {q.exact}{'' if not math.isfinite(q.speedup) else f' {q.speedup:.2f}x'}" for q in r.requests)
+            out.append(f"  {r.label}: {words}")
+            out += [f"      #{q.index}: {q.why}" for q in r.requests if q.exact not in ("identical", "reference") and q.why]
+    trials = result.trial_list()
+    if trials:
+        out += ["", "the search (tuning half only; not a result): best of each rung"]
+        for rung in range(rungs):
+            at = sorted((t for t in trials if t.rung == rung), key=lambda t: -t.speedup if math.isfinite(t.speedup) else math.inf)
+            if at:
+                top = ", ".join(f"{t.candidate.label()} {_x(t.speedup)}" for t in at[:3])
+                out.append(f"  rung {rung + 1}: {len(at)} on {at[0].share:.0%} of the tuning half: {top}")
+    if folder:
+        out += ["", f"recorded in {folder} (spectui tune --analyze {folder} prints this again)"]
+    return "\n".join(out)
+
+
+def _ci_text(r: CheckRow) -> str:
+    lo, hi = r.ci()
+    return f"{lo:.2f}-{hi:.2f}" if math.isfinite(lo) else "—"
+
+
+KIND = storage.json_kind("spectui tune traffic result", lambda doc: isinstance(doc, dict) and "rows" in doc and "trials" in doc)
+
+
+def save(result: TrafficResult, folder: Path) -> None:
+    storage.write_atomic(folder / RESULT_NAME, msgspec.json.encode(result), KIND)
+
+
+def load(folder: str | os.PathLike[str]) -> TrafficResult:
+    path = Path(folder) / RESULT_NAME if Path(folder).is_dir() else Path(folder)
+    if not path.exists():
+        raise SpectuiError(f"--analyze {folder}: no {RESULT_NAME} there (a folder spectui tune --workload recorded)")
+    try:
+        return msgspec.json.decode(path.read_bytes(), type=TrafficResult)
+    except OSError as exc:
+        raise SpectuiError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
+        raise SpectuiError(f"{path}: not a tune result ({exc})") from None

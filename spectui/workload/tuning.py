@@ -1,0 +1,212 @@
+"""``spectui tune --workload``'s measurements, run as ``spectui workload`` runs them.
+
+Every measurement is a ``WorkloadRun`` (warm servers kept up across the requests, the asked
+load, every request recorded) and every speedup its AR pairing (``pair_speedup``), so a tuned
+figure and a ``spectui workload`` figure are the same kind of number. The search's candidates
+each run alone (one server up at a time, whatever the space's size), against one AR run of the
+whole tuning half; the check runs AR, the tuned setting and the defaults in one
+``WorkloadRun`` with the workload's judge (AR at one client is every request's reference).
+
+The space, the split, the halving and the report are ``spectui.tune``'s (``traffic_*``): they
+know nothing of servers; this module is where they meet the workload's runner.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from spectui.config import RunConfig
+from spectui.errors import SpectuiError
+from spectui.format import model_name
+from spectui.tune.runtime import paste_command
+from spectui.tune.traffic_report import AR, DEFAULT, TUNED, CheckRow, RequestRow, TrafficResult, save
+from spectui.tune.traffic_search import MIN_TOKENS, Search, Status, Trial, check_budget, min_budget_s
+from spectui.tune.traffic_space import Candidate, candidate_config, defaults_of
+from spectui.tune.traffic_split import split_units
+from spectui.workload.engines import embedded_noise, open_setting
+from spectui.workload.plan import LLAMA_SERVER, Setting, WorkloadPlan
+from spectui.workload.result import LevelResult, pair_speedup, time_to
+from spectui.workload.run import Opener, WorkloadRun
+from spectui.workload.source import Workload, WorkRequest
+
+
+def halves(workload: Workload) -> tuple[Workload, Workload]:
+    """The tuning and check halves (``split_units``), each a workload of its own."""
+    tuning, check = split_units(workload.units(), name=f"workload {workload.name}", n_requests=len(workload.requests))
+
+    def part(units: Sequence[tuple[WorkRequest, ...]], what: str) -> Workload:
+        return Workload(name=f"{workload.name} ({what})", path=workload.path, requests=tuple(r for u in units for r in u))
+
+    return part(tuning, "tuning half"), part(check, "check half")
+
+
+def portion(workload: Workload, share: float) -> Workload:
+    """The first ``share`` of a workload's units; under one unit, the first unit with that
+    share of each request's tokens (never under ``MIN_TOKENS``)."""
+    units = workload.units()
+    want = share * len(units)
+    if want >= 1 - 1e-9:
+        taken = units[: max(1, round(want))]
+        return replace(workload, requests=tuple(r for u in taken for r in u))
+    cut = tuple(replace(r, max_tokens=min(r.max_tokens, max(MIN_TOKENS, math.ceil(want * r.max_tokens)))) for r in units[0])
+    return replace(workload, requests=cut)
+
+
+def tokens(workload: Workload) -> int:
+    return sum(r.max_tokens for r in workload.requests)
+
+
+@dataclass
+class TrafficTune:
+    """One tune of ``candidates`` on ``workload`` at one load, into ``folder``."""
+
+    base: RunConfig  # the runtime, target and sampling (greedy) every setting shares
+    workload: Workload
+    candidates: list[Candidate]
+    folder: Path
+    budget_s: float
+    clients: int = 1
+    rate: float = 0.0
+    draft_model: str = ""
+    opener: Opener = open_setting
+    noise: Callable[[Setting, int], object] | None = embedded_noise
+    stop: threading.Event = field(default_factory=threading.Event)
+    progress: Callable[[str], object] = lambda _: None
+    space_by_method: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.tuning, self.check = halves(self.workload)
+        self.defaults = defaults_of(self.candidates)
+        if self.clients < 1 and not self.rate > 0:
+            raise SpectuiError(f"--clients {self.clients}: the load needs 1 client or more")
+        check_budget(self.budget_s, min_budget_s(tokens(self.tuning), tokens(self.check), len(self.defaults)))
+        self.result = TrafficResult(
+            workload=self.workload.name, path=self.workload.path, runtime=LLAMA_SERVER, model=model_name(self.base.target or ""),
+            clients=0 if self.rate else self.clients, rate=self.rate, budget_s=self.budget_s, space=len(self.candidates),
+            space_by_method=self.space_by_method, tuning=[r.index for r in self.tuning.requests],
+            check=[r.index for r in self.check.requests])
+
+    # -- one measurement ------------------------------------------------------------------------
+
+    def _levels(self) -> dict[str, tuple[int, ...] | tuple[float, ...]]:
+        return {"clients": (), "rates": (self.rate,)} if self.rate else {"clients": (self.clients,), "rates": ()}
+
+    def _setting(self, c: Candidate | None) -> Setting:
+        label = f"{LLAMA_SERVER} AR" if c is None else f"{LLAMA_SERVER} {c.label()}"
+        return Setting(label, LLAMA_SERVER, candidate_config(self.base, c, self.draft_model))
+
+    def run_settings(self, workload: Workload, settings: Sequence[Setting], folder: Path, *, judged: bool) -> list[LevelResult]:
+        """The settings over ``workload`` at the asked load (``judged``: AR at one client first,
+        every request judged against it, as ``spectui workload`` does)."""
+        levels = self._levels()
+        plan = WorkloadPlan(workload=workload, settings=tuple(settings), clients=tuple(int(c) for c in levels["clients"]),
+                            rates=tuple(float(r) for r in levels["rates"]), slots=max(self.clients, 1), reference=judged)
+        run = WorkloadRun(plan, folder, self.opener, stop=self.stop, noise=self.noise if judged else None)  # type: ignore[arg-type]
+        result = run()
+        if result.stopped and result.stopped != "interrupted":
+            raise SpectuiError(result.stopped)
+        at = (0, self.rate) if self.rate else (self.clients, 0.0)
+        return [lv for lv in result.levels if (lv.clients, lv.rate) == at]
+
+    def _at_load(self, levels: Sequence[LevelResult], label: str) -> LevelResult | None:
+        return next((lv for lv in levels if lv.setting == label), None)
+
+    # -- the tune -------------------------------------------------------------------------------
+
+    def __call__(self) -> TrafficResult:
+        started = time.monotonic()
+        search_folder = self.folder / "search"
+        self.progress(f"AR on the tuning half ({len(self.tuning.requests)} requests)")
+        ar_setting = self._setting(None)
+        ar_level = self._at_load(self.run_settings(self.tuning, [ar_setting], search_folder / "AR", judged=False), ar_setting.label)
+        if ar_level is None:
+            raise SpectuiError("AR on the tuning half was stopped before it ran")
+        ar_s = time.monotonic() - started
+        # the check: AR, the winner and each default on a half of about the tuning half's size
+        reserve = ar_s * (2 + len(self.defaults)) * max(tokens(self.check), 1) / max(tokens(self.tuning), 1)
+
+        def measure(c: Candidate, rung: int, share: float) -> Trial:
+            t0 = time.monotonic()
+            part = portion(self.tuning, share)
+            setting = self._setting(c)
+            try:
+                level = self._at_load(self.run_settings(part, [setting], search_folder / f"rung{rung + 1}" / _slug(c.label()), judged=False),
+                                      setting.label)
+            except SpectuiError as exc:
+                return Trial(rung, c, share, math.nan, time.monotonic() - t0, len(part.requests), error=str(exc))
+            if level is None:
+                return Trial(rung, c, share, math.nan, time.monotonic() - t0, len(part.requests), error="stopped")
+            pair_speedup(level, ar_level)
+            return Trial(rung, c, share, level.speedup, time.monotonic() - t0, len(part.requests))
+
+        def shown(status: Status) -> None:
+            self.progress(status.line())
+
+        search = Search(self.candidates, budget_s=self.budget_s - ar_s, reserve_s=reserve)
+        try:
+            winner = search.run(measure, progress=shown, stop=self.stop.is_set)
+        finally:
+            self.result.trials = [t.to_dict() for t in search.trials]
+            self.result.stopped = search.stopped
+            self.result.search_s = time.monotonic() - started
+            save(self.result, self.folder)
+        if winner is None or self.stop.is_set():
+            self.result.stopped = self.result.stopped or "no candidate was measured"
+            save(self.result, self.folder)
+            return self.result
+        self._check(winner)
+        self.result.complete = not self.stop.is_set()
+        save(self.result, self.folder)
+        return self.result
+
+    def _check(self, winner: Candidate) -> None:
+        t0 = time.monotonic()
+        roles: list[tuple[str, Candidate | None]] = [(AR, None), (TUNED, winner)]
+        roles += [(DEFAULT, d) for d in self.defaults if d != winner]
+        settings = [self._setting(c) for _, c in roles]
+        self.progress(f"the check half ({len(self.check.requests)} requests): AR, {winner.label()} and {len(roles) - 2} default(s)")
+        levels = self.run_settings(self.check, settings, self.folder / "check", judged=True)
+        ar = self._at_load(levels, settings[0].label)
+        by_index = {r.index: r for r in ar.requests} if ar is not None else {}
+        rows = []
+        for (role, c), s in zip(roles, settings):
+            level = self._at_load(levels, s.label)
+            if level is None:
+                continue
+            requests = []
+            for r in level.requests:
+                twin = by_index.get(r.index)
+                ar_ms = time_to(twin, r.common) if twin is not None and r.common else math.nan
+                requests.append(RequestRow(index=r.index, exact=r.exact, why=r.why, ms=_num(r.common_ms), ar_ms=_num(ar_ms)))
+            rows.append(CheckRow(role=role, label="AR" if c is None else c.label(), candidate=None if c is None else c.to_dict(),
+                                 command=self._command(level), speedup=None if role == AR else _num(level.speedup),
+                                 requests=requests))
+        self.result.rows = rows
+        self.result.check_s = time.monotonic() - t0
+
+    def _command(self, level: LevelResult) -> str:
+        """The command line the server ran as, host and port left off: the one to paste."""
+        from spectui.recording.reader import read_header
+
+        for r in level.requests:
+            try:
+                header = read_header(self.folder / "check" / r.recording)
+            except (SpectuiError, OSError):
+                continue
+            server = header.artifacts.server
+            if server is not None and server.props.get("runtime.command_line"):
+                return paste_command(server.props["runtime.command_line"])
+        return ""
+
+
+def _num(v: float) -> float | None:
+    return v if math.isfinite(v) else None
+
+
+def _slug(label: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "-" for c in label).strip("-") or "setting"

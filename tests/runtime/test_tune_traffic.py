@@ -1,0 +1,85 @@
+"""``spectui tune --workload`` on real llama-servers spectui starts: a tiny space (ngram-cache,
+ngram-simple's knobs and their chain) on a tiny workload of four short requests at one client,
+searched on two of them and checked on the other two, then printed again by --analyze and saved
+as a profile in the user's own config file. One run serves every test here (about a minute)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_cli
+
+pytestmark = [pytest.mark.slow, pytest.mark.server]
+
+PROMPTS = [
+    "List the numbers from 1 to 12, one per line.",
+    "Repeat this sentence twice: the quick brown fox jumps over the lazy dog.",
+    "Write the alphabet in capital letters, separated by commas.",
+    "Say the days of the week, one per line.",
+]
+
+
+@pytest.fixture(scope="module")
+def tuned(llama_server_binary, tmp_path_factory) -> tuple[dict, Path, Path]:
+    root = tmp_path_factory.mktemp("tune-traffic")
+    workload = root / "tiny.jsonl"
+    workload.write_text("".join(json.dumps({"messages": [{"role": "user", "content": p}], "max_tokens": 32}) + "\n" for p in PROMPTS))
+    out = root / "run"
+    config_home = root / "config"
+    env_before = os.environ.get("XDG_CONFIG_HOME")
+    os.environ["XDG_CONFIG_HOME"] = str(config_home)
+    try:
+        proc = run_cli("tune", "--workload", str(workload), "--llama-server", llama_server_binary.path,
+                       "--draft", "runtime:ngram-cache,runtime:ngram-simple", "--threads", "1", "--budget", "10",
+                       "--out", str(out), "--save-profile", "tuned", "--json", timeout=600)
+    finally:
+        if env_before is None:
+            os.environ.pop("XDG_CONFIG_HOME", None)
+        else:
+            os.environ["XDG_CONFIG_HOME"] = env_before
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "spectui tune: rung 1/" in proc.stderr and "budget left" in proc.stderr  # the headless progress line
+    return json.loads(proc.stdout), out, config_home
+
+
+def test_the_space_is_searched_by_halving_and_checked_on_the_other_half(tuned) -> None:
+    doc, _, _ = tuned
+    assert doc["space"] == 6  # ngram-cache 1, ngram-simple 2 x 2, their chain
+    assert doc["split"] == {"tuning": [0, 2], "check": [1, 3]}
+    assert doc["tried"] == 6 and doc["trials"] < 6 * 3  # dropped candidates stopped costing
+    best = doc["best"]
+    assert best["speedup"] is not None and best["speedup"] > 0
+    assert sum(best["requests"][k] for k in ("identical", "near_tie", "batched", "defect", "unjudged")) == 2
+    assert [d["setting"] for d in doc["defaults"]] == [s for s in ("ngram-cache as shipped", "ngram-simple as shipped")
+                                                      if s != best["setting"]]
+    if doc["advised"] is None:
+        assert "run AR" in doc["advice"]
+    else:
+        assert doc["command"].split()[0].endswith("llama-server") and "--spec-type" in doc["command"]
+        assert "--port" not in doc["command"]
+
+
+def test_everything_is_recorded_in_one_folder_and_analyze_prints_it_again(tuned) -> None:
+    doc, out, _ = tuned
+    assert (out / "tune-traffic.json").is_file()
+    assert list((out / "search").rglob("*.spectui")) and list((out / "check").rglob("*.spectui"))
+    proc = run_cli("tune", "--analyze", str(out), "--json")
+    assert proc.returncode == 0, proc.stderr
+    again = json.loads(proc.stdout)
+    assert again == doc
+    text = run_cli("tune", "--analyze", str(out)).stdout
+    assert doc["advice"] in text and "every check-half request" in text
+
+
+def test_the_profile_goes_into_the_users_own_file(tuned) -> None:
+    doc, _, config_home = tuned
+    text = (config_home / "spectui" / "config.toml").read_text()
+    assert "[profile.tuned]" in text and 'runtime = "llama-server"' in text
+    if doc["advised"] is None:
+        assert 'mode = "ar"' in text
+    else:
+        assert 'draft = "runtime:' in text
