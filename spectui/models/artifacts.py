@@ -18,6 +18,7 @@ from pathlib import Path
 import msgspec
 import psutil
 
+from spectui import subprocesses
 from spectui.models.gguf import GGUFInfo
 from spectui.models.json_cache import read_entries, write_entry
 from spectui.recording.schema import HostInfo, ModelArtifacts
@@ -106,6 +107,6 @@ def _gpu_name() -> str:
 
 def _run(cmd: list[str]) -> str:
     try:
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=5).stdout.strip()
+        return subprocesses.run(cmd, capture_output=True, text=True, timeout=5).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return ""

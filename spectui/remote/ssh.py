@@ -21,7 +21,7 @@ import subprocess
 import threading
 from collections import deque
 
-from spectui import __version__
+from spectui import __version__, subprocesses
 from spectui.errors import SpectuiError
 from spectui.recording.schema import SCHEMA_VERSION
 from spectui.remote.wire import PROTOCOL_VERSION, BrokenStream, FrameReader, Hello, Request, encode_request
@@ -81,7 +81,7 @@ class NodeChannel:
         try:
             # its own session: Ctrl-C in this terminal reaches spectui, which stops the node's
             # run cleanly over the channel, and not ssh, which would cut it
-            proc = subprocess.Popen(
+            proc = subprocesses.popen(
                 command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0, start_new_session=True
             )
         except FileNotFoundError:
@@ -160,7 +160,7 @@ def run_on_node(host: str, words: list[str]) -> int:
     status is the command's, or 255 when the link dropped (ssh's own failures)."""
     NodeChannel.connect(host).close()
     try:
-        return subprocess.run(ssh_command(host, *words), stdin=subprocess.DEVNULL).returncode
+        return subprocesses.run(ssh_command(host, *words), stdin=subprocess.DEVNULL).returncode
     except KeyboardInterrupt:  # ssh got the same Ctrl-C and ended the command on the node
         return 130
 

@@ -37,7 +37,6 @@ import re
 import shlex
 import shutil
 import subprocess
-import sys
 import tarfile
 import tempfile
 import time
@@ -45,13 +44,14 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from spectui import storage
+from spectui import storage, subprocesses
 from spectui.paths import cache_dir
 from spectui.runtime.archive import UnsafeMember, extract_data
 from spectui.runtime.cmake import BuildError, ProgressFn, cmake_build, run_logged
 from spectui.runtime.leftovers import remove_leftovers
 from spectui.runtime.linked import NotLinkable, build_linked, installed_libraries, refresh_libraries, shared_flags
 from spectui.runtime.ownership import require_owned
+from spectui.subprocesses import python_argv
 
 SERVER = "llama-server"
 #: The user's own binary, when no ``--llama-server`` is given.
@@ -226,7 +226,7 @@ def spec_types(path: str) -> tuple[str, ...]:
 
 def _run_quietly(cmd: list[str]) -> str:
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=30, stdin=subprocess.DEVNULL)
+        proc = subprocesses.run(cmd, capture_output=True, text=True, errors="replace", timeout=30, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise BuildError(f"{cmd[0]} {cmd[1]}: {exc}") from None
     return proc.stdout + proc.stderr
@@ -329,8 +329,9 @@ def _download(version: str, folder: Path, log: Path) -> Path:
     # --no-binary names the one package: with ":all:" pip would also build its build tools
     # (CMake among them) from source to read the package's metadata
     public = version.split("+", 1)[0]
-    run_logged([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", "llama-cpp-python", "-d", str(folder),
-            f"llama-cpp-python=={public}"], log, "pip download")
+    # isolated (``python -I``, a private working folder): a ``pip/`` in the user's folder is not pip
+    run_logged(python_argv("-m", "pip", "download", "--no-deps", "--no-binary", "llama-cpp-python", "-d", str(folder.absolute()),
+                           f"llama-cpp-python=={public}"), log, "pip download")
     found = sorted(folder.glob("llama_cpp_python-*.tar.gz"))
     if not found:
         raise BuildError(f"pip download gave no llama-cpp-python source package; see {log}")

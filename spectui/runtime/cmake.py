@@ -13,11 +13,16 @@ import re
 import shutil
 import signal
 import subprocess
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from spectui.errors import SpectuiError
+from spectui.runtime import lifetime
+from spectui.subprocesses import clean_env, python_argv, resolve
 
 #: ``progress(fraction 0..1, what is being done)``: a phase ("configuring (cmake)"), or a
 #: compile step that starts with ``STEP`` ("compiling: server-context.cpp")
@@ -130,21 +135,87 @@ def run_logged(cmd: list[str], log_path: Path, what: str) -> None:
         raise BuildError(f"{what} failed (exit {rc}): {_last_line(log_path)}; see {log_path}")
 
 
+#: The build's guard, the first process of its group (``python -I -c GUARD spectui's-pid cmd...``).
+#: PR_SET_PDEATHSIG reaches the one process it is set in, and make and the compilers are that
+#: process's children: so the guard is that process, and on its parent's death (PDEATHSIG's
+#: SIGTERM on Linux, else a ``getppid`` seen to change within half a second) it kills its whole
+#: group, the compilers with it. It runs the command in its own group and exits with its status.
+GUARD = r"""
+import ctypes, os, signal, subprocess, sys
+parent = int(sys.argv[1])
+def end(*_):
+    os.killpg(0, signal.SIGKILL)
+signal.signal(signal.SIGTERM, end)
+signal.signal(signal.SIGHUP, end)
+if sys.platform.startswith("linux"):
+    ctypes.CDLL(None).prctl(1, int(signal.SIGTERM), 0, 0, 0)
+if os.getppid() != parent:
+    end()
+try:
+    child = subprocess.Popen(sys.argv[2:])
+except OSError as exc:
+    print(f"cannot start {sys.argv[2]}: {exc.strerror or exc}", file=sys.stderr)
+    sys.exit(127)
+while True:
+    try:
+        rc = child.wait(timeout=0.5)
+        break
+    except subprocess.TimeoutExpired:
+        if os.getppid() != parent:
+            end()
+sys.exit(rc if rc >= 0 else 128 - rc)
+"""
+#: How long ``end_group`` waits for a killed group's last process to be gone.
+END_WAIT_S = 10.0
+
+
 def start_group(cmd: Sequence[str], **kwargs: Any) -> subprocess.Popen:
-    """``cmd`` in a session of its own, its output with its errors: whatever it starts (make,
-    the compilers, a linker) shares its process group, which ``end_group`` ends whole. A
-    Ctrl-C in the terminal then reaches spectui alone, which ends the group itself."""
-    return subprocess.Popen(list(cmd), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True, **kwargs)
+    """``cmd`` under the build's guard (``GUARD``), in a session of its own, its output with
+    its errors: whatever it starts (make, the compilers, a linker) shares its process group,
+    which ``end_group`` ends whole, and which dies with spectui however spectui ends, SIGKILL
+    included (``spectui.runtime.lifetime`` starts it: forked by the one long-lived thread,
+    killed at exit). A Ctrl-C in the terminal then reaches spectui alone, which ends the group
+    itself. Started isolated (``spectui.subprocesses``): a private working folder."""
+    stdout = kwargs.pop("stdout", None)
+    argv = python_argv("-c", GUARD, str(os.getpid()), *resolve(cmd, clean_env()))
+    return lifetime.spawn(argv, env=dict(os.environ), stdout=stdout, **kwargs)  # type: ignore[arg-type]
 
 
 def end_group(proc: subprocess.Popen) -> None:
     """Kill every process of ``proc``'s group, not only ``proc`` (killing cmake alone leaves make
-    and its compilers running), and reap ``proc``."""
+    and its compilers running), reap ``proc``, and wait until no process of the group is left
+    running, so the next build's clean-up races nothing."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)  # its own session: the group id is its pid
     with contextlib.suppress(ProcessLookupError):
         proc.kill()
     proc.wait()
+    wait_group_gone(proc.pid)
+
+
+def group_running(pgid: int) -> list[int]:
+    """The processes of group ``pgid`` still running (zombies waiting for their reaper are not)."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return []
+    except PermissionError:
+        pass
+    out = []
+    for p in psutil.process_iter(["status"]):
+        with contextlib.suppress(psutil.Error, OSError):
+            if os.getpgid(p.pid) == pgid and p.info["status"] != psutil.STATUS_ZOMBIE:
+                out.append(p.pid)
+    return out
+
+
+def wait_group_gone(pgid: int, timeout_s: float = END_WAIT_S) -> None:
+    """Kill and wait out whatever of group ``pgid`` still runs, for at most ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while group_running(pgid) and time.monotonic() < deadline:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGKILL)
+        time.sleep(0.05)
 
 
 def _last_line(path: Path) -> str:

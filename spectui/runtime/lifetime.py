@@ -33,8 +33,9 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
+from spectui import subprocesses
 from spectui.errors import SpectuiError
 
 
@@ -86,10 +87,11 @@ def hooks_installed() -> tuple[bool, bool]:
     return _atexit_hooked, _signals_hooked
 
 
-def spawn(argv: Sequence[str], *, env: dict[str, str], stdout: int, cwd: str | None = None) -> subprocess.Popen:
-    """Start ``argv`` in its own process group (in ``cwd``, else this process's working
-    directory), to die with this process (see the module doc)."""
-    return _SPAWNER.popen(argv, env=env, stdout=stdout, cwd=cwd)
+def spawn(argv: Sequence[str], *, env: dict[str, str], stdout: int, cwd: str | None = None, **kwargs: Any) -> subprocess.Popen:
+    """Start ``argv`` in its own process group, isolated by ``spectui.subprocesses`` (in
+    ``cwd``, a private folder of the caller's, else that module's private working folder), to
+    die with this process (see the module doc). ``kwargs`` go to ``Popen`` (``text``...)."""
+    return _SPAWNER.popen(argv, env=env, stdout=stdout, cwd=cwd, **kwargs)
 
 
 def signal_group(proc: subprocess.Popen, sig: int) -> None:
@@ -154,8 +156,8 @@ class _Job:
     """One child to start, and its hand-over to the thread that asked. A caller interrupted
     while it waits ``abandon``s it: the child is killed whether it started before or after."""
 
-    def __init__(self, argv: Sequence[str], env: dict[str, str], stdout: int, cwd: str | None) -> None:
-        self.argv, self.env, self.stdout, self.cwd = argv, env, stdout, cwd
+    def __init__(self, argv: Sequence[str], env: dict[str, str], stdout: int, cwd: str | None, kwargs: dict[str, Any]) -> None:
+        self.argv, self.env, self.stdout, self.cwd, self.kwargs = argv, env, stdout, cwd, kwargs
         self.done: queue.Queue = queue.Queue(maxsize=1)
         self._lock = threading.Lock()
         self._abandoned = False
@@ -190,12 +192,12 @@ class _Spawner:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
 
-    def popen(self, argv: Sequence[str], *, env: dict[str, str], stdout: int, cwd: str | None = None) -> subprocess.Popen:
+    def popen(self, argv: Sequence[str], *, env: dict[str, str], stdout: int, cwd: str | None = None, **kwargs: Any) -> subprocess.Popen:
         with self._lock:
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._serve, name="spectui-runtime-spawner", daemon=True)
                 self._thread.start()
-        job = _Job(argv, env, stdout, cwd)
+        job = _Job(argv, env, stdout, cwd, kwargs)
         self._jobs.put(job)
         try:
             ok, value = job.done.get()
@@ -222,9 +224,9 @@ class _Spawner:
             if old.returncode is not None:  # reaped by its owner: nothing left to stop
                 _CHILDREN.pop(pid, None)
         try:
-            proc = subprocess.Popen(
-                list(job.argv), env=job.env, stdin=subprocess.DEVNULL, stdout=job.stdout, stderr=subprocess.STDOUT,
-                start_new_session=True, preexec_fn=_die_with_parent(os.getpid()), close_fds=True, cwd=job.cwd,
+            proc = subprocesses.popen(
+                job.argv, env=job.env, stdin=subprocess.DEVNULL, stdout=job.stdout, stderr=subprocess.STDOUT,
+                start_new_session=True, preexec_fn=_die_with_parent(os.getpid()), close_fds=True, cwd=job.cwd, **job.kwargs,
             )
         except OSError as exc:
             raise SpectuiError(f"cannot start {job.argv[0]}: {exc.strerror or exc}") from None

@@ -65,6 +65,7 @@ from spectui.server.client import READ_TIMEOUT_S, ServerError
 from spectui.server.engine import ServerEngine
 from spectui.server.probe import MLX_LM, probe
 from spectui.server.vocabulary import LocalVocabulary
+from spectui.subprocesses import absolute_entries, python_argv
 
 NAME = "mlx_lm.server"
 #: mlx_lm.server's own draft length (``--num-draft-tokens``' default in 0.26-0.32)
@@ -274,7 +275,7 @@ def ignored_settings(config: RunConfig) -> tuple[str, ...]:
 def python_path_without_relative(value: str) -> str:
     """``PYTHONPATH`` without its empty or relative entries: those name a folder relative to
     wherever the process starts, the very lookup ``MlxLmServer.workdir`` keeps out."""
-    return os.pathsep.join(p for p in value.split(os.pathsep) if p and os.path.isabs(p))
+    return absolute_entries(value)
 
 
 def _server_module() -> list[str]:
@@ -297,7 +298,7 @@ class MlxLmServer:
 
     def argv(self, port: int) -> list[str]:
         # absolute: the server starts in a folder of its own (``workdir``), not where these were named
-        out = [sys.executable, *_server_module(), "--model", os.path.abspath(self.launch.model)]
+        out = [*python_argv(*_server_module()), "--model", os.path.abspath(self.launch.model)]
         m = self.launch.method
         if m.speculative:
             out += ["--draft-model", os.path.abspath(self.launch.draft_dir)] + (["--num-draft-tokens", str(m.k)] if m.k is not None else [])

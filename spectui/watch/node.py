@@ -21,6 +21,7 @@ import threading
 
 import msgspec
 
+from spectui import subprocesses
 from spectui.errors import SpectuiError
 from spectui.metrics.watch_rates import WatchTotals
 from spectui.recording.schema import FinishReason, Header
@@ -43,7 +44,7 @@ class NodeFeed:
         self.host = host
         command = ssh_command(host, "node", "watch", *words)
         # its own session: Ctrl-C here stops the watch over the channel, not by cutting ssh
-        self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        self.proc = subprocesses.popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      bufsize=0, start_new_session=True)  # fmt: skip
         self._stderr: list[str] = []
         threading.Thread(target=self._drain, name="spectui-watch-node-stderr", daemon=True).start()

@@ -39,6 +39,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from spectui import subprocesses
 from spectui.metrics.host.base import Host, HostReading
 from spectui.metrics.host.macos_text import (
     THROTTLED_STATE,
@@ -98,7 +99,7 @@ HOST_VM_INFO64_COUNT = ctypes.sizeof(VMStatistics64) // 4
 
 def _run(*argv: str) -> str | None:
     try:
-        return subprocess.run(list(argv), capture_output=True, text=True, timeout=5, check=False).stdout
+        return subprocesses.run(list(argv), capture_output=True, text=True, timeout=5, check=False).stdout
     except (OSError, subprocess.SubprocessError):
         return None
 
