@@ -91,26 +91,48 @@ class Setting:
     origin: str
 
 
+#: What a key that needs trust can make spectui do, in the order the security page lists them.
+PROGRAM = "runs a program"
+BUILD = "starts a download or a build"
+SERVER = "starts a server"
+CONNECTION = "opens a connection or sends data"
+
+
+@dataclass(frozen=True)
+class TrustedKey:
+    """A key only a file the user stands behind may set: what it can do (``PROGRAM``, ``BUILD``,
+    ``SERVER``, ``CONNECTION``) and how, in words that follow the key's name."""
+
+    key: str
+    power: str
+    why: str
+
+
 #: The keys a file may set only when the user stands behind it: their own config file, a flag,
-#: or a project file they trusted (``spectui config trust``). Each runs a program, names a file
-#: spectui executes or builds, or sends data or a credential somewhere the file chooses; anyone
-#: able to write a folder above where a person works could otherwise do that as them. Every
-#: other key changes what is measured and how it is shown: a model or prompt file is only read,
-#: and what it holds goes only where the user's own settings send it; recordings, chat folders
-#: and the history index are written private (0600) wherever a file puts them.
-#: tests/unit/test_config_trust.py holds every option the parsers take to this list or to its
-#: own list of reviewed keys, so a new option is classified before it ships.
-SENSITIVE: Mapping[str, str] = {
-    "llama-server": "names a program spectui runs",
-    "sdist": "names a source package spectui builds, running its build scripts",
-    "server": "names a server spectui sends your prompts to",
-    "ar-server": "names a server spectui sends your prompts to",
-    "api-key-env": "names the environment variable whose value spectui sends to a server as its API key",
-    "host": "names a machine spectui runs on over SSH with your keys, sending your prompts there",
-    "hosts": "names machines spectui runs on over SSH with your keys, sending your prompts there",
-    "otel-endpoint": "names a collector spectui sends the session's telemetry to",
-    "otel-file": "names a file spectui writes the session's telemetry to, with modes others may read",
-}
+#: or a project file they trusted (``spectui config trust``). Each can start a download, a
+#: build, a server, a connection or a program, or send data or a credential somewhere the file
+#: chooses; anyone able to write a folder above where a person works could otherwise do that as
+#: them. Every other key changes what is measured and how it is shown: a model or prompt file is
+#: only read, and what it holds goes only where the user's own settings send it; recordings,
+#: chat folders and the history index are written private (0600) wherever a file puts them.
+#: The one table: the check reads it, and the security page's list is made from it
+#: (docs/hooks/trust_reference.py). tests/unit/test_config_trust.py holds every option the
+#: parsers take to this table or to its own list of reviewed keys, so a new option is
+#: classified before it ships.
+TRUSTED_KEYS: tuple[TrustedKey, ...] = (
+    TrustedKey("llama-server", PROGRAM, "names a program spectui runs"),
+    TrustedKey("runtime", SERVER, "starts a server program, and where none is built yet, downloads llama-cpp-python's source and builds one"),
+    TrustedKey("sdist", BUILD, "names a source package spectui builds, running its build scripts"),
+    TrustedKey("server", CONNECTION, "names a server spectui sends your prompts to"),
+    TrustedKey("ar-server", CONNECTION, "names a server spectui sends your prompts to"),
+    TrustedKey("api-key-env", CONNECTION, "names the environment variable whose value spectui sends to a server as its API key"),
+    TrustedKey("host", CONNECTION, "names a machine spectui runs on over SSH with your keys, sending your prompts there"),
+    TrustedKey("hosts", CONNECTION, "names machines spectui runs on over SSH with your keys, sending your prompts there"),
+    TrustedKey("otel-endpoint", CONNECTION, "names a collector spectui sends the session's telemetry to"),
+    TrustedKey("otel-file", CONNECTION, "names a file spectui writes the session's telemetry to, with modes others may read"),
+)
+#: ``TRUSTED_KEYS`` by key: why each needs trust.
+SENSITIVE: Mapping[str, str] = {k.key: k.why for k in TRUSTED_KEYS}
 
 
 def project_folders(start: Path, home: Path | None) -> list[Path]:

@@ -13,10 +13,13 @@ namespace:
 * ``args.profiles``: the loaded files and the parser, for ``spectui config``.
 
 The option names come from the parsers, never from a list kept here: a new flag is a new key.
-Before any value is taken, each file found passes ``spectui.cli.trust``'s guard: one others
-could write, or a project file setting a key of ``spectui.profiles.SENSITIVE`` that the user
-has not trusted, is refused in one line (exit 2) and nothing runs; ``spectui config`` instead
-lists it as skipped, with why, so it can be looked at and trusted.
+Before any value is taken, each file found passes ``spectui.cli.trust``'s guard. A file spectui
+will not read (another's, one others could write, not a regular file, unreadable) is skipped
+with one warning line saying where it is, why, and how to trust it, and the command goes on
+without it: a stranger's ``spectui.toml`` in ``/tmp`` must not stop every command below it. A
+project file setting a key of ``spectui.profiles.TRUSTED_KEYS`` that the user has not trusted
+is refused in one line (exit 2) and nothing runs. ``spectui config`` lists either as skipped,
+with why, so it can be looked at and trusted.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from __future__ import annotations
 import argparse
 import copy
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -185,6 +189,12 @@ class FileStatus:
     path: Path
     read: bool
     why: str = ""
+    #: skipped, the command going on without it (a file spectui will not read), rather than refused
+    skipped: bool = False
+
+
+class ConfigSkipped(UserWarning):
+    """A config file spectui will not read, left out of the command in one warning line."""
 
 
 @dataclass
@@ -241,15 +251,21 @@ def examine(path: Path, scope: str, record: Mapping[str, str]) -> tuple[ConfigFi
     such file, the one-line refusal or ""). A file whose bytes are trusted is read as it is;
     else one others could write is not read at all, and a project file that sets a sensitive
     key is refused whole. A file that is not valid TOML raises, as it always did."""
-    read = read_guarded(path)
+    try:
+        read = read_guarded(path)
+    except SpectuiError as exc:  # unreadable, not a regular file, too big: skipped, never a stop
+        why = str(exc).removeprefix(f"{path}: ")
+        skip = f"{path}: skipped, the command goes on without it: {why}"
+        return None, FileStatus(scope, path, False, why, skipped=True), skip
     if read.raw is None:
         return None, None, ""
     state = trust_state(path, read.raw, record) if record else ""
     changed = " (it changed since you trusted it)" if state == "changed" else ""
     if read.unsafe and state != "trusted":
-        refusal = (f"{path}: not read: {read.unsafe}{changed}; spectui reads a config file only when it is yours and no one else"
-                   f" can write it or its folder: fix that, or read the file and trust it ({trust_it(path)})")  # fmt: skip
-        return None, FileStatus(scope, path, False, read.unsafe + changed), refusal
+        skip = (f"{path}: skipped, the command goes on without it: {read.unsafe}{changed}; spectui reads a config file only"
+                f" when it is yours and no one else can write it or its folder: fix that, or read the file and trust it"
+                f" ({trust_it(path)})")  # fmt: skip
+        return None, FileStatus(scope, path, False, read.unsafe + changed, skipped=True), skip
     f = read_config(path, scope, read.raw)
     assert f is not None  # there were bytes
     keys = sensitive_keys(f) if scope != "user" and state != "trusted" else []
@@ -266,8 +282,8 @@ def load_profiles(
     parser: argparse.ArgumentParser, profile: str | None, profile_origin: str, *, cwd: Path | None = None, strict: bool = True
 ) -> LoadedProfiles:
     """Read and check the user's and the project's files against ``parser``'s commands.
-    ``strict``: a file refused (see ``examine``) is a ``SpectuiError``; else it is left out,
-    and ``found`` says why."""
+    ``strict``: a file refused (see ``examine``) is a ``SpectuiError``, and a file skipped is
+    one ``ConfigSkipped`` warning line; else either is left out, and ``found`` says why."""
     cwd = cwd or Path.cwd()
     user_file = paths.config_dir() / USER_FILE
     project_file = find_project_file(cwd, home_folder())
@@ -277,7 +293,9 @@ def load_profiles(
         if path is None:
             continue
         f, status, refusal = examine(path, scope, record)
-        if refusal and strict:
+        if refusal and strict and status is not None and status.skipped:
+            warnings.warn(shown(refusal), ConfigSkipped, stacklevel=2)
+        elif refusal and strict:
             raise SpectuiError(refusal)
         files += [f] if f else []
         found += [status] if status else []

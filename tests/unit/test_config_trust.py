@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from spectui.cli import build_parser
-from spectui.cli.profiles import known_options, load_profiles, parse_args
+from spectui.cli.profiles import ConfigSkipped, known_options, load_profiles, parse_args
 from spectui.cli.trust import digest, trust, trust_file, trust_state, trusted_files, untrust
 from spectui.errors import SpectuiError
 from spectui.profiles import SENSITIVE, ConfigFile, Profiles, find_project_file, project_folders
@@ -39,7 +39,7 @@ k-max k-min k-values last lookup markdown max-energy-ratio max-low-windows max-o
 max-quality-drop-points max-red-pressure-s max-slope-mb-min max-swap-in-mb max-throttle-events max-tokens
 max-ttft-growth messages min-acceptance min-growth-mb min-headroom-mb min-speedup min-window-acceptance mode ngram-max
 ngram-min no-charts no-draft-memory no-record otel-json out output p-min p95-itl-tolerance parallel paused probe-target
-prompt prompt-file prompt-name prompts raw redact reps rerun runtime samples seed speed stale-days static system target
+prompt prompt-file prompt-name prompts raw redact reps rerun samples seed speed stale-days static system target
 temperature temperatures theme threads tiers top-k top-k-values top-p weights window write-quant
 """.split())
 
@@ -69,6 +69,16 @@ def home(tmp_path, monkeypatch):
 
 def parse(*argv: str) -> argparse.Namespace:
     return parse_args(build_parser(), list(argv), environ={})
+
+
+def skipped(*argv: str) -> tuple[str, argparse.Namespace]:
+    """The one warning line a file spectui will not read gives, and the command's arguments:
+    the command goes on without the file."""
+    with pytest.warns(ConfigSkipped) as caught:
+        args = parse(*argv)
+    [message] = [str(w.message) for w in caught if w.category is ConfigSkipped]
+    assert "\n" not in message
+    return message, args
 
 
 def refusal(*argv: str) -> str:
@@ -132,8 +142,10 @@ def test_a_file_others_could_write_is_not_read(home, loose, which):
     target = path if loose.endswith("file") else path.parent
     bit = stat.S_IWGRP if loose.startswith("group") else stat.S_IWOTH
     target.chmod(stat.S_IMODE(target.stat().st_mode) | bit)
-    message = refusal("run", "--headless")
-    assert message.startswith(f"{path}: not read: "), message
+    message, args = skipped("run", "--headless")
+    assert args.k_max != 8  # the command went on, without the file
+    assert message.startswith(f"{path}: skipped, the command goes on without it: "), message
+    assert message.endswith(f"(spectui config trust {path})")
     assert ("its group" if bit == stat.S_IWGRP else "others") in message
     assert ("the file is" if target == path else f"its folder {path.parent} is") in message
     # spectui config shows it skipped, and why, instead of refusing
@@ -148,8 +160,31 @@ def test_a_file_owned_by_someone_else_is_not_read(home):
     _user, project = home
     project.write_text("[defaults]\nk-max = 8\n")
     os.chown(project, 54321, -1)
-    message = refusal("run", "--headless")
-    assert message.startswith(f"{project}: not read: the file is owned by uid 54321, not you"), message
+    message, args = skipped("run", "--headless")
+    assert message.startswith(f"{project}: skipped, the command goes on without it: the file is owned by uid 54321, not you")
+    assert message.endswith(f"read the file and trust it (spectui config trust {project})"), message
+    assert args.k_max != 8
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid") or os.getuid() != 0, reason="only root can give a file to someone else")
+def test_a_strangers_file_in_a_sticky_world_writable_folder_is_skipped_and_every_command_goes_on(tmp_path, monkeypatch):
+    """/tmp's shape: a folder anyone may write (sticky), a stranger's spectui.toml in it, setting
+    keys that need trust too: every command below it runs, with one warning line."""
+    shared = tmp_path / "tmp"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    work = shared / "mine" / "deep"
+    work.mkdir(parents=True)
+    (shared / "spectui.toml").write_text('[defaults]\nllama-server = "/tmp/evil"\nk-max = 8\n')
+    os.chown(shared / "spectui.toml", 54321, 54321)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(work)
+    for argv in (("run", "--headless"), ("report", "a.spectui"), ("models",)):
+        message, args = skipped(*argv)
+        assert message.startswith(f"{shared / 'spectui.toml'}: skipped, the command goes on without it: the file is owned by uid 54321")
+        assert getattr(args, "llama_server", None) != "/tmp/evil"
 
 
 def test_a_trusted_file_is_read_as_it_is_and_untrusted_when_it_changes(home):
@@ -166,8 +201,9 @@ def test_a_trusted_file_is_read_as_it_is_and_untrusted_when_it_changes(home):
     project.chmod(0o666)
     assert parse("run", "--headless").server == "http://10.0.0.9:8080"
     project.write_text(text.replace("10.0.0.9", "10.6.6.6"))
-    message = refusal("run", "--headless")
+    message, args = skipped("run", "--headless")
     assert "writable by" in message and "(it changed since you trusted it)" in message
+    assert args.server != "http://10.6.6.6:8080"
     project.chmod(0o644)
     assert refusal("run", "--headless").startswith(f"{project}:2: server names a server")
     assert untrust(project) and not untrust(project)
@@ -215,3 +251,44 @@ def test_runtime_info_reads_a_user_file_setting_runtime(home):
     user.write_text('[defaults]\nruntime = "llama-server"\n[profile.mini]\nruntime = "llama-server"\n')
     assert parse("runtime", "info").command == "runtime"
     assert parse("runtime", "info", "--profile", "mini").profile == "mini"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '[defaults]\nruntime = "llama-server"\n',
+        'defaults.runtime = "llama-server"\n',
+        'defaults = { runtime = "llama-server" }\n',
+        '[defaults]\n"runtime" = "llama-server"\n',
+        "[defaults]\n\"\\u0072untime\" = 'llama-server'\n",
+        '[profile.team]\nruntime = "mlx-lm"\n',
+        '[profile]\nteam = { run = { runtime = "llama-server" } }\n',
+    ],
+    ids=["table", "dotted", "inline", "quoted", "escaped", "profile", "nested-inline"],
+)
+def test_a_project_file_naming_a_runtime_is_refused_in_every_toml_shape(home, text):
+    """``runtime`` starts a server, and a download and a build where none is built: a cloned
+    folder's file must not start them."""
+    _user, project = home
+    project.write_text(text)
+    message = refusal("run", "--headless")
+    assert " runtime starts a server program" in message and message.endswith(f"spectui config trust {project}"), message
+
+
+def test_the_security_page_lists_every_key_that_needs_trust_from_the_one_table():
+    import importlib.util
+
+    from spectui.profiles import TRUSTED_KEYS
+
+    repo = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("trust_reference", repo / "docs" / "hooks" / "trust_reference.py")
+    assert spec is not None and spec.loader is not None
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    table = hook.render()
+    assert {k.key for k in TRUSTED_KEYS} == set(SENSITIVE)
+    for k in TRUSTED_KEYS:
+        assert f"| {k.power} | `{k.key}` | {k.why} |" in table
+    page = (repo / "docs" / "guide" / "security.md").read_text()
+    assert hook.MARKER in page
+    assert "| `llama-server` |" not in page  # the list is generated, never kept by hand beside the table
