@@ -119,14 +119,37 @@ def settings_from(args: argparse.Namespace) -> list[Setting]:
     return out
 
 
+def analyze(args: argparse.Namespace) -> int:
+    """An earlier workload's folder printed again, its requests judged again from their
+    recordings by this version's judge (what changed is said, and kept in its workload.json)."""
+    import msgspec
+
+    from spectui import storage
+    from spectui.workload.judge import rejudge
+    from spectui.workload.result import RESULT_NAME, load_result
+    from spectui.workload.run import RESULT_KIND
+
+    result = load_result(args.analyze)
+    folder = Path(args.analyze) if Path(args.analyze).is_dir() else Path(args.analyze).parent
+    changed, missing = rejudge(folder, result)
+    if missing:
+        print(f"spectui: not judged again: {missing} recording(s) of this workload cannot be read; the verdicts are as recorded",
+              file=sys.stderr)
+    elif changed:
+        storage.write_atomic(folder / RESULT_NAME, msgspec.json.encode(result), RESULT_KIND)
+        print(f"spectui: judged again from the recordings: {len(changed)} verdict(s) changed (kept in {folder / RESULT_NAME})",
+              file=sys.stderr)
+        for line in changed:
+            print(f"  {line}", file=sys.stderr)
+    print_result(result, args)
+    return 0
+
+
 def cmd_workload(args: argparse.Namespace) -> int:
     """Exit 0 when every level ran, 130 when a signal cut it short; a server that died: one
     line and exit 2, with every finished request kept."""
     if args.analyze is not None:
-        from spectui.workload.result import load_result
-
-        print_result(load_result(args.analyze), args)
-        return 0
+        return analyze(args)
     if args.file is None:
         raise SpectuiError("name a workload: spectui workload FILE (a JSONL of requests, or a folder of prompts)")
     from spectui.recording.writer import check_run_folder, new_run_folder

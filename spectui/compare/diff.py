@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import msgspec
 
-from spectui.compare.divergence import DivergenceCause, classify_recordings
+from spectui.compare.divergence import Judgement, RunOutput, judge_outputs
 from spectui.compare.energy import EnergyComparison, compare_energy, energy_markdown, energy_text
 from spectui.compare.headers import FieldDiff, Value, comparability, compare_headers, diffs
 from spectui.compare.speedup import Speedup, speedup_ci
@@ -56,9 +56,9 @@ class Divergence(msgspec.Struct, kw_only=True):
     baseline_context: str
     candidate_context: str
     context_offset: int
-    #: near-tie or speculation (``spectui.compare.divergence``); None for sampled runs and
-    #: character-level (server) comparisons
-    cause: DivergenceCause | None = None
+    #: the judge's verdict on the parting (``spectui.compare.divergence``); None for sampled
+    #: runs and character-level (server) comparisons
+    cause: Judgement | None = None
 
 
 class OutputDiff(msgspec.Struct, kw_only=True):
@@ -237,7 +237,8 @@ def diff_recordings(baseline: Recording, candidate: Recording, *, force: bool = 
         outputs = compare_outputs(b_out, c_out)
         outputs.unit, outputs.notes = unit, notes
     if outputs.first_divergence is not None and unit == "token":
-        outputs.first_divergence.cause = classify_recordings(baseline, candidate, outputs.first_divergence.index)
+        outputs.first_divergence.cause = judge_outputs(RunOutput.of_recording(baseline), RunOutput.of_recording(candidate),
+                                                       index=outputs.first_divergence.index)
     growth = c.summary.ttft_ms / b.summary.ttft_ms - 1 if b.summary.ttft_ms > 0 else float("nan")
     return RunDiff(
         baseline=b,
@@ -315,7 +316,7 @@ def describe_outputs(o: OutputDiff, *, with_cause: bool = True) -> list[str]:
     else:
         lines.append(f"identical over the common {o.common_length} {u}s; one output continues past the other")
     if with_cause and d.cause is not None and o.n_differing:
-        lines.append(f"cause: {d.cause.reason}")
+        lines.append(f"cause: {d.cause.line}")
     if o.baseline_length != o.candidate_length:
         lines.append(f"lengths differ: {o.baseline_length} vs {o.candidate_length} {u}s")
     lines += [f"({n})" for n in o.notes]
@@ -482,7 +483,7 @@ def format_diff_markdown(d: RunDiff) -> str:
     lines += [o[0], ""]
     div = d.outputs.first_divergence
     if div is not None and div.cause is not None and d.outputs.n_differing:
-        lines += [f"**Cause:** {div.cause.reason}", ""]
+        lines += [f"**Cause:** {div.cause.line}", ""]
     if len(o) > 1:
         lines += ["```", *o[1:], "```", ""]
     lines += ["### Speed", ""]

@@ -38,7 +38,7 @@ import msgspec
 from spectui.compare.brief_checks import BRIEF, brief_checks
 from spectui.compare.check import Check, Number
 from spectui.compare.diff import compare_outputs, is_short_prompt, status_label
-from spectui.compare.divergence import classify_recordings
+from spectui.compare.divergence import RunOutput, judge_outputs
 from spectui.compare.energy import check_energy
 from spectui.compare.headers import comparability
 from spectui.compare.quality_power import MAX_RUNS, runs_to_resolve
@@ -87,9 +87,9 @@ def _check_outputs(baselines: list[Recording], candidates: list[Recording], t: G
         if o.n_differing:
             d = o.first_divergence
             assert d is not None
-            cause = classify_recordings(ref, cand, d.index)
+            cause = judge_outputs(RunOutput.of_recording(ref), RunOutput.of_recording(cand), index=d.index)
             where = f"{cand.path} differs at token {d.index} ({o.n_differing} of {o.common_length} positions)"
-            notes.append(f"{where}: {cause.reason}" if cause is not None else where)
+            notes.append(f"{where}: {cause.line}" if cause is not None else where)
             if cause is not None and not cause.fails:
                 near_ties += 1
                 continue  # numerics, not speculation: what follows a near-tie is another text

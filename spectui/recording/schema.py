@@ -174,7 +174,7 @@ class BatchNoise(msgspec.Struct, kw_only=True):
 
     depth_step: int = 32
     by_depth: list[float] = msgspec.field(default_factory=list)
-    depth: int = 0  # the deepest position calibrated
+    depth: int = 0  # the positions calibrated: 0 to depth - 1
     blocks: list[int] = msgspec.field(default_factory=list)  # the block sizes cycled through
     #: the settings it was measured under ("n_threads", "flash_attn", "backend", ...)
     settings: dict[str, str] = msgspec.field(default_factory=dict)
@@ -184,11 +184,13 @@ class BatchNoise(msgspec.Struct, kw_only=True):
     seconds: float = 0.0  # what the calibration took
 
     def at(self, depth: int) -> float | None:
-        """The largest logit difference seen up to ``depth``; None past the calibrated depth
-        (noise grows with depth, so it is not extrapolated)."""
-        if not self.by_depth or depth > self.depth:
+        """The largest logit difference seen up to ``depth`` (a position in the sequence:
+        prompt and output); None where the calibration did not measure it (noise grows with
+        depth, so a shallower bucket's value is never read for a deeper position)."""
+        bucket = depth // self.depth_step if self.depth_step > 0 else len(self.by_depth)
+        if depth < 0 or depth >= self.depth or bucket >= len(self.by_depth):
             return None
-        return self.by_depth[min(depth // self.depth_step, len(self.by_depth) - 1)]
+        return self.by_depth[bucket]
 
     @property
     def invariant(self) -> bool:

@@ -26,15 +26,13 @@ from typing import Any, cast
 
 import msgspec
 
+from spectui.compare.divergence import BATCHED, DEFECT, IDENTICAL, NEAR_TIE, UNJUDGED, VERDICTS
 from spectui.errors import SpectuiError
 from spectui.metrics.same_text import common_tokens
 from spectui.metrics.stats import nanmedian, nanpercentile
 
-IDENTICAL, NEAR_TIE, DEFECT, UNJUDGED, REFERENCE = "identical", "near-tie", "defect", "unjudged", "reference"
-#: the output moved with the load's batching, not with speculation: AR under the same load
-#: parts from AR at one client there too (llama.cpp's evaluation is not batch-invariant)
-BATCHED = "batched"
-VERDICTS = (IDENTICAL, NEAR_TIE, BATCHED, DEFECT, UNJUDGED)
+#: the one judge's verdicts (``spectui.compare.divergence``); a reference is what the others are held against
+REFERENCE = "reference"
 RESULT_NAME = "workload.json"
 NAN = float("nan")
 

@@ -98,11 +98,13 @@ def request_config(base: RunConfig, r: WorkRequest, workload: str, keep_sampling
 
 
 class _Tagged:
-    """An engine whose sessions' headers carry the request's ``LoadTag`` (the rest is the
+    """An engine whose sessions' headers carry the request's ``LoadTag`` and, where the engine
+    records none (a server), the batch-noise calibration its partings are judged against, so
+    that ``spectui diff`` of its recording judges it as the workload does (the rest is the
     engine's own)."""
 
-    def __init__(self, engine: EngineProtocol, tag: LoadTag) -> None:
-        self.engine, self.tag = engine, tag
+    def __init__(self, engine: EngineProtocol, tag: LoadTag, noise: BatchNoise | None = None) -> None:
+        self.engine, self.tag, self.noise = engine, tag, noise
         self.config = engine.config
 
     def run(self, config: RunConfig | None = None, *, stop: threading.Event | None = None) -> Generator[Event, None, None]:
@@ -110,7 +112,7 @@ class _Tagged:
         try:
             header = next(events)
             assert type(header) is Header
-            yield msgspec.structs.replace(header, load=self.tag)
+            yield msgspec.structs.replace(header, load=self.tag, batch_noise=header.batch_noise or self.noise)
             yield from events
         finally:
             events.close()
@@ -185,7 +187,7 @@ class WorkloadRun:
             started_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), host=_host(),
         )
         #: every request's reference (AR at one client, first pass): tokens and top-two facts
-        self.judge = Judge()
+        self.judge = Judge(folder=folder)
         self.energy: EnergyProbe | None = None
         self._done = 0
         self._here_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="spectui-llama")
@@ -302,7 +304,8 @@ class WorkloadRun:
             queued = msgspec.structs.replace(tag, queue_ms=tag.queue_ms + (time.perf_counter() - waited) * 1000)
             # host readings (energy, other processes) are the level's, not each of many requests at once
             # and the level's folder is synced once the level ends, not once a request
-            return list(record_session(_Tagged(engine, queued), config, path, stop=self.stop, host_readings=False,
+            noise = self.judge.noises.get(one.setting.family) if config.sampling.greedy else None
+            return list(record_session(_Tagged(engine, queued, noise), config, path, stop=self.stop, host_readings=False,
                                        sync_folder=False))
 
         events = one.worker.submit(record, time.perf_counter()).result() if one.worker is not None else record(time.perf_counter())

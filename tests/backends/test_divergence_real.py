@@ -9,7 +9,7 @@ import json
 import msgspec
 
 from spectui.compare.diff import diff_recordings, format_diff_markdown, format_diff_text
-from spectui.compare.divergence import CHANGED, NEAR_TIE
+from spectui.compare.divergence import DEFECT, NEAR_TIE
 from spectui.compare.gate import GateThresholds, gate
 from spectui.config import RunConfig, SamplingConfig
 from spectui.drafting import CostAware, DraftConfig
@@ -74,8 +74,8 @@ def test_load_code_continuation_parts_at_a_near_tie_and_an_edit_is_a_defect(engi
         assert div.cause is not None and div.cause.verdict == NEAR_TIE, div.cause
         assert div.cause.depth == len(ar.header.prompt_tokens) + div.index > 256
         text = format_diff_text(d)
-        assert "numerical near-tie" in text and f"{div.cause.baseline_margin:.3f}" in text
-        assert "**Cause:** numerical near-tie" in format_diff_markdown(d)
+        assert "cause: near-tie: margins" in text and f"{div.cause.baseline_margin:.3f}" in text
+        assert "**Cause:** near-tie: margins" in format_diff_markdown(d)
     verdict = gate([ar], [spec], GateThresholds())
     outputs = next(c for c in verdict.checks if c.name == "outputs")
     assert outputs.passed, outputs.detail
@@ -87,7 +87,7 @@ def test_load_code_continuation_parts_at_a_near_tie_and_an_edit_is_a_defect(engi
     runner = top[i][1]
     edited = write_events(tmp_path / "edited.spectui", replace_token(spec.events, i, runner, engine.target.piece(runner)))
     cause = diff_recordings(ar, read_recording(edited)).outputs.first_divergence.cause
-    assert cause.verdict == CHANGED and cause.fails
+    assert cause.verdict == DEFECT and cause.fails
     proc = run_cli("gate", "--json", "--baseline", str(ar_path), "--candidate", str(edited))
     assert proc.returncode == 1, proc.stderr
     checks = {c["name"]: c for c in json.loads(proc.stdout)["checks"]}

@@ -19,7 +19,7 @@ from http.server import ThreadingHTTPServer
 import pytest
 
 from spectui.compare.diff import diff_recordings
-from spectui.compare.divergence import CHANGED
+from spectui.compare.divergence import DEFECT
 from spectui.config import BackendConfig, RunConfig, SamplingConfig
 from spectui.recording.output import output_tokens, output_top_two
 from spectui.recording.reader import Recording, read_recording
@@ -135,7 +135,7 @@ def test_diff_classifies_a_server_divergence(with_margins, embedded, model_path,
     d = diff_recordings(embedded, read_recording(edited))
     div = d.outputs.first_divergence
     assert div is not None and div.index == i and d.outputs.unit == "token"
-    assert div.cause is not None and div.cause.verdict == CHANGED
+    assert div.cause is not None and div.cause.verdict == DEFECT
     assert div.cause.baseline_margin == base_top[i][0] / 1000 and div.cause.candidate_margin == server_top[i][0] / 1000  # type: ignore[index]
     assert "more than numerics can move" in div.cause.reason
 

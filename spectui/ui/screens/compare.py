@@ -23,7 +23,7 @@ from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from spectui.compare.divergence import UNCLASSIFIED, DivergenceCause, classify_runs, token_at
+from spectui.compare.divergence import UNJUDGED, Judgement, RunOutput, judge_outputs, prompt_length
 from spectui.format import DASH, num, pct, signed_size
 from spectui.metrics.conditions import SHARED_ABOVE, readings_load
 from spectui.metrics.live import LiveRun
@@ -89,12 +89,10 @@ def delta_items(base: LiveRun, cand: LiveRun, sb: Summary, sc: Summary, styles: 
             item("outputs", f"identical ({n} tokens)", good)
         else:
             cause = divergence_cause(base, cand, i)
-            if cause is None or cause.verdict == UNCLASSIFIED:
+            if cause is None or cause.verdict == UNJUDGED:
                 item("outputs", f"diverge at token {i}", bad)
-            elif cause.fails:
-                item("outputs", f"diverge at token {i}: speculation changed the output (margins {_margins(cause)})", bad)
             else:
-                item("outputs", f"diverge at token {i}: near-tie, numerics (margins {_margins(cause)})", value)
+                item("outputs", f"diverge at token {i}: {cause.short}", bad if cause.fails else value)
     return out
 
 
@@ -131,16 +129,18 @@ class ItemRows:
         yield self.rows(options.max_width)
 
 
-def _margins(cause: DivergenceCause) -> str:
-    return f"{cause.baseline_margin:.3f}+{cause.candidate_margin:.3f} vs noise bound {cause.bound:.3f}"
-
-
-def divergence_cause(base: LiveRun, cand: LiveRun, i: int) -> DivergenceCause | None:
-    """Why two runs on screen part at token ``i`` (``spectui.compare.divergence``)."""
+def divergence_cause(base: LiveRun, cand: LiveRun, i: int) -> Judgement | None:
+    """The judge's verdict on two runs on screen parting at token ``i`` (``spectui.compare.divergence``)."""
     if base.header is None or cand.header is None:
         return None
-    sides = (token_at(base.tokens, base.top_two, i), token_at(cand.tokens, cand.top_two, i))
-    return classify_runs(i, (base.header, cand.header), *sides)
+
+    def output(run: LiveRun) -> RunOutput:
+        assert run.header is not None
+        return RunOutput(tokens=run.tokens, top=run.top_two, prompt=prompt_length(run.header, run.end),
+                         calibration=run.header.batch_noise, greedy=run.header.config.sampling.greedy,
+                         ended=run.end.reason if run.end is not None else "")
+
+    return judge_outputs(output(base), output(cand), index=i)
 
 
 class CompareScreen(Screen[None]):
