@@ -9,7 +9,10 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 import stat
+import subprocess
+import sys
 import tarfile
 import time
 from pathlib import Path
@@ -254,3 +257,56 @@ def test_an_unsafe_member_is_refused_with_the_data_filter_too(tmp_path):
     with pytest.raises(BuildError, match=r"unpacking bad\.tar\.gz refused: ") as err:
         source_tree("9.9.9", sdist=str(archive), cache=tmp_path / "cache")
     assert "\n" not in str(err.value)
+
+
+#: spectui's stand-in: configure a real CMake project and build its one target, as the runtime
+#: build does, until the test kills it with SIGKILL.
+_BUILDING = """
+import sys
+from pathlib import Path
+from spectui.runtime.cmake import cmake_build
+cmake_build(Path(sys.argv[1]), Path(sys.argv[2]), ["llama-server"], [])
+"""
+
+
+@pytest.mark.skipif(shutil.which("cmake") is None or not sys.platform.startswith("linux"), reason="a real CMake build, on Linux")
+def test_a_build_killed_with_sigkill_leaves_none_of_its_compilers_running(tmp_path):
+    """A real CMake build whose target starts two 'compilers' (``sh -c "sleep & sleep"``), the
+    process that runs it killed with SIGKILL: no handler of its runs, and both must still go."""
+    source = tmp_path / "src"
+    source.mkdir()
+    pids = tmp_path / "compilers.pid"
+    compile = _script(tmp_path / "compile.sh", f"sleep 300 &\necho $! >> {pids}\nsleep 300 &\necho $! >> {pids}\nwait\n")
+    (source / "CMakeLists.txt").write_text(
+        f"cmake_minimum_required(VERSION 3.10)\nproject(fake NONE)\nadd_custom_target(llama-server COMMAND sh {compile})\n"
+    )
+    repo = Path(__file__).resolve().parents[2]
+    spectui_proc = subprocess.Popen(
+        [sys.executable, "-c", _BUILDING, str(source), str(tmp_path / "build")],
+        env={**os.environ, "PYTHONPATH": str(repo)}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and (not pids.exists() or len(pids.read_text().split()) < 2):
+        assert spectui_proc.poll() is None, "the build ended before its compilers started"
+        time.sleep(0.05)
+    compilers = [int(p) for p in pids.read_text().split()]
+    assert len(compilers) == 2
+    spectui_proc.kill()  # SIGKILL: no atexit, no signal handler, no finally
+    spectui_proc.wait()
+    try:
+        for pid in compilers:
+            assert _gone(pid), f"compiler {pid} outlived the build's SIGKILL-ed parent"
+    finally:
+        for pid in compilers:
+            _cleanup(pid)
+
+
+def test_a_build_step_starts_in_a_private_folder_whatever_the_working_folder(tmp_path, monkeypatch):
+    """The step's working folder is spectui's private one, not where the user stands (a
+    planted ``cmake``, ``nice`` or ``pip`` there is never what runs)."""
+    monkeypatch.chdir(tmp_path)
+    where = tmp_path / "cwd.txt"
+    step = _script(tmp_path / "step.sh", f"pwd > {where}\n")
+    run_logged([str(step)], tmp_path / "step.log", "step")
+    ran_in = Path(where.read_text().strip())
+    assert ran_in != tmp_path and ran_in.name.startswith("spectui-cwd-") and not any(ran_in.iterdir())
