@@ -193,6 +193,12 @@ def test_a_planted_defect_is_a_defect_in_every_command_with_its_reproduction(fol
     # the workload's gate reads the verdicts kept in the folder: judged again, they stay
     workload_gate = run_cli("gate", "--workload", str(folder), "--setting", "ngram-mod", "--clients", "1")
     assert workload_gate.returncode == 1 and "1 request(s) judged a defect" in workload_gate.stdout + workload_gate.stderr
+    # the dashboard's compare bar over the same two recordings
+    from spectui.metrics.live import LiveRun
+    from spectui.ui.screens.compare import divergence_cause
+
+    shown_live = divergence_cause(LiveRun.from_events(read_recording(ref).events), LiveRun.from_events(read_recording(planted).events), 1)
+    assert shown_live is not None and shown_live.verdict == DEFECT and shown_live.short.startswith("defect (margins 3.000+2.800")
     # the near-tie beside it passes the recordings' gate
     near = run_cli("gate", "--json", "--baseline", str(folder / "ar" / "0001.spectui"), "--candidate", str(folder / "spec" / "0001.spectui"))
     assert next(c for c in json.loads(near.stdout)["checks"] if c["name"] == "outputs")["passed"] is True
