@@ -29,7 +29,7 @@ from collections import defaultdict
 
 from spectui.cli import build_parser
 from spectui.cli.run_flags import config_from_args
-from spectui.compare.divergence import classify_recordings
+from spectui.compare.divergence import RunOutput, judge_outputs
 from spectui.compare.speedup import decode_steps, parting
 from spectui.engine.host.quantize import cached_copy
 from spectui.models.registry import embedded_model_path
@@ -50,9 +50,9 @@ def _rate(events: list, limit: int | None) -> float:
 
 
 def _cause(ar: list, other: list, index: int) -> str:
-    """Why the outputs part: a near-tie within the backend's noise, or more (the audit's words)."""
-    cause = classify_recordings(_rec(ar), _rec(other), index)
-    return cause.reason if cause is not None else "not judged (sampled)"
+    """Why the outputs part: the one judge's verdict and its reason, as spectui diff says it."""
+    cause = judge_outputs(RunOutput.of(ar), RunOutput.of(other), index=index)
+    return cause.line if cause is not None else "not judged (sampled)"
 
 
 def settings(draft: str, server: str) -> dict[str, list[str]]:
