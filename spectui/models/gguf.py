@@ -59,11 +59,22 @@ MAX_METADATA_BYTES = 256 << 20
 MAX_ARRAY_ELEMENTS = 1 << 22
 #: Arrays of arrays: the spec allows them, no model nests them deeper than one level.
 MAX_ARRAY_DEPTH = 4
-#: Key/value pairs (models carry 20-60) and tensors (a large MoE model lists some thousands).
+#: Key/value pairs (models carry 20-60) and tensors (a large MoE model lists some thousands;
+#: 65,536 is ten times the largest): the tensor count is the header's first number, so a file
+#: that declares more is refused before anything of it is read.
 MAX_KEYS = 1 << 16
-MAX_TENSORS = 1 << 20
-#: ggml tensors have at most four dimensions (GGML_MAX_DIMS); eight leaves it room to grow.
-MAX_DIMS = 8
+MAX_TENSORS = 1 << 16
+#: ggml tensors have at most four dimensions (GGML_MAX_DIMS): llama.cpp refuses a file with more.
+MAX_DIMS = 4
+#: The fewest bytes a key/value pair (a key's length, its type, a one-byte value) and a tensor's
+#: index entry (a name's length, its dimension count, its type and offset) take in the file:
+#: a count is held to the bytes left before anything is built for it, so no count a file
+#: declares makes this reader allocate past the file's own size.
+_MIN_KEY_BYTES = 8 + 4 + 1
+_MIN_TENSOR_BYTES = 8 + 4 + 4 + 8
+#: The fewest bytes one array element takes, by element type: a scalar its size, a string its
+#: length, an array its element type and count.
+_MIN_ELEMENT_BYTES = {**{code: s.size for code, s in _SCALARS.items()}, _STRING: 8, _ARRAY: 12}
 
 _TEXT, _INT, _NUMBER, _BOOL = (str,), (int,), (int, float), (bool,)
 #: The type of each value spectui reads, where the spec gives one (``int`` excludes ``bool``):
@@ -194,9 +205,14 @@ class _Reader:
         self.pos = start + n
         return start
 
-    def count(self, n: int, limit: int, what: str) -> int:
+    def count(self, n: int, limit: int, what: str, each: int = 0) -> int:
+        """``n`` as declared, refused past ``limit`` or past what the bytes left can hold at
+        ``each`` bytes apiece (checked before anything is built for them)."""
         if n > limit:
             raise ValueError(f"it declares {n} {what}, more than the {limit} any model has")
+        left = min(len(self.buf), MAX_METADATA_BYTES) - self.pos
+        if each and n * each > left:
+            raise ValueError(f"it declares {n} {what}, more than its {left} bytes left can hold (truncated?)")
         return n
 
     def unpack(self, s: struct.Struct) -> Any:
@@ -215,7 +231,10 @@ class _Reader:
                 raise ValueError(f"arrays nested deeper than {MAX_ARRAY_DEPTH} levels")
             etype = self.unpack(_U32)
             count = self.unpack(_U64)
+            if etype not in _MIN_ELEMENT_BYTES:
+                raise ValueError(f"unknown GGUF value type {etype}")
             self.elements = self.count(self.elements + count, MAX_ARRAY_ELEMENTS, "array elements in all")
+            self.count(count, MAX_ARRAY_ELEMENTS, "elements in one array", _MIN_ELEMENT_BYTES[etype])
             if etype in _SCALARS:
                 s = _SCALARS[etype]
                 fmt = "<" + str(count) + s.format[1:]
@@ -240,6 +259,7 @@ def read_gguf(path: str | os.PathLike[str]) -> GGUFInfo:
             if f.read(4) != GGUF_MAGIC:
                 raise SpectuiError(f"not a GGUF file (no GGUF magic bytes): {path}")
             with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+                _scan(_Reader(buf, 4))  # the whole header's shape, checked before anything is built
                 return _parse(path, _Reader(buf, 4))
     except SpectuiError:
         raise
@@ -247,11 +267,60 @@ def read_gguf(path: str | os.PathLike[str]) -> GGUFInfo:
         raise SpectuiError(f"corrupt GGUF file {path}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
 
 
+def _scan(r: _Reader) -> None:
+    """Walk the whole header (keys, arrays, the tensor index with its dimensions) without
+    building any of it: every count against its bound and the bytes left, every length against
+    the file. A hostile header is refused here, before the parse allocates a list for it; a
+    numeric array costs one step, whatever its length."""
+    if r.unpack(_U32) not in SUPPORTED_VERSIONS:
+        return  # another layout: ``_parse`` refuses the version in one line
+    n_tensors = r.count(r.unpack(_U64), MAX_TENSORS, "tensors")
+    n_kv = r.count(r.unpack(_U64), MAX_KEYS, "metadata keys", _MIN_KEY_BYTES)
+    left = min(len(r.buf), MAX_METADATA_BYTES) - r.pos
+    if n_kv * _MIN_KEY_BYTES + n_tensors * _MIN_TENSOR_BYTES > left:
+        raise ValueError(f"it declares {n_kv} metadata keys and {n_tensors} tensors, more than its {left} bytes left can hold")
+    for _ in range(n_kv):
+        r.take(r.unpack(_U64))
+        _skip(r, r.unpack(_U32), 0)
+    r.count(n_tensors, MAX_TENSORS, "tensors", _MIN_TENSOR_BYTES)
+    for _ in range(n_tensors):
+        r.take(r.unpack(_U64))
+        n_dims = r.count(r.unpack(_U32), MAX_DIMS, "dimensions for a tensor")
+        r.take(8 * n_dims + 12)
+
+
+def _skip(r: _Reader, vtype: int, depth: int) -> None:
+    """Step over one value as ``_Reader.value`` would read it, with the same bounds."""
+    if vtype == _STRING:
+        r.take(r.unpack(_U64))
+    elif vtype == _ARRAY:
+        if depth >= MAX_ARRAY_DEPTH:
+            raise ValueError(f"arrays nested deeper than {MAX_ARRAY_DEPTH} levels")
+        etype = r.unpack(_U32)
+        count = r.unpack(_U64)
+        if etype not in _MIN_ELEMENT_BYTES:
+            raise ValueError(f"unknown GGUF value type {etype}")
+        r.elements = r.count(r.elements + count, MAX_ARRAY_ELEMENTS, "array elements in all")
+        r.count(count, MAX_ARRAY_ELEMENTS, "elements in one array", _MIN_ELEMENT_BYTES[etype])
+        if etype in _SCALARS:
+            r.take(_SCALARS[etype].size * count)
+        elif etype == _STRING:
+            for _ in range(count):
+                r.take(r.unpack(_U64))
+        else:
+            for _ in range(count):
+                _skip(r, etype, depth + 1)
+    elif vtype in _SCALARS:
+        r.take(_SCALARS[vtype].size)
+    else:
+        raise ValueError(f"unknown GGUF value type {vtype}")
+
+
 def _parse(path: str, r: _Reader) -> GGUFInfo:
     version = r.unpack(_U32)
     if version not in SUPPORTED_VERSIONS:
         raise SpectuiError(f"unsupported GGUF version {version} in {path}")
-    n_tensors = r.count(r.unpack(_U64), MAX_TENSORS, "tensors")
+    n_tensors = r.count(r.unpack(_U64), MAX_TENSORS, "tensors")  # bounded by ``_scan`` already, as is all below
     n_kv = r.count(r.unpack(_U64), MAX_KEYS, "metadata keys")
     metadata: dict[str, Any] = {}
     for _ in range(n_kv):

@@ -240,6 +240,48 @@ def test_gguf_counts_past_the_file_are_refused_at_once(tmp_path):
         read_gguf(write(tmp_path, gguf_bytes([], n_tensors=1 << 40)))
 
 
+def _hostile_gguf(path: Path, n_tensors: int, n_dims: int) -> Path:
+    """The issue's shape: a 4,194,303-element u64 array, then ``n_tensors`` tensors of ``n_dims``
+    dimensions each, the whole at its real size (134 MB for a million tensors of 8 dims). Sparse
+    on disk: the header and each tensor's entry are written, the array's zeros are a hole."""
+    n = MAX_ARRAY_ELEMENTS - 1
+    head = gguf_bytes([("hostile", 9, struct.pack("<IQ", 10, n))], n_tensors=n_tensors)
+    entry_size = 8 + 8 + 4 + 8 * n_dims + 12
+    with open(path, "wb") as f:
+        f.write(head)
+        f.seek(len(head) + 8 * n)  # the array's 32 MB of zeros: a hole
+        block = bytearray()
+        for i in range(min(n_tensors, 4096)):  # the first entries written, the rest a hole of the same size
+            block += struct.pack("<Q", 8) + b"t%07d" % i + struct.pack("<I", n_dims) + struct.pack(f"<{n_dims}Q", *([1 << 20] * n_dims))
+            block += struct.pack("<IQ", 0, 0)
+        f.write(block)
+        f.truncate(len(head) + 8 * n + entry_size * n_tensors)
+    return path
+
+
+@pytest.mark.parametrize("n_tensors", [1 << 20, 1 << 16], ids=["a-million-tensors", "within-the-tensor-cap"])
+def test_a_hostile_gguf_costs_a_fraction_of_a_second_and_a_few_mb(tmp_path, n_tensors):
+    """4,194,303 u64 elements and a million tensors of 8 dims passed the old reader at 12 s and
+    1 GB. The whole header is walked for its shape before anything is built: a count past its
+    bound, or a tensor of more dimensions than ggml has, is refused before the array's list is."""
+    import tracemalloc
+
+    path = _hostile_gguf(tmp_path / "hostile.gguf", n_tensors, 8)
+    assert path.stat().st_size > (134_000_000 if n_tensors == 1 << 20 else 30 << 20)  # 134 MB: its real size, as the reader sees it
+    tracemalloc.start()
+    started = time.perf_counter()
+    try:
+        with pytest.raises(SpectuiError, match="tensors|dimensions") as err:
+            read_gguf(path)
+        seconds = time.perf_counter() - started
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert "\n" not in str(err.value)
+    assert seconds < 0.5, seconds
+    assert peak < 4 << 20, f"{peak / 1e6:.1f} MB"
+
+
 @pytest.mark.parametrize(
     ("key", "vtype", "value"),
     [
@@ -288,7 +330,8 @@ def test_redaction_labels_the_provenance_texts_and_places_and_the_node():
     assert by_option["host"].value == copy.node  # one host, one label, wherever it shows
     assert by_option["prompt-name"].value == copy.config.prompt_name
     assert by_option["k"].origin.rpartition(":")[0] == by_option["host"].origin.rpartition(":")[0]  # one file, one label
-    assert copy.provenance.command == "run" and copy.provenance.profile == "fast"
+    assert copy.provenance.command == "run"
+    assert copy.provenance.profile == redactor.label("profile", "fast")  # a name a person chose: labelled
 
 
 def test_a_shipped_prompt_keeps_its_name_in_the_provenance_too(monkeypatch):
