@@ -52,6 +52,7 @@ from spectui.engine.backends.mlx_paths import is_gguf, resolve_mlx_model
 from spectui.errors import SpectuiError
 from spectui.models.artifacts import file_sha256
 from spectui.models.gguf import read_gguf
+from spectui.models.heads import is_head_file, read_head
 from spectui.models.tokenizer import TextTokenizer
 from spectui.models.vocab import VocabFacts, draft_incompatibility
 from spectui.paths import cache_dir, state_dir
@@ -127,6 +128,10 @@ class MlxMethod:
             return cls(k=k)
         if not draft_model:
             raise SpectuiError(f"{_DRAFT_METHOD} needs a draft model (--draft-model DIR or FILE.gguf)")
+        head = read_head(draft_model) if is_head_file(draft_model) else None
+        if head is not None:  # mlx-lm 0.32 runs draft models only: no EAGLE-3, DFlash or DSpark
+            raise SpectuiError(f"{head.name} is a {head.label} head, which {NAME} cannot run; llama-server runs it: "
+                               f"--runtime llama-server --draft {PREFIX}{head.method}")
         return cls(draft_model, k)
 
     @property

@@ -124,3 +124,10 @@ def test_the_header_records_the_head_and_older_headers_read_without_one(tiny_hea
 
 def test_a_model_is_not_a_head(model_path):
     assert head_of(read_gguf(model_path)) is None
+
+
+def test_mlx_lm_refuses_a_head_and_names_the_runtime_that_runs_it(tiny_heads):
+    from spectui.runtime.mlx_lm_server import MlxMethod
+
+    with pytest.raises(SpectuiError, match="--runtime llama-server --draft runtime:draft-dflash"):
+        MlxMethod.parse("runtime:draft-model", draft_model=tiny_heads["dflash"])
