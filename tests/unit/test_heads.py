@@ -131,3 +131,15 @@ def test_mlx_lm_refuses_a_head_and_names_the_runtime_that_runs_it(tiny_heads):
 
     with pytest.raises(SpectuiError, match="--runtime llama-server --draft runtime:draft-dflash"):
         MlxMethod.parse("runtime:draft-model", draft_model=tiny_heads["dflash"])
+
+
+def test_the_dashboards_switch_keeps_a_head_for_llama_server_only(tiny_heads):
+    from spectui.config import BackendConfig, RunConfig
+    from spectui.drafting import DraftConfig, Fixed, Runtime
+    from spectui.ui.backends import BackendCycle
+
+    on_head = DraftConfig(drafter=Runtime(method="draft-eagle3", draft_model=tiny_heads["eagle3"]), length=Fixed(k=3))
+    cycle = BackendCycle(RunConfig(prompt="x", backend=BackendConfig(name="llama-server"), draft=on_head))
+    # no embedded backend runs a head: spectui's default drafter there, with the K it had
+    assert (cycle.embedded_draft.flag, cycle.embedded_draft.fixed_k) == ("ngram", 3)
+    assert cycle.runtime_draft("llama-server", "spec") == on_head  # and the head again on the way back
