@@ -8,8 +8,9 @@ several clients' tokens in one batch, and llama.cpp's evaluation is not batch-in
 itself may part from AR at one client (``BATCHED``). A speculative request that parts where its
 AR twin under the same load parts, and follows that twin, moved with the load: ``BATCHED`` too.
 And AR's own partings under load measure how far load moves the logits: where AR parted from
-itself at margins adding up to X, a speculative parting whose margins add up to no more than X,
-in the same run and family, is what load moves too. That bound grows as AR's levels run, so
+itself at margins adding up to X, a speculative parting under load (more than one client, or an
+open loop) whose margins add up to no more than X, in the same run and family, is what load
+moves too; at one client nothing is batched with the request, and the bound does not apply. That bound grows as AR's levels run, so
 ``settle`` judges the run's defects again at its end.
 
 Each recording carries the calibration it is judged against in its header (a server's
@@ -77,13 +78,15 @@ class Judge:
             return
         out.parted_at = n
         load = Load(ar_itself=f"AR at {_load(at)}" if s.ar else "", twin_parts_here=not s.ar and self._twin_parts(s, out, at, mine, n))
-        p = parting(ref, mine, index=n, load=self._with_forks(s.family, load))
+        # what load moved AR explains only a request that ran under load: one client alone is batched with nothing
+        under_load = at[0] > 1 or at[1] > 0
+        p = parting(ref, mine, index=n, load=self._with_forks(s.family, load) if under_load else load)
         verdict = judge(p)
         out.exact, out.why = verdict.verdict, f"parts from AR at one client at token {n}: {verdict.reason}"
         moved = verdict.moved
         if s.ar and moved is not None and moved > self.load_forks.get(s.family, (-1.0, ""))[0]:
             self.load_forks[s.family] = (moved, f"AR at {_load(at)}, request {out.index}")
-        if verdict.verdict == DEFECT:
+        if verdict.verdict == DEFECT and under_load:
             self.defects.append((s.family, out, p))
 
     def settle(self) -> None:

@@ -84,6 +84,16 @@ def test_a_parting_past_what_load_moved_ar_stays_a_defect_and_one_within_it_is_b
     assert wide.exact == DEFECT
 
 
+def test_what_load_moved_ar_does_not_explain_a_parting_at_one_client():
+    judge = _judge()
+    forked, events = _run([1, 2, 7, 4], [900, 900, 300, 900], [9, 9, 3, 9], mode="ar")
+    judge(AR, forked, events, (4, 0.0, 0))  # AR under 4 clients moved 0.600
+    alone, events = _run([1, 2, 5, 4], [900, 900, 200, 900], [9, 9, 3, 9])  # 0.500, at one client
+    judge(SPEC, alone, events, (1, 0.0, 0))
+    judge.settle()
+    assert alone.exact == DEFECT and "reproduce: spectui diff" not in alone.why  # no folder here: no paths to name
+
+
 def test_identical_output_is_identical_whatever_load_moved():
     judge = _judge()
     same, events = _run([1, 2, 3, 4], [900, 900, 300, 900], [9, 9, 5, 9])
