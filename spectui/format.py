@@ -3,7 +3,9 @@
 A number a run does not have (NaN, None) is an em dash on screen and "n/a" in text reports
 and JSON-adjacent text. Tables: ``text_table`` (aligned plain text, for every text report) and
 ``markdown_table``; ``section_title`` heads a report's sections. ``model_name``: the one display
-name of a model.
+name of a model. ``terminal_safe``: text from outside (a server's body, a file's value, a
+model's metadata, a node's words) with every control character escaped, so no byte of it
+reaches a terminal as a command; every printer and table goes through it.
 
 Plain functions that import only the standard library at load time (``text_table`` imports
 rich when it is called), so every layer may import this; it imports nothing of spectui.
@@ -17,6 +19,16 @@ from collections.abc import Collection, Sequence
 DASH = "—"
 #: How text reports (``spectui report``, sweep tables, the CLI summary) spell a missing number.
 NA = "n/a"
+
+
+def terminal_safe(text: str, *, multiline: bool = False) -> str:
+    """``text`` with every character that is not printable written as Python escapes it
+    (``\\x1b``, ``\\x07``, ``\\u202e``, ``\\udcff``): an ESC, a BEL, a bidirectional override or a
+    byte that was not UTF-8 arrives at the terminal as letters, never as a command (a title
+    change, a cleared screen, a hidden line). ``multiline`` keeps newlines and tabs."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() or (multiline and ch in "\n\t") else repr(ch)[1:-1] for ch in text)
 
 
 def missing(v: float | None) -> bool:
@@ -144,7 +156,7 @@ def text_table(
     for i in range(n):
         table.add_column(justify="right" if i in right else "left", no_wrap=True, min_width=min_widths[i] if i < len(min_widths) else None)
     for j, row in enumerate(lines):
-        cells = [Text(str(c)) for c in row] + [Text("")] * (n - len(row))
+        cells = [Text(terminal_safe(str(c))) for c in row] + [Text("")] * (n - len(row))
         table.add_row(*cells, end_section=j + 1 - offset in rules_before)
     out = io.StringIO()
     console = Console(

@@ -32,6 +32,7 @@ from spectui.cli import chat, config_cmd, history, lab, models, node, quality, r
 from spectui.cli.parsing import Parser
 from spectui.cli.profiles import add_profile_option, parse_args
 from spectui.errors import SpectuiError
+from spectui.format import terminal_safe
 
 #: The command families, in the order ``spectui --help`` lists their subcommands.
 FAMILIES = (run, chat, recordings, views, lab, workload, quality, tune, models, history, watch, runtime, node, config_cmd)
@@ -58,7 +59,7 @@ def _show_warning(
 ) -> None:
     """spectui's own warnings (a draft memory file ignored, ...) are one line, as errors are."""
     if category.__module__.startswith("spectui"):
-        text = str(message)
+        text = terminal_safe(str(message))  # a warning may quote a file's or a server's words
         print(text if text.startswith("spectui:") else f"spectui: warning: {text}", file=file or sys.stderr)
     else:
         _default_show_warning(message, category, filename, lineno, file, line)
@@ -97,7 +98,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             _llama_before_numpy()
         return args.func(args)
     except SpectuiError as exc:
-        print(f"spectui: error: {exc}", file=sys.stderr)
+        print(f"spectui: error: {terminal_safe(str(exc))}", file=sys.stderr)  # it may quote a server's or a file's words
         return exc.exit_code
     except KeyboardInterrupt:  # Ctrl-C while a model loads, or a second one while a run stops
         print("spectui: interrupted", file=sys.stderr)

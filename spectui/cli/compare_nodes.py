@@ -26,6 +26,7 @@ from spectui.cli.run_flags import config_from_args
 from spectui.cli.signals import StopOnSignal
 from spectui.cli.sweep_nodes import node_folder
 from spectui.errors import SpectuiError
+from spectui.format import terminal_safe
 
 if TYPE_CHECKING:
     from spectui.config import RunConfig
@@ -79,7 +80,7 @@ def _compare(hosts: list[str], config: RunConfig, folder: Path, args: argparse.N
     ends = [(r, r.events[-1]) for r in recordings]
     cut = [f"{r.header.node}: {end.error}" for r, end in ends if type(end) is End and end.error]
     for line in cut:  # a connection lost mid-run: the run is kept, cut short
-        print(f"spectui: error: cut short on node {line}", file=sys.stderr)
+        print(f"spectui: error: cut short on node {terminal_safe(line)}", file=sys.stderr)
     return 1 if cut else 0
 
 

@@ -17,6 +17,7 @@ import argparse
 from pathlib import Path
 
 from spectui.errors import SpectuiError
+from spectui.format import terminal_safe
 
 #: The command ``config show`` describes when none is named: ``spectui`` alone runs it.
 DEFAULT_COMMAND = "run"
@@ -61,7 +62,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     rows = [["profile", loaded.profile, loaded.profile_origin]] if loaded.profile else []
     rows += [[key, show_value(setting.value), setting.origin] for key, (setting, _action) in settings.items()]
     if not rows:
-        print(f"spectui {command}: every setting is built-in ({_files_said(loaded)})")
+        print(f"spectui {command}: every setting is built-in ({terminal_safe(_files_said(loaded))})")
     else:
         # the origin last: its paths are the one column whose width changes from machine to machine
         print(f"spectui {command}: {len(rows)} setting{'s' if len(rows) != 1 else ''} not left at the built-in default")
@@ -133,11 +134,11 @@ def cmd_trust(args: argparse.Namespace) -> int:
     known, exclusive = known_options(args.profiles.parser)
     Profiles([f], known, exclusive)  # a file with a mistake is said now, not at its first run
     sha256 = trust(path, read.raw)
-    print(f"trusted {path.resolve()} (sha256 {sha256[:16]}...): spectui reads it as it is now; a change to it untrusts it")
+    print(f"trusted {terminal_safe(str(path.resolve()))} (sha256 {sha256[:16]}...): spectui reads it as it is now; a change to it untrusts it")
     for setting in sensitive_keys(f):
         print(f"  it sets {setting.key} = {toml_value(setting.value)} (line {setting.origin.rsplit(':', 1)[1]})")
     if read.unsafe:
-        print(f"  note: {read.unsafe}: these bytes are trusted, not the file; a change by anyone is refused until trusted again")
+        print(f"  note: {terminal_safe(read.unsafe)}: these bytes are trusted, not the file; a change by anyone is refused until trusted again")
     return 0
 
 
@@ -146,7 +147,7 @@ def cmd_untrust(args: argparse.Namespace) -> int:
 
     path = _named_file(args.trust_path)
     if untrust(path):
-        print(f"untrusted {trusted_path(path)}: a project file there may no longer set the keys that run a program or send data")
+        print(f"untrusted {terminal_safe(trusted_path(path))}: a project file there may no longer set the keys that run a program or send data")
     else:
-        print(f"{trusted_path(path)} was not trusted; nothing to do")
+        print(f"{terminal_safe(trusted_path(path))} was not trusted; nothing to do")
     return 0

@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from spectui.format import terminal_safe
+
 if TYPE_CHECKING:  # imported on use: listing models must not slow every command's start
     from spectui.models.catalogue import Catalogue, ModelEntry
     from spectui.models.heads import HeadInfo
@@ -47,13 +49,13 @@ def cmd_models(args: argparse.Namespace) -> int:
         }
         print(msgspec.json.encode(doc).decode())
         return 0
-    print(format_catalogue(cat))
+    print(terminal_safe(format_catalogue(cat), multiline=True))  # names and notes read from model files
     if any(m.source == "embedded" for m in cat.models):
         from spectui.engine.host.weights import embedded_note
 
         note = embedded_note()
         if note:
-            print(f"note: {note}")
+            print(f"note: {terminal_safe(note)}")
     return 0
 
 
@@ -136,5 +138,5 @@ def _drafts_for(cat: Catalogue, name: str, *, as_json: bool) -> int:
     if refused:
         lines.append("cannot draft for it:")
         lines += [f"  {m.name}: {why}" for m, why in refused]
-    print("\n".join(lines))
+    print(terminal_safe("\n".join(lines), multiline=True))  # model names read from their files
     return 0

@@ -29,6 +29,7 @@ from spectui.cli.progress import Progress
 from spectui.cli.run_flags import add_run_arguments, config_from_args
 from spectui.cli.signals import StopOnSignal
 from spectui.errors import SpectuiError
+from spectui.format import terminal_safe
 
 if TYPE_CHECKING:
     import threading
@@ -174,7 +175,7 @@ def run_quality(args: argparse.Namespace, specs: list[PromptSpec], folder: Path)
                     mark = "pass" if run.passed else "FAIL"
                     bar.note(f"spectui: {spec.name} {mode} seed {run.seed}: {mark} ({run.reason})")
                     if run.error:
-                        bar.note(f"spectui: error: the engine failed: {run.error}")
+                        bar.note(f"spectui: error: the engine failed: {terminal_safe(run.error)}")
     return runs, stop.is_set()
 
 

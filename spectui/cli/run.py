@@ -19,6 +19,7 @@ from spectui.cli.parsing import add_old_spelling, otlp_endpoint, output_path
 from spectui.cli.run_flags import add_run_arguments, config_from_args
 from spectui.cli.signals import StopOnSignal
 from spectui.errors import SpectuiError
+from spectui.format import terminal_safe
 
 if TYPE_CHECKING:
     from spectui.config import RunConfig
@@ -120,10 +121,10 @@ def engine_failed(events: Sequence[Event]) -> bool:
 
     end = events[-1] if events else None
     if isinstance(end, End) and end.reason == "error":
-        print(f"spectui: error: the engine failed: {end.error}", file=sys.stderr)
+        print(f"spectui: error: the engine failed: {terminal_safe(end.error)}", file=sys.stderr)  # a server's or a node's words
         return True
     if isinstance(end, End) and end.reason == "interrupted" and end.error:
-        print(f"spectui: error: cut short after {end.n_tokens} tokens: {end.error}", file=sys.stderr)
+        print(f"spectui: error: cut short after {end.n_tokens} tokens: {terminal_safe(end.error)}", file=sys.stderr)
         return True
     return False
 

@@ -28,6 +28,7 @@ from spectui.cli.host_flag import host_engines
 from spectui.cli.progress import Progress
 from spectui.cli.signals import StopOnSignal
 from spectui.errors import SpectuiError
+from spectui.format import terminal_safe
 
 if TYPE_CHECKING:
     from spectui.lab.sweep import SweepPlan, SweepProgress, SweepResult
@@ -84,7 +85,7 @@ def sweep_nodes(plan: SweepPlan, prompts: list[PromptSpec], folder: Path, hosts:
             print_sweep(result, args)
     for n in nodes:
         if n.error:
-            print(f"spectui: error: the sweep on node {n.host} failed: {n.error}", file=sys.stderr)
+            print(f"spectui: error: the sweep on node {n.host} failed: {terminal_safe(n.error)}", file=sys.stderr)
     if stop.is_set():
         return 130
     return 1 if any(n.error for n in nodes) else 0

@@ -21,6 +21,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from spectui.errors import SpectuiError
+from spectui.format import terminal_safe
 
 if TYPE_CHECKING:
     from spectui.recording.reader import Recording
@@ -112,7 +113,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
     try:
         target = open_watch(client)
     except (ServerError, WatchUnavailable) as exc:
-        print(f"spectui: error: {exc}", file=sys.stderr)
+        print(f"spectui: error: {terminal_safe(str(exc))}", file=sys.stderr)
         return 1
     # a server on this machine: this machine's energy counters, read at each reading
     energy = open_energy() if probe is not None else None
@@ -150,7 +151,7 @@ def _watch_on_node(args: argparse.Namespace) -> int:
     try:
         feed = NodeFeed(args.host, words)
     except WatchUnavailable as exc:
-        print(f"spectui: error: {exc}", file=sys.stderr)
+        print(f"spectui: error: {terminal_safe(str(exc))}", file=sys.stderr)
         return 1
     recorder = None
     if not args.no_record:

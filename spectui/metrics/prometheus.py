@@ -16,6 +16,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from spectui.format import terminal_safe
+
 #: prometheus_client's default process collector (vLLM, SGLang): the server process's start,
 #: in Unix seconds. A change between two readings is a restart even if no counter went down.
 PROCESS_START = "process_start_time_seconds"
@@ -74,7 +76,8 @@ def parse_exposition(text: str) -> Exposition:
                 samples.setdefault(sample.name, []).append((dict(sample.labels), float(sample.value)))
     except (ValueError, TypeError, IndexError, KeyError) as exc:
         first = text.strip().splitlines()[0][:80] if text.strip() else "(empty)"
-        raise MalformedMetrics(f"/metrics is not Prometheus text ({exc or type(exc).__name__}); it starts: {first}") from None
+        # the server's bytes, quoted by the parser's message too: escaped before any terminal sees them
+        raise MalformedMetrics(terminal_safe(f"/metrics is not Prometheus text ({exc or type(exc).__name__}); it starts: {first}")) from None
     return Exposition(samples)
 
 

@@ -278,3 +278,98 @@ def test_recordings(tmp_path, data):
             one_line(exc)
             return
     assert rec.events and rec.events[0] is rec.header
+
+
+# -- bytes from outside on their way to a terminal ------------------------------------------------
+
+#: What a hostile server or file sends first: set the window title, ring, clear the screen, then
+#: a bidirectional override and a byte that was not UTF-8.
+HOSTILE = "\x1b]0;TITLE\x07\x1b[2J\u202e\udcff"
+#: Text with control characters, escapes and lone surrogates among ordinary letters.
+outside_text = st.text(
+    alphabet=st.one_of(st.characters(max_codepoint=0x9F), st.sampled_from(["\x1b", "\x07", "\x9b", "\u202e", "\u2028", "\udcff", "é"])),
+    max_size=60,
+)
+
+
+def reaches_the_terminal_as_letters(out: str, *, lines: bool = False) -> None:
+    """Nothing in ``out`` is a control character (newlines too, unless ``lines``)."""
+    bad = [ch for ch in out if not (ch.isprintable() or (lines and ch == "\n"))]
+    assert not bad, f"{bad!r} reached the terminal raw in {out!r}"
+
+
+def _printers(text: str, capsys: pytest.CaptureFixture[str]) -> dict[str, str]:
+    """What each printer of outside text writes when handed ``text``."""
+    import warnings
+
+    from spectui.cli import _show_warning
+    from spectui.cli.run import engine_failed
+    from spectui.format import terminal_safe, text_table
+    from spectui.recording.schema import End
+    from spectui.storage import StorageNotice
+
+    out = {"terminal_safe": terminal_safe(text), "text_table": text_table(["name", "value"], [[text, text]])}
+    try:
+        parse_exposition(text + "\nnot prometheus {{{\n")
+    except MalformedMetrics as exc:
+        out["metrics error"] = str(exc)
+    capsys.readouterr()
+    _show_warning(text, StorageNotice, "f", 1)  # spectui's own warnings: one line on stderr
+    engine_failed([End(reason="error", error=text)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        printed = capsys.readouterr()
+    out["warning and error lines"] = printed.out + printed.err
+    return out
+
+
+@FAST
+@given(text=outside_text)
+@example(text=HOSTILE)
+def test_every_printer_escapes_control_characters(text, capsys):
+    for name, out in _printers(text, capsys).items():
+        try:
+            reaches_the_terminal_as_letters(out, lines=name in ("text_table", "warning and error lines"))
+        except AssertionError as exc:
+            raise AssertionError(f"{name}: {exc}") from None
+
+
+def test_a_hostile_metrics_server_reaches_stderr_escaped(tmp_path, monkeypatch, capsys):
+    """A real server on 127.0.0.1 whose /metrics body starts with a title change and a screen
+    clear, watched with the command a person runs: the error line names the bytes as letters."""
+    from spectui.cli import main
+
+    body = (HOSTILE + "# TYPE x counter\nnot prometheus {{{\n").encode("utf-8", "surrogateescape")
+
+    def behave(conn) -> None:  # noqa: ANN001 - a socket
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\nConnection: close\r\n\r\n" % len(body) + body)
+
+    for name in ("XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "HOME"):
+        monkeypatch.setenv(name, str(tmp_path / name.lower()))
+    monkeypatch.chdir(tmp_path)
+    server = RawServer(behave)
+    try:
+        rc = main(["watch", f"http://127.0.0.1:{server.port}", "--headless", "--samples", "1", "--no-record"])
+    finally:
+        server.close()
+    printed = capsys.readouterr()
+    assert rc != 0
+    assert "/metrics is not Prometheus text" in printed.err and "\\x1b]0;TITLE\\x07\\x1b[2J" in printed.err, printed.err
+    reaches_the_terminal_as_letters(printed.out + printed.err, lines=True)
+
+
+def test_config_show_prints_a_value_with_escapes_as_letters(tmp_path, monkeypatch, capsys):
+    from spectui.cli import main
+
+    config = tmp_path / "config" / "spectui"
+    config.mkdir(parents=True)
+    (config / "config.toml").write_text('[defaults]\nprompt-name = "\\u001b]0;TITLE\\u0007\\u001b[2J\\u202e"\n')
+    (config / "config.toml").chmod(0o600)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    assert main(["config", "show", "run"]) == 0
+    printed = capsys.readouterr()
+    assert "\\x1b]0;TITLE\\x07\\x1b[2J\\u202e" in printed.out, printed.out
+    reaches_the_terminal_as_letters(printed.out + printed.err, lines=True)
