@@ -24,10 +24,13 @@ model and runtime fingerprints) and replaces every text:
   that prompt's (public either way); any other name becomes a keyed label.
 * an error message keeps its exception class; a server's properties keep everything but keys
   that name a prompt.
-* the command's settings (``provenance``) keep every number and choice; the ones that are a
-  text or name a place (a prompt's name, the prompt and messages files, the ssh host, the
-  telemetry endpoint, output folders) and the config files' paths become keyed labels, the
-  same label wherever the header repeats the value (a host in ``node`` and in ``--host``).
+* the command's settings (``provenance``) keep every number, yes/no and choice of a fixed set
+  (``_CHOICES``); every other value, whatever its option, becomes a keyed label (fail closed:
+  a new option that takes a path or a name is labelled before anyone reviews it): a prompt's
+  name, the prompt, messages and workload files, the ssh host, the telemetry endpoint, the
+  output path and folders. The profile's name and the config files' paths become keyed labels
+  too, the same label wherever the header repeats the value (a host in ``node`` and in
+  ``--host``). A chat's conversation name becomes a label.
 
 What cannot be compared after redaction (``outputs_not_comparable``): a redacted run's output
 against an unredacted one, or against one redacted separately. ``spectui diff`` then says so
@@ -43,6 +46,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import hmac
+import re
 import secrets
 from collections.abc import Iterable
 from pathlib import Path
@@ -72,9 +76,15 @@ _PROMPT, _OUTPUT = b"p", b"o"
 #: the header as it is (the model paths, the server URL): it stays.
 _PROVENANCE_LABELS = {
     "prompt": "text", "system": "text", "prompt-file": "path", "messages": "path", "rerun": "path",
-    "out": "path", "record-dir": "path", "otel-file": "path", "otel-endpoint": "endpoint", "host": "host",
-    "hosts": "host",
+    "out": "path", "output": "path", "record-dir": "path", "otel-file": "path", "otel-endpoint": "endpoint",
+    "host": "host", "hosts": "host", "workload": "path", "prompts": "path", "from": "path", "index": "path",
+    "csv": "path", "markdown": "path", "charts": "path", "write-quant": "path", "baseline": "path", "candidate": "path",
 }  # fmt: skip
+#: The options whose value is one of a fixed set spectui defines (argparse ``choices``): kept.
+_CHOICES = frozenset({"backend", "chain", "flash-attn", "mode", "runtime", "sampling", "fallback"})
+#: A value made only of numbers and yes/no words (``8``, ``0.5``, ``1,2,4``, ``true``): kept.
+_NUMBER = r"(?:[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|true|false|none|inf|nan)"
+_NUMBERS = re.compile(rf"{_NUMBER}(?:,{_NUMBER})*")
 
 
 class Redactor:
@@ -123,6 +133,7 @@ class Redactor:
             history=tuple(ChatMessage(m.role, self.text(m.content)) for m in c.history),
             prompt_name=self._prompt_name(c),
             prompt_check=self.label("check", c.prompt_check),
+            conversation=self.label("conversation", c.conversation),
         )
 
     def _host(self, hosts: str) -> str:
@@ -137,8 +148,10 @@ class Redactor:
             value = self._host(s.value)
         elif kind is not None:
             value = self.label(kind, s.value)
-        else:
+        elif s.option in _CHOICES or _NUMBERS.fullmatch(s.value.strip().lower()):
             value = s.value
+        else:  # a name or a path no one listed: labelled, never kept by default
+            value = self.label("value", s.value)
         path, colon, line = s.origin.rpartition(":")  # "PATH:LINE" of a config file
         origin = f"{self.label('config', path)}:{line}" if colon and line.isdigit() and path else s.origin
         return SettingOrigin(option=s.option, value=value, origin=origin)
@@ -149,7 +162,9 @@ class Redactor:
         named = [s.value for s in p.settings if s.option == "prompt-name"]
         if named and named[0] != config.prompt_name:  # not the config's name: judged on its own
             name = self.label("prompt", named[0])
-        return msgspec.structs.replace(p, settings=[self._setting(s, name) for s in p.settings])
+        return msgspec.structs.replace(
+            p, profile=self.label("profile", p.profile), settings=[self._setting(s, name) for s in p.settings]
+        )
 
     def header(self, h: Header, *, quality_passed: bool | None) -> Header:
         artifacts = h.artifacts
