@@ -27,7 +27,7 @@ from spectui.engine.drafters.suffix_memory import SuffixMemory
 from spectui.engine.host.noise import batch_noise, require_invariant
 from spectui.engine.host.proposal_prices import load_prices, prices_key, save_prices
 from spectui.engine.host.verify_cost import measure_seed
-from spectui.engine.loop.draft_length import DraftLength
+from spectui.engine.loop.draft_length import length_policy
 from spectui.engine.plan import RunPlan, block_sizes, draft_cost_probe, make_policy
 from spectui.engine.protocol import Backend, Drafter
 from spectui.errors import SpectuiError
@@ -269,7 +269,7 @@ class Engine:
         return RunPlan(
             config=config, pricing=pricing, prompt_text=prompt_text, prompt_tokens=prompt_tokens, reuse=reuse,
             drafter=drafter, policy=make_policy(config, drafter),
-            draft_length=DraftLength(config.draft.length, pricing, self.proposal_prices(config, drafter)) if drafter is not None else None,
+            draft_length=length_policy(config.draft.length, pricing, self.proposal_prices(config, drafter)) if drafter is not None else None,
         )
 
     def proposal_prices(self, config: RunConfig, drafter: Drafter) -> dict[str, tuple[float, float]] | None:
@@ -364,12 +364,11 @@ class Engine:
         finally:
             if sampler is not None:
                 sampler.stop()
-        if draft_length is not None and draft_length.adaptive and draft_length.learn_cost:
-            # a run priced by its seed alone leaves both as they were: the same stored numbers
-            # give the next such run the same blocks
-            merge_run_curve(self.cost_key(), draft_length.cost.measured())
-            if drafter is not None:
-                save_prices(prices_key(self.target.artifacts().sha256, drafter.name), draft_length.calibration.run_counts())
+        learned = draft_length.learned() if draft_length is not None else None
+        if learned is not None and learned.costs:  # what the draft length chose to store
+            merge_run_curve(self.cost_key(), learned.costs)
+        if learned is not None and learned.prices is not None and drafter is not None:
+            save_prices(prices_key(self.target.artifacts().sha256, drafter.name), learned.prices)
         if drafter is not None:  # a drafter that learns from outputs (suffix memory) takes them
             drafter.finish([*prompt_tokens, *output])
         if sampler is not None:

@@ -16,7 +16,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from spectui.drafting import DraftConfig, Pricing
-from spectui.engine.loop.draft_length import DraftLength
+from spectui.engine.loop.draft_length import length_policy
+from spectui.engine.loop.length import Outcome
 from spectui.engine.loop.propose import propose_step
 from spectui.engine.protocol import Draft, DrafterBase
 
@@ -58,7 +59,7 @@ def replay_model(agree: Sequence[bool | None], cost: Callable[[int], float], dra
     speedup over AR (one unit per token), acceptance of the drafted tokens, mean K asked.
     ``seed``: the verify-cost curve a cost-aware K starts from (the run plan's ``Pricing.seed``)."""
     # the plan prices drafting at tune's measured cost, as the run prices it at its own
-    length = DraftLength(draft.learning(False).length, Pricing(seed=tuple(seed), draft_cost=draft_cost))
+    length = length_policy(draft.learning(False).length, Pricing(seed=tuple(seed), draft_cost=draft_cost))
     j, n = 0, len(agree)
     spent = 0.0
     drafted_total = kept_total = asked_total = steps = 0
@@ -69,7 +70,7 @@ def replay_model(agree: Sequence[bool | None], cost: Callable[[int], float], dra
         if k <= 0:
             spent += 1.0
             j += 1
-            length.update(0, 0, 0)
+            length.observe(Outcome(0, 0, 0))
             continue
         kept = 0
         while kept < k and agree[j + kept] is not False:
@@ -79,7 +80,7 @@ def replay_model(agree: Sequence[bool | None], cost: Callable[[int], float], dra
         kept_total += kept
         asked_total += k
         j += kept + 1
-        length.update(k, k, kept)
+        length.observe(Outcome(k, k, kept))
     speedup = n / spent if spent else math.nan
     return Replayed(speedup, kept_total / drafted_total if drafted_total else math.nan, asked_total / steps if steps else 0.0)
 

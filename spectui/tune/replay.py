@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from spectui.config import RunConfig
 from spectui.drafting import DraftConfig, Pricing
 from spectui.engine.drafters import DraftSources, drafter_kind
-from spectui.engine.loop.draft_length import DraftLength
+from spectui.engine.loop.draft_length import length_policy
+from spectui.engine.loop.length import LengthPolicy, Outcome
 from spectui.engine.loop.propose import propose_step
 from spectui.engine.protocol import Drafter
 
@@ -76,6 +77,7 @@ def replay(
     prices: Mapping[str, Sequence[float]] | None = None,
     eog: frozenset[int] = frozenset(),
     seed: Sequence[float] = (),
+    length: LengthPolicy | None = None,
 ) -> Replay:
     """Replay ``draft`` (prompt lookup or the suffix drafter; K fixed, or cost-aware with
     ``cost`` as its timings) over ``output``, the greedy continuation of ``prompt``;
@@ -86,10 +88,11 @@ def replay(
     ``prices``: the stored calibration the run starts from (None: the static prior); what the
     replayed run observed is left in ``Replay.counts``, as a run would store it. ``eog``: the
     target's end-of-generation tokens, where a run cuts every proposal (``propose.through_end``).
-    ``seed``: the verify-cost curve a cost-aware K starts from (the run plan's ``Pricing.seed``)."""
+    ``seed``: the verify-cost curve a cost-aware K starts from (the run plan's ``Pricing.seed``).
+    ``length``: the draft length to replay instead of the one ``draft`` names (a rule under study)."""
     drafter = lookup_drafter(draft)
     drafter.reset(prompt)
-    length = DraftLength(draft.length, Pricing(seed=tuple(seed)), prices)
+    length = length or length_policy(draft.length, Pricing(seed=tuple(seed)), prices)
     history = [*prompt, output[0]]
     i, n = 1, len(output)
     budget = budget or n
@@ -114,10 +117,10 @@ def replay(
             if on_block is not None:
                 on_block(drafter, i, tokens, got)
         # the draft length follows every proposal it priced on the tokens emitted, as in a run
-        length.update(k, len(tokens), got, step_cost * 1000.0, match, emitted=output[i:i + emitted])
+        length.observe(Outcome(k, len(tokens), got, step_cost * 1000.0, match, emitted=output[i:i + emitted]))
         r.tokens += emitted
         r.cost += step_cost
         history.extend(output[i:i + emitted])
         i += emitted
-    r.counts = length.calibration.run_counts()
+    r.counts = length.learned().prices or {}
     return r

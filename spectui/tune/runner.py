@@ -18,13 +18,13 @@ from dataclasses import dataclass, replace
 import msgspec
 
 from spectui.config import RunConfig
-from spectui.drafting import DraftConfig, Fixed, Model, Pricing
+from spectui.drafting import DraftConfig, Model, Pricing
 from spectui.engine.drafters.model import ModelDrafter, draft_sampling
 from spectui.engine.embedded import Engine
 from spectui.engine.host.noise import batch_noise
-from spectui.engine.host.verify_cost import LONG_DEPTH, Curve, measure_curve, measure_draft_cost
+from spectui.engine.host.verify_cost import LONG_DEPTH, Curve, measure_curve, measure_draft_cost, measure_draft_price
 from spectui.engine.loop.decode import decode
-from spectui.engine.loop.draft_length import DraftLength
+from spectui.engine.loop.length import FixedLength
 from spectui.engine.loop.sampling import Sampler
 from spectui.engine.protocol import Draft, DrafterBase
 from spectui.errors import SpectuiError
@@ -142,7 +142,7 @@ def collect_model_blocks(engine: Engine, configs: Sequence[RunConfig], k: int, p
         inner.collect_confidence = True
         recorder = _Recorder(inner)
         steps = [e for e in decode(engine.target, prompt, sampler=Sampler(config.sampling), max_tokens=config.max_tokens,
-                                   drafter=recorder, draft_length=DraftLength(Fixed(k=k))) if type(e) is Step]
+                                   drafter=recorder, draft_length=FixedLength(k)) if type(e) is Step]
         asked = [s for s in steps[1:] if s.k > 0]  # one proposal per step that asked for a draft
         blocks = [(list(d.confidence or []), s.drafted, s.accepted) for d, s in zip(recorder.drafts, asked)]
         out.append(PromptData(config.prompt_name, config.prompt_tier, prompt, _tokens(steps), blocks))
@@ -277,7 +277,8 @@ def tune_engine(engine: Engine, config: RunConfig, plan: TunePlan, progress: Pro
     if model:
         progress("draft model cost per token")
         assert engine.draft_model is not None  # tune_config(config) loads the draft model it names
-        draft_cost = measure_draft_cost(engine.draft_model, context, curve.unit_us)
+        # as a run pays it: each proposal follows the target's verification (``measure_draft_price``)
+        draft_cost = measure_draft_price(engine.target, engine.draft_model, context, k=max(1, min(plan.model_k, 8)))
         data = collect_model_blocks(engine, list(configs.values()), plan.model_k, progress)
     elif plan.recordings is not None:
         data = outputs_from_recordings(plan.recordings, engine.target.artifacts().sha256)

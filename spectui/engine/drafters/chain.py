@@ -12,8 +12,8 @@ class ChainDrafter(DrafterBase):
     """A free lookup (n-gram or suffix) first, the draft model where the lookup has nothing.
 
     With a cost-aware K the decode loop chooses per step (``propose.propose_step``): the lookup's
-    proposal when its match pays (``DraftLength.k_for``), else the model when its tokens repay
-    what they cost to draft (``DraftLength.model_k``), else an AR step. The model's cache
+    proposal when its match pays (the draft length's ``propose``), else the model when its tokens repay
+    what they cost to draft (asked with no proposal), else an AR step. The model's cache
     follows the history whoever drafted: it evaluates the committed tokens it has not seen
     in one batch at its next proposal. Each step's proposal is either the lookup's (a
     deterministic draft) or the model's (with its probabilities when sampling), chosen from

@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from spectui.drafting import MAX_DRAFT_LENGTH
-from spectui.engine.loop.draft_length import DraftLength
+from spectui.engine.loop.length import LengthPolicy, Outcome
 from spectui.engine.loop.policy import FallbackPolicy
 from spectui.engine.loop.propose import NO_DRAFT, propose_step
 from spectui.engine.loop.sampling import Sampler, verify_greedy, verify_sampled
@@ -144,8 +144,8 @@ def _clip(block: _Block, eog: frozenset[int] | set[int], budget: int) -> FinishR
     return finish
 
 
-def _end(t_us: int, reason: FinishReason, emitted: int, draft_length: DraftLength | None) -> End:
-    return End(t_us=t_us, reason=reason, n_tokens=emitted, decisions=draft_length.decisions() if draft_length is not None else None)
+def _end(t_us: int, reason: FinishReason, emitted: int, draft_length: LengthPolicy | None) -> End:
+    return End(t_us=t_us, reason=reason, n_tokens=emitted, decisions=draft_length.learned().decisions if draft_length is not None else None)
 
 
 def decode(
@@ -155,7 +155,7 @@ def decode(
     sampler: Sampler,
     max_tokens: int,
     drafter: Drafter | None = None,
-    draft_length: DraftLength | None = None,
+    draft_length: LengthPolicy | None = None,
     t0_ns: int | None = None,
     stop: threading.Event | None = None,
     policy: FallbackPolicy | None = None,
@@ -258,8 +258,8 @@ def decode(
         history.extend(tokens)
         pending = block.next
         if draft_length is not None:  # it follows every proposal it priced, held back or not, on the tokens
-            draft_length.update(k, n_drafted, block.accepted, (t_c - t_b) / 1000, block.draft.match,
-                                (t_b - t_a) / 1000, block.draft.forwards, tokens)
+            draft_length.observe(Outcome(k, n_drafted, block.accepted, (t_c - t_b) / 1000, block.draft.match,
+                                         (t_b - t_a) / 1000, block.draft.forwards, tokens))
         if policy is not None:
             policy.observe_block(n_drafted, block.accepted)
         if finish is not None:

@@ -44,7 +44,8 @@ from collections.abc import Mapping, Sequence
 
 import msgspec
 
-from spectui.drafting import CostAware, Length, Pricing, RuntimeDefault
+from spectui.drafting import CostAware, Fixed, Length, Pricing, RuntimeDefault
+from spectui.engine.loop.length import FixedLength, Learned, LengthContext, LengthPolicy, Outcome
 from spectui.engine.loop.pricing import MODEL_CLASS, Calibration, Tracked, best_prefix, cell, draft_class
 from spectui.engine.protocol import SUPPORT_UNKNOWN, Draft, proposal_class
 from spectui.errors import SpectuiError
@@ -223,6 +224,27 @@ class DraftLength:
         self.decided = DraftDecisions()
         if self.adaptive:  # the first block too is sized by what the prior says pays
             self.k = self._choose(MODEL_CLASS)
+
+    # -- the protocol (``loop/length.py``) -----------------------------------------------
+
+    @property
+    def sees_proposal(self) -> bool:
+        return self.adaptive
+
+    def propose(self, context: LengthContext) -> int:
+        if context.proposal is None:
+            return self.model_k()
+        return self.k_for(context.proposal, context.room)
+
+    def observe(self, outcome: Outcome) -> None:
+        self.update(*outcome)
+
+    def learned(self) -> Learned:
+        # a run priced by its seed alone stores nothing: the same stored numbers give the next
+        # such run the same blocks
+        stores = self.adaptive and self.learn_cost
+        return Learned(self.cost.measured() if stores else {}, self.calibration.run_counts() if stores else None,
+                       self.decisions())
 
     # -- a free drafter's proposal ------------------------------------------------------
 
@@ -409,6 +431,14 @@ class DraftLength:
     def _choose(self, cls: int) -> int:
         length, value, _ = best_prefix(self.calibration.chances(cls, self.k_max), self.cost, self.k_min)
         return length if value >= 1.0 + MARGIN else 0
+
+
+def length_policy(length: Length, pricing: Pricing = UNPRICED,
+                  prices: Mapping[str, Sequence[float]] | None = None) -> LengthPolicy:
+    """The draft length ``length`` asks for: a fixed K, or a cost-aware one (``DraftLength``)."""
+    if isinstance(length, Fixed):
+        return FixedLength(length.k)
+    return DraftLength(length, pricing, prices)
 
 
 def _expected(chances: Sequence[float], length: int) -> float:

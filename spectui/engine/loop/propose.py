@@ -3,7 +3,7 @@ replay of one (``spectui tune``'s prompt-lookup, suffix and draft-model replays)
 ``propose_step``, so what tune predicts is what a run does.
 
 A free drafter (n-gram, suffix) is asked first, then as much of its proposal is verified as
-it is worth (``DraftLength.k_for`` prices it); a K of 0 (no block pays now) holds it back,
+it is worth (the draft length's ``propose`` prices it, ``loop/length.py``); a K of 0 (no block pays now) holds it back,
 and the draft length follows it against what AR produces, so acceptance keeps being measured
 at no cost. A draft model is not free: K first, priced with what its drafting costs (an
 adaptive 0 probes it now and then, where a draft never wrong would pay), then the model
@@ -16,13 +16,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from spectui.engine.loop.draft_length import DraftLength
+from spectui.engine.loop.length import LengthContext, LengthPolicy
 from spectui.engine.protocol import Chain, Draft, Drafter, is_chain
 
 NO_DRAFT = Draft([])
 
 
-def propose_step(drafter: Drafter, length: DraftLength, history: Sequence[int], room: int,
+def propose_step(drafter: Drafter, length: LengthPolicy, history: Sequence[int], room: int,
                  eog: frozenset[int] = frozenset(),
                  on_failure: Callable[[Exception], object] | None = None) -> tuple[int, Draft]:
     """(K, the draft to verify) for one step with ``room`` tokens left to draft into.
@@ -30,13 +30,13 @@ def propose_step(drafter: Drafter, length: DraftLength, history: Sequence[int], 
     (the fallback policy's way); None: the error goes up."""
     chosen = 0
     try:
-        if is_chain(drafter) and length.adaptive:
+        if is_chain(drafter) and length.sees_proposal:
             return _chained(drafter, length, history, room, eog)
-        if drafter.free and length.adaptive:
+        if drafter.free and length.sees_proposal:
             proposal = through_end(drafter.propose(history, min(length.k_max, room)), eog) if room > 0 else NO_DRAFT
-            k = length.k_for(proposal, room) if proposal.tokens else 0
+            k = length.propose(LengthContext(proposal, room)) if proposal.tokens else 0
             return k, cut(proposal, k)
-        chosen = min(length.model_k(), room)
+        chosen = min(length.propose(LengthContext(None, room)), room)
         return chosen, (through_end(drafter.propose(history, chosen), eog) if chosen > 0 else NO_DRAFT)
     except Exception as exc:
         if on_failure is None:
@@ -45,7 +45,7 @@ def propose_step(drafter: Drafter, length: DraftLength, history: Sequence[int], 
         return chosen, NO_DRAFT
 
 
-def _chained(chain: Chain, length: DraftLength, history: Sequence[int], room: int, eog: frozenset[int]) -> tuple[int, Draft]:
+def _chained(chain: Chain, length: LengthPolicy, history: Sequence[int], room: int, eog: frozenset[int]) -> tuple[int, Draft]:
     """A drafter chain's step (``drafters.chain.ChainDrafter``): the lookup's proposal when it
     pays, else the draft model's when its tokens repay their drafting, else nothing (the
     lookup's proposal, if any, is followed as a guess)."""
@@ -53,10 +53,10 @@ def _chained(chain: Chain, length: DraftLength, history: Sequence[int], room: in
         return 0, NO_DRAFT
     found = through_end(chain.lookup.propose(history, min(length.k_max, room)), eog)
     if found.tokens:
-        k = length.k_for(found, room)
+        k = length.propose(LengthContext(found, room))
         if k > 0:
             return k, cut(found, k)
-    k = min(length.model_k(), room)
+    k = min(length.propose(LengthContext(None, room)), room)
     if k > 0:
         return k, chain.model.propose(history, k)
     return 0, NO_DRAFT
