@@ -12,13 +12,13 @@ flag to a block: ARCHITECTURE.md, "Data flows one way".
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from spectui.config import RunConfig
 from spectui.drafting import Pricing
 from spectui.engine.drafters import DraftSources, drafter_kind
-from spectui.engine.host.verify_cost import measure_draft_price
 from spectui.engine.loop.decode import decode
 from spectui.engine.loop.length import LengthPolicy
 from spectui.engine.loop.policy import FallbackPolicy, ladder
@@ -75,8 +75,18 @@ def make_policy(config: RunConfig, drafter: Drafter | None) -> FallbackPolicy | 
 
 
 def draft_cost_probe(target: Backend, draft_model: Backend, tokens: Sequence[int], reps: int = 3) -> float:
-    """A drafted token's price in target tokens, over ``reps`` short proposals each after a
-    verification, as a run drafts (``host.verify_cost.measure_draft_price``): the price a
-    cost-aware K puts on drafting until the run has timed both (without it the first blocks
-    would draft on an optimistic guess)."""
-    return measure_draft_price(target, draft_model, tokens[:8] or tokens, blocks=max(1, reps))
+    """A draft forward's time over a target token's, from ``reps`` one-token evaluations on
+    each after a short context: the price a cost-aware K puts on drafting until the run has
+    timed both (without it the first blocks would draft on an optimistic guess)."""
+    times = []
+    for backend in (target, draft_model):
+        backend.truncate(0)
+        backend.eval(list(tokens[:8]), all_logits=False)
+        samples = []
+        for tok in tokens[8 : 8 + reps]:
+            t = time.perf_counter_ns()
+            backend.eval((tok,), all_logits=False)
+            samples.append(time.perf_counter_ns() - t)
+        backend.truncate(0)
+        times.append(sorted(samples)[len(samples) // 2] if samples else 0)
+    return times[1] / times[0] if times[0] else 0.0

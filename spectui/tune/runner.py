@@ -22,7 +22,7 @@ from spectui.drafting import DraftConfig, Model, Pricing
 from spectui.engine.drafters.model import ModelDrafter, draft_sampling
 from spectui.engine.embedded import Engine
 from spectui.engine.host.noise import batch_noise
-from spectui.engine.host.verify_cost import LONG_DEPTH, Curve, measure_curve, measure_draft_cost, measure_draft_price
+from spectui.engine.host.verify_cost import LONG_DEPTH, Curve, measure_curve, measure_draft_cost
 from spectui.engine.loop.decode import decode
 from spectui.engine.loop.length import FixedLength
 from spectui.engine.loop.sampling import Sampler
@@ -277,8 +277,7 @@ def tune_engine(engine: Engine, config: RunConfig, plan: TunePlan, progress: Pro
     if model:
         progress("draft model cost per token")
         assert engine.draft_model is not None  # tune_config(config) loads the draft model it names
-        # as a run pays it: each proposal follows the target's verification (``measure_draft_price``)
-        draft_cost = measure_draft_price(engine.target, engine.draft_model, context, k=max(1, min(plan.model_k, 8)))
+        draft_cost = measure_draft_cost(engine.draft_model, context, curve.unit_us)
         data = collect_model_blocks(engine, list(configs.values()), plan.model_k, progress)
     elif plan.recordings is not None:
         data = outputs_from_recordings(plan.recordings, engine.target.artifacts().sha256)
