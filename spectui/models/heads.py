@@ -174,9 +174,12 @@ def wrong_method(head: HeadInfo, method: str) -> str | None:
 
 
 def _int(value: object) -> int:
+    """A header value as an int, 0 for what is not a number (a head made by another tool)."""
+    if not isinstance(value, (int, float, str)):
+        return 0
     try:
-        return int(value)  # type: ignore[call-overload]
-    except (TypeError, ValueError):
+        return int(value)
+    except ValueError:
         return 0
 
 

@@ -178,7 +178,7 @@ def start_group(cmd: Sequence[str], **kwargs: Any) -> subprocess.Popen:
     itself. Started isolated (``spectui.subprocesses``): a private working folder."""
     stdout = kwargs.pop("stdout", None)
     argv = python_argv("-c", GUARD, str(os.getpid()), *resolve(cmd, clean_env()))
-    return lifetime.spawn(argv, env=dict(os.environ), stdout=stdout, **kwargs)  # type: ignore[arg-type]
+    return lifetime.spawn(argv, env=dict(os.environ), stdout=stdout, **kwargs)
 
 
 def end_group(proc: subprocess.Popen) -> None:

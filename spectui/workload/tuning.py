@@ -23,6 +23,7 @@ from pathlib import Path
 from spectui.config import RunConfig
 from spectui.errors import SpectuiError
 from spectui.format import model_name
+from spectui.recording.schema import BatchNoise
 from spectui.tune.runtime import paste_command
 from spectui.tune.traffic_report import AR, DEFAULT, TUNED, CheckRow, RequestRow, TrafficResult, save
 from spectui.tune.traffic_search import MIN_TOKENS, Search, Status, Trial, check_budget, min_budget_s
@@ -74,7 +75,7 @@ class TrafficTune:
     rate: float = 0.0
     draft_model: str = ""
     opener: Opener = open_setting
-    noise: Callable[[Setting, int], object] | None = embedded_noise
+    noise: Callable[[Setting, int], BatchNoise | None] | None = embedded_noise
     stop: threading.Event = field(default_factory=threading.Event)
     progress: Callable[[str], object] = lambda _: None
     space_by_method: dict[str, int] = field(default_factory=dict)
@@ -106,7 +107,7 @@ class TrafficTune:
         levels = self._levels()
         plan = WorkloadPlan(workload=workload, settings=tuple(settings), clients=tuple(int(c) for c in levels["clients"]),
                             rates=tuple(float(r) for r in levels["rates"]), slots=max(self.clients, 1), reference=judged)
-        run = WorkloadRun(plan, folder, self.opener, stop=self.stop, noise=self.noise if judged else None)  # type: ignore[arg-type]
+        run = WorkloadRun(plan, folder, self.opener, stop=self.stop, noise=self.noise if judged else None)
         result = run()
         if result.stopped and result.stopped != "interrupted":
             raise SpectuiError(result.stopped)

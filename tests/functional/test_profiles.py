@@ -211,27 +211,34 @@ def test_a_project_file_above_naming_a_program_runs_nothing(planted):
     proc = planted.spectui(*RUN)
     assert not planted.marker.exists(), "the planted program ran"
     error = one_line(proc)
-    assert error.startswith(f"spectui: error: {planted.file}:3: llama-server names a program spectui runs"), error
+    # the first key that needs trust, at its line: runtime (it starts a server), then llama-server
+    assert error.startswith(f"spectui: error: {planted.file}:2: runtime starts a server program"), error
     assert f"spectui config trust {planted.file}" in error
 
 
 def test_a_project_file_others_can_write_runs_nothing(planted):
     planted.file.chmod(0o646)
-    proc = planted.spectui(*RUN)
+    # nothing in such a file is read, a harmless key no more than a program: the command goes on
+    # without it, saying so in one line (a stranger's file in /tmp must not stop every command)
+    evil = planted.file.parent / "evil.sh"
+    planted.file.write_text(f'[defaults]\njson = true\nllama-server = "{evil}"\n')
+    planted.file.chmod(0o646)
+    shown = planted.spectui("config", "show")
+    assert shown.returncode == 0, shown.stderr
+    assert f"skipped  project  {planted.file}: the file is writable by others (mode 646)" in shown.stdout
+    assert "evil.sh" not in shown.stdout  # no value of it was taken
+    proc = planted.spectui("report", str(planted.home.root / "no-such.spectui"))
     assert not planted.marker.exists(), "the planted program ran"
-    error = one_line(proc)
-    assert error.startswith(f"spectui: error: {planted.file}: not read: the file is writable by others (mode 646)"), error
-    # nothing in such a file is read, a harmless key no more than a program: refused before a
-    # command that loads nothing does anything either
-    planted.file.write_text("[defaults]\njson = true\n")
-    error = one_line(planted.spectui("report", str(planted.home.root / "no-such.spectui")))
-    assert "not read: the file is writable by others" in error
+    warning, error = proc.stderr.splitlines()
+    assert warning.startswith(f"spectui: warning: {planted.file}: skipped, the command goes on without it: the file is writable"), warning
+    assert f"spectui config trust {planted.file}" in warning
+    assert proc.returncode == 2 and "no-such.spectui" in error and proc.stdout == ""
 
 
 def test_trusting_the_file_lets_its_keys_through_until_it_changes(planted):
     shown = planted.spectui("config", "show")
     assert shown.returncode == 0, shown.stderr
-    assert f"skipped  project  {planted.file}: sets llama-server and is not trusted" in shown.stdout
+    assert f"skipped  project  {planted.file}: sets runtime, llama-server and is not trusted" in shown.stdout
     trusted = planted.spectui("config", "trust", str(planted.file.parent))
     assert trusted.returncode == 0, trusted.stderr
     assert f"it sets llama-server = \"{planted.file.parent / 'evil.sh'}\" (line 3)" in trusted.stdout

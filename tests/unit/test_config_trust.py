@@ -31,7 +31,7 @@ from spectui.profiles import SENSITIVE, ConfigFile, Profiles, find_project_file,
 #: ``test_every_option_the_parsers_take_is_classified`` until it is added here or to
 #: ``spectui.profiles.SENSITIVE``.
 REVIEWED = frozenset("""
-adaptive-k allow-battery allow-unverified-quality analyze arrival-seed backend baseline batch candidate chain charts
+adaptive-k allow-battery budget n-min save-profile allow-unverified-quality analyze arrival-seed backend baseline batch candidate chain charts
 clients csv ctx max-defects passes rate sampling setting slots warmup workload
 deterministic draft draft-model draft-temperature drafters drafts-for duration energy-optional expected-k fallback
 fallback-floor fallback-window flash-attn floors force from gpu-layers grid headless index interleave interval json k

@@ -1,0 +1,132 @@
+"""Is ``spectui tune --workload``'s search honest? Its pick against the exhaustive grid of the
+same space, on the same workload at the same load, both judged on the check half.
+
+    python benchmarks/tune_traffic.py [--workload document-qa] [--clients 1] [--budget 8] [--threads 2]
+        [--draft runtime:ngram-mod,...] [--target GGUF --draft-model GGUF] [--json FILE]
+
+1. **The tune**, as ``spectui tune --workload`` runs it (the same parser, the same space, the
+   same split): successive halving on the tuning half within ``--budget`` minutes, then the
+   check half. Its wall time is the tune's time.
+2. **The grid**: AR and every candidate of the space on the check half at the same load, in one
+   run (each setting on its own server, the workload's runner pairing each with AR). Its wall
+   time is the grid's time: what measuring every setting on that many requests costs.
+
+Reported: the tuned setting's check-half speedup as a share of the grid's best, both read from
+the grid (one run, the same conditions: the tune's own check figure is printed beside it), the
+best runtime default on the check half, whether the grid's best beats AR by the noise margin
+(``spectui.tune.runtime.GAIN``; else the right advice is "run AR"), and the two times.
+
+The machine is shared: a share under 95% at one request's noise is read with the grid's
+intervals, which are printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+from spectui.cli import build_parser
+from spectui.cli.profiles import parse_args
+from spectui.cli.tune_traffic import prepare
+from spectui.tune.runtime import GAIN
+from spectui.tune.traffic_report import DEFAULT, TUNED, advice, ratio_ci
+from spectui.workload.result import pair_speedup, time_to
+
+
+def grid(tune, folder: Path) -> tuple[dict[str, dict[str, object]], float]:  # noqa: ANN001 - a prepared TrafficTune
+    """AR and every candidate on the check half at the tune's load: each label's speedup, its
+    95% interval over requests, and the exactness counts."""
+    t0 = time.monotonic()
+    settings = [tune._setting(None)] + [tune._setting(c) for c in tune.candidates]
+    levels = tune.run_settings(tune.check, settings, folder, judged=True)
+    seconds = time.monotonic() - t0
+    ar = tune._at_load(levels, settings[0].label)
+    if ar is None:
+        raise SystemExit("tune_traffic: AR on the check half did not run")
+    by_index = {r.index: r for r in ar.requests}
+    out: dict[str, dict[str, object]] = {}
+    for c, s in zip(tune.candidates, settings[1:]):
+        level = tune._at_load(levels, s.label)
+        if level is None:
+            continue
+        pair_speedup(level, ar)
+        pairs = [(time_to(by_index[r.index], r.common), r.common_ms) for r in level.requests if r.index in by_index and r.common]
+        lo, hi = ratio_ci(pairs)
+        counts: dict[str, int] = {}
+        for r in level.requests:
+            counts[r.exact] = counts.get(r.exact, 0) + 1
+        out[c.label()] = {"speedup": level.speedup, "ci": [lo, hi], "exact": counts, "default": c.is_default and len(c.types) == 1}
+    return out, seconds
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--workload", default="document-qa")
+    ap.add_argument("--clients", type=int, default=1)
+    ap.add_argument("--budget", type=float, default=8.0, help="the tune's minutes")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--draft", default=None, help="the methods to tune (default: every one the binary lists that applies)")
+    ap.add_argument("--target", default=None)
+    ap.add_argument("--draft-model", default=None)
+    ap.add_argument("--out", default=None, help="the folder for both runs (default recordings/tune-traffic-bench-<time>)")
+    ap.add_argument("--json", default=None, metavar="FILE")
+    a = ap.parse_args()
+
+    root = Path(a.out or f"recordings/tune-traffic-bench-{time.strftime('%Y%m%d-%H%M%S')}")
+    argv = ["tune", "--workload", a.workload, "--clients", str(a.clients), "--budget", str(a.budget),
+            "--threads", str(a.threads), "--out", str(root / "tune")]
+    argv += ["--draft", a.draft] if a.draft else []
+    argv += ["--target", a.target] if a.target else []
+    argv += ["--draft-model", a.draft_model] if a.draft_model else []
+    args = parse_args(build_parser(), argv)
+    tune = prepare(args)
+    print(f"space {len(tune.candidates)}, tuning half {len(tune.tuning.requests)} requests, check half {len(tune.check.requests)}",
+          file=sys.stderr)
+
+    t0 = time.monotonic()
+    result = tune()
+    tune_s = time.monotonic() - t0
+    tuned = result.row(TUNED)
+    if tuned is None:
+        raise SystemExit(f"tune_traffic: the tune ended without a pick: {result.stopped}")
+    print(f"tune: {advice(result)} ({tune_s:.0f} s)", file=sys.stderr)
+
+    figures, grid_s = grid(tune, root / "grid")
+    ranked = sorted(figures.items(), key=lambda kv: -kv[1]["speedup"] if math.isfinite(kv[1]["speedup"]) else math.inf)
+    best_label, best = ranked[0]
+    mine = figures.get(tuned.label, {"speedup": math.nan})
+    defaults = [(label, f["speedup"]) for label, f in figures.items() if f["default"]]
+    best_default = max((s for _, s in defaults if math.isfinite(s)), default=math.nan)
+    share = mine["speedup"] / best["speedup"] if best["speedup"] > 0 else math.nan
+
+    lines = [f"workload {a.workload} at {a.clients} client(s), {len(tune.check.requests)} check-half requests,"
+             f" space {len(tune.candidates)}",
+             f"tune: {tune_s:.0f} s; grid: {grid_s:.0f} s ({tune_s / grid_s:.0%} of the grid's time)",
+             f"tuned {tuned.label}: {mine['speedup']:.3f}x in the grid (its own check: {tuned.value:.3f}x)",
+             f"grid's best {best_label}: {best['speedup']:.3f}x; tuned at {share:.1%} of it",
+             f"best default: {best_default:.3f}x; tuned {'not ' if mine['speedup'] < best_default else ''}below it",
+             f"grid's best beats AR by the margin ({GAIN:.2f}x): {'yes' if best['speedup'] >= GAIN else 'no: run AR'};"
+             f" the tune advised: {advice(result)}",
+             "", f"{'setting':<44} {'speedup':>8}  95% CI       exactness"]
+    for label, f in ranked:
+        lo, hi = f["ci"]
+        mark = " (tuned)" if label == tuned.label else " (default)" if f["default"] else ""
+        lines.append(f"{label + mark:<44} {f['speedup']:>7.3f}x  {lo:.2f}-{hi:.2f}    {f['exact']}")
+    print("\n".join(lines))
+    if a.json:
+        Path(a.json).write_text(json.dumps({
+            "workload": a.workload, "clients": a.clients, "space": len(tune.candidates), "tune_s": tune_s, "grid_s": grid_s,
+            "tuned": tuned.label, "tuned_in_grid": mine["speedup"], "tuned_own_check": tuned.value, "grid_best": best_label,
+            "grid_best_speedup": best["speedup"], "share": share, "best_default": best_default,
+            "defaults": [{"setting": label, "speedup": s} for label, s in defaults if label in figures],
+            "advice": advice(result), "grid": figures, "roles": [r.role for r in result.rows if r.role in (TUNED, DEFAULT)]},
+            indent=1, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
