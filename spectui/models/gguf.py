@@ -223,18 +223,23 @@ class _Reader:
         start = self.take(n)
         return self.buf[start : start + n].decode("utf-8", "surrogateescape")
 
+    def array_header(self, depth: int) -> tuple[int, int]:
+        """An array's element type and count, each held to its bound before any element is read."""
+        if depth >= MAX_ARRAY_DEPTH:
+            raise ValueError(f"arrays nested deeper than {MAX_ARRAY_DEPTH} levels")
+        etype = self.unpack(_U32)
+        count = self.unpack(_U64)
+        if etype not in _MIN_ELEMENT_BYTES:
+            raise ValueError(f"unknown GGUF value type {etype}")
+        self.elements = self.count(self.elements + count, MAX_ARRAY_ELEMENTS, "array elements in all")
+        self.count(count, MAX_ARRAY_ELEMENTS, "elements in one array", _MIN_ELEMENT_BYTES[etype])
+        return etype, count
+
     def value(self, vtype: int, depth: int = 0) -> Any:
         if vtype == _STRING:
             return self.string()
         if vtype == _ARRAY:
-            if depth >= MAX_ARRAY_DEPTH:
-                raise ValueError(f"arrays nested deeper than {MAX_ARRAY_DEPTH} levels")
-            etype = self.unpack(_U32)
-            count = self.unpack(_U64)
-            if etype not in _MIN_ELEMENT_BYTES:
-                raise ValueError(f"unknown GGUF value type {etype}")
-            self.elements = self.count(self.elements + count, MAX_ARRAY_ELEMENTS, "array elements in all")
-            self.count(count, MAX_ARRAY_ELEMENTS, "elements in one array", _MIN_ELEMENT_BYTES[etype])
+            etype, count = self.array_header(depth)
             if etype in _SCALARS:
                 s = _SCALARS[etype]
                 fmt = "<" + str(count) + s.format[1:]
@@ -294,14 +299,7 @@ def _skip(r: _Reader, vtype: int, depth: int) -> None:
     if vtype == _STRING:
         r.take(r.unpack(_U64))
     elif vtype == _ARRAY:
-        if depth >= MAX_ARRAY_DEPTH:
-            raise ValueError(f"arrays nested deeper than {MAX_ARRAY_DEPTH} levels")
-        etype = r.unpack(_U32)
-        count = r.unpack(_U64)
-        if etype not in _MIN_ELEMENT_BYTES:
-            raise ValueError(f"unknown GGUF value type {etype}")
-        r.elements = r.count(r.elements + count, MAX_ARRAY_ELEMENTS, "array elements in all")
-        r.count(count, MAX_ARRAY_ELEMENTS, "elements in one array", _MIN_ELEMENT_BYTES[etype])
+        etype, count = r.array_header(depth)
         if etype in _SCALARS:
             r.take(_SCALARS[etype].size * count)
         elif etype == _STRING:
