@@ -27,17 +27,29 @@ import json
 import math
 import sys
 import time
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from spectui.cli import build_parser
 from spectui.cli.profiles import parse_args
 from spectui.cli.tune_traffic import prepare
 from spectui.tune.runtime import GAIN
-from spectui.tune.traffic_report import DEFAULT, TUNED, advice, ratio_ci
+from spectui.tune.traffic_report import TUNED, advice, ratio_ci
 from spectui.workload.result import pair_speedup, time_to
+from spectui.workload.tuning import TrafficTune
 
 
-def grid(tune, folder: Path) -> tuple[dict[str, dict[str, object]], float]:  # noqa: ANN001 - a prepared TrafficTune
+@dataclass
+class Figure:
+    """One setting of the grid on the check half."""
+
+    speedup: float
+    ci: tuple[float, float]
+    exact: dict[str, int]
+    default: bool  # a method as the runtime ships it
+
+
+def grid(tune: TrafficTune, folder: Path) -> tuple[dict[str, Figure], float]:
     """AR and every candidate on the check half at the tune's load: each label's speedup, its
     95% interval over requests, and the exactness counts."""
     t0 = time.monotonic()
@@ -48,7 +60,7 @@ def grid(tune, folder: Path) -> tuple[dict[str, dict[str, object]], float]:  # n
     if ar is None:
         raise SystemExit("tune_traffic: AR on the check half did not run")
     by_index = {r.index: r for r in ar.requests}
-    out: dict[str, dict[str, object]] = {}
+    out: dict[str, Figure] = {}
     for c, s in zip(tune.candidates, settings[1:]):
         level = tune._at_load(levels, s.label)
         if level is None:
@@ -59,7 +71,7 @@ def grid(tune, folder: Path) -> tuple[dict[str, dict[str, object]], float]:  # n
         counts: dict[str, int] = {}
         for r in level.requests:
             counts[r.exact] = counts.get(r.exact, 0) + 1
-        out[c.label()] = {"speedup": level.speedup, "ci": [lo, hi], "exact": counts, "default": c.is_default and len(c.types) == 1}
+        out[c.label()] = Figure(level.speedup, (lo, hi), counts, c.is_default and len(c.types) == 1)
     return out, seconds
 
 
@@ -96,34 +108,34 @@ def main() -> int:
     print(f"tune: {advice(result)} ({tune_s:.0f} s)", file=sys.stderr)
 
     figures, grid_s = grid(tune, root / "grid")
-    ranked = sorted(figures.items(), key=lambda kv: -kv[1]["speedup"] if math.isfinite(kv[1]["speedup"]) else math.inf)
+    ranked = sorted(figures.items(), key=lambda kv: -kv[1].speedup if math.isfinite(kv[1].speedup) else math.inf)
     best_label, best = ranked[0]
-    mine = figures.get(tuned.label, {"speedup": math.nan})
-    defaults = [(label, f["speedup"]) for label, f in figures.items() if f["default"]]
+    mine = figures[tuned.label].speedup if tuned.label in figures else math.nan
+    defaults = [(label, f.speedup) for label, f in figures.items() if f.default]
     best_default = max((s for _, s in defaults if math.isfinite(s)), default=math.nan)
-    share = mine["speedup"] / best["speedup"] if best["speedup"] > 0 else math.nan
+    share = mine / best.speedup if best.speedup > 0 else math.nan
 
     lines = [f"workload {a.workload} at {a.clients} client(s), {len(tune.check.requests)} check-half requests,"
              f" space {len(tune.candidates)}",
              f"tune: {tune_s:.0f} s; grid: {grid_s:.0f} s ({tune_s / grid_s:.0%} of the grid's time)",
-             f"tuned {tuned.label}: {mine['speedup']:.3f}x in the grid (its own check: {tuned.value:.3f}x)",
-             f"grid's best {best_label}: {best['speedup']:.3f}x; tuned at {share:.1%} of it",
-             f"best default: {best_default:.3f}x; tuned {'not ' if mine['speedup'] < best_default else ''}below it",
-             f"grid's best beats AR by the margin ({GAIN:.2f}x): {'yes' if best['speedup'] >= GAIN else 'no: run AR'};"
+             f"tuned {tuned.label}: {mine:.3f}x in the grid (its own check: {tuned.value:.3f}x)",
+             f"grid's best {best_label}: {best.speedup:.3f}x; tuned at {share:.1%} of it",
+             f"best default: {best_default:.3f}x; tuned {'BELOW' if mine < best_default else 'at or above'} it",
+             f"grid's best beats AR by the margin ({GAIN:.2f}x): {'yes' if best.speedup >= GAIN else 'no: run AR'};"
              f" the tune advised: {advice(result)}",
              "", f"{'setting':<44} {'speedup':>8}  95% CI       exactness"]
     for label, f in ranked:
-        lo, hi = f["ci"]
-        mark = " (tuned)" if label == tuned.label else " (default)" if f["default"] else ""
-        lines.append(f"{label + mark:<44} {f['speedup']:>7.3f}x  {lo:.2f}-{hi:.2f}    {f['exact']}")
+        lo, hi = f.ci
+        mark = " (tuned)" if label == tuned.label else " (default)" if f.default else ""
+        lines.append(f"{label + mark:<44} {f.speedup:>7.3f}x  {lo:.2f}-{hi:.2f}    {f.exact}")
     print("\n".join(lines))
     if a.json:
         Path(a.json).write_text(json.dumps({
             "workload": a.workload, "clients": a.clients, "space": len(tune.candidates), "tune_s": tune_s, "grid_s": grid_s,
-            "tuned": tuned.label, "tuned_in_grid": mine["speedup"], "tuned_own_check": tuned.value, "grid_best": best_label,
-            "grid_best_speedup": best["speedup"], "share": share, "best_default": best_default,
+            "tuned": tuned.label, "tuned_in_grid": mine, "tuned_own_check": tuned.value, "grid_best": best_label,
+            "grid_best_speedup": best.speedup, "share": share, "best_default": best_default,
             "defaults": [{"setting": label, "speedup": s} for label, s in defaults if label in figures],
-            "advice": advice(result), "grid": figures, "roles": [r.role for r in result.rows if r.role in (TUNED, DEFAULT)]},
+            "advice": advice(result), "grid": {label: asdict(f) for label, f in figures.items()}},
             indent=1, default=str))
     return 0
 

@@ -1,7 +1,9 @@
 """``spectui tune --workload FILE``: the runtime setting that pays on a person's own requests,
 at their load, checked on requests the search never saw (``spectui.workload.tuning``);
 ``--analyze DIR`` prints a recorded tune again without a model. Every bad input is one line
-before anything is written."""
+before anything is written. In a terminal the tune view shows it as it runs
+(``spectui.ui.tune_traffic_view``); ``--headless``, ``--json`` or no terminal: a progress line.
+Either way the result is then printed the same."""
 
 from __future__ import annotations
 
@@ -37,6 +39,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--save-profile", metavar="NAME", default=None,
                    help="--workload: write the advised setting as [profile.NAME] into your own config file")
     p.add_argument("--out", metavar="DIR", default=None, help="--workload: the folder for everything it records (default recordings/tune-<time>)")
+    p.add_argument("--headless", action="store_true", help="--workload: no tune view: a progress line, then the result")
+    p.add_argument("--theme", default=None, help="--workload: the tune view's theme: spectui-dark, spectui-light, spectui-256, ...")
     p.add_argument("--analyze", metavar="DIR", default=None, help="print a recorded tune --workload folder again (no model)")
 
 
@@ -51,13 +55,26 @@ def cmd_tune_workload(args: argparse.Namespace) -> int:
         _print(load(args.analyze), args, args.analyze)
         return 0
     tune = prepare(args)
-    with StopOnSignal() as stop:
-        tune.stop = stop
-        result = tune()
+    if viewed(args):
+        from spectui.ui.launch import run_tune_traffic_view  # Textual loads only when the view opens
+
+        code, shown = run_tune_traffic_view(tune, theme=getattr(args, "theme", None))
+        if shown is None:
+            return code
+        result = shown
+    else:
+        with StopOnSignal() as stop:
+            tune.stop = stop
+            result = tune()
     _print(result, args, str(tune.folder))
     if args.save_profile and not result.stopped.startswith("stopped"):
         _save_profile(args, result, tune.draft_model)
     return 0 if result.complete else 130
+
+
+def viewed(args: argparse.Namespace) -> bool:
+    """The tune view, as ``spectui workload`` decides: in a terminal, unless --headless or --json."""
+    return not getattr(args, "headless", False) and not args.json and sys.stdout.isatty() and sys.stdin.isatty()
 
 
 def prepare(args: argparse.Namespace) -> TrafficTune:

@@ -125,15 +125,17 @@ class Search:
     clock: Callable[[], float] = time.monotonic
     trials: list[Trial] = field(default_factory=list)
     stopped: str = ""  # why the search ended before its last rung ("" = it ran them all)
+    #: the candidates still in the race (every one before the first rung ends)
+    alive: list[Candidate] = field(default_factory=list)
 
     def run(self, measure: Callable[[Candidate, int, float], Trial], *, progress: Callable[[Status], object] = lambda _: None,
             stop: Callable[[], bool] = lambda: False) -> Candidate | None:
         started = self.clock()
         plan = shares(len(self.candidates), eta=self.eta, max_rungs=self.max_rungs)
-        alive = list(self.candidates)
+        self.alive = list(self.candidates)
         for rung, share in enumerate(plan):
             done: list[Trial] = []
-            for c in alive:
+            for c in list(self.alive):
                 left = self.budget_s - (self.clock() - started) - self.reserve_s
                 if stop():
                     self.stopped = "stopped: what was measured is kept"
@@ -147,9 +149,10 @@ class Search:
                 self.trials.append(trial)
             if self.stopped:
                 break
-            keep = 1 if rung == len(plan) - 1 else max(1, math.ceil(len(alive) / self.eta))
-            alive = survivors(done, keep) or alive[:keep]
-        progress(self.status(len(plan) - 1, len(plan), self.budget_s - (self.clock() - started) - self.reserve_s))
+            keep = 1 if rung == len(plan) - 1 else max(1, math.ceil(len(self.alive) / self.eta))
+            self.alive = survivors(done, keep) or self.alive[:keep]
+        reached = max((t.rung for t in self.trials), default=0)
+        progress(self.status(reached, len(plan), self.budget_s - (self.clock() - started) - self.reserve_s))
         return self.winner()
 
     def _expected(self, rung: int, share: float, done: Sequence[Trial]) -> float:
@@ -171,10 +174,12 @@ class Search:
         return best[0] if best else None
 
     def status(self, rung: int, rungs: int, left_s: float) -> Status:
-        """While rung ``rung`` runs: a candidate whose latest trial is at an earlier rung is out."""
-        last = {t.candidate: t for t in self.trials}  # each one's latest trial
+        """While rung ``rung`` runs: a candidate tried and no longer in the race is out (one that
+        went through and waits for its turn at this rung is not)."""
+        tried = {t.candidate for t in self.trials}
         reached = max((t.rung for t in self.trials), default=0)
         lead = max((t for t in self.trials if t.rung == reached and math.isfinite(t.speedup)), key=lambda t: t.speedup, default=None)
-        return Status(rung=rung, rungs=rungs, tried=len(last), eliminated=sum(1 for t in last.values() if t.rung < rung),
+        racing = set(self.alive)
+        return Status(rung=rung, rungs=rungs, tried=len(tried), eliminated=sum(1 for c in tried if c not in racing),
                       space=len(self.candidates), leading=lead.candidate.label() if lead else "",
                       leading_speedup=lead.speedup if lead else math.nan, budget_left_s=left_s)

@@ -23,12 +23,14 @@ from spectui.ui.runs.pairs import NodePair
 if TYPE_CHECKING:
     from spectui.lab.sweep import SweepPlan
     from spectui.prompts import PromptSpec
+    from spectui.tune.traffic_report import TrafficResult
     from spectui.ui.sweep import SweepApp
     from spectui.ui.watch_app import Feed, WatchApp
     from spectui.watch.board import WatchBoard
     from spectui.workload.plan import WorkloadPlan
     from spectui.workload.result import WorkloadResult
     from spectui.workload.run import Opener
+    from spectui.workload.tuning import TrafficTune
 
 #: Used when the terminal has no truecolor (TERM=xterm-256color, no COLORTERM): its colours
 #: are exact palette entries, where the default theme's would be rounded to neighbours.
@@ -242,6 +244,21 @@ def run_workload_view(
     code = _run_in_terminal(app, theme)
     app.stop.set()
     app.done.wait(JOIN_TIMEOUT_S)  # the servers stop in the workload's thread
+    if app.error is not None:
+        raise app.error
+    return code, app.result
+
+
+def run_tune_traffic_view(tune: TrafficTune, *, theme: str | None = None) -> tuple[int, TrafficResult | None]:
+    """``spectui tune --workload`` in a terminal until the user quits: (exit code, the result), the
+    view's screen gone by then; a failed tune raises its error (one line)."""
+    from spectui.ui.tune_traffic_view import JOIN_TIMEOUT_S, TrafficTuneApp
+
+    app = TrafficTuneApp(tune)
+    _apply_theme(app, theme)
+    code = _run_in_terminal(app, theme)
+    app.stop.set()
+    app.done.wait(JOIN_TIMEOUT_S)  # the server stops in the tune's thread
     if app.error is not None:
         raise app.error
     return code, app.result

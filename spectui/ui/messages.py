@@ -14,7 +14,8 @@ A screen never names an app action by string, and never holds the controller.
 
 The other apps' and screens' messages live here too, each named for what it carries, so its
 handler's name says it (``on_sweep_update``): a background job's progress and end from its
-thread worker (the sweep and workload views, the tune screen), the watch feed's samples.
+thread worker (the sweep, workload and tune --workload views, the tune screen), the watch feed's
+samples.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from spectui.sessions.notes import Note
 if TYPE_CHECKING:  # the types of fields only: the dashboard need not import the sweep or the workload
     from spectui.lab.sweep import SweepProgress, SweepResult
     from spectui.tune.result import TuneResult
+    from spectui.tune.traffic_search import Status, Trial
     from spectui.watch.sampler import WatchSample
     from spectui.workload.run import Snapshot
 
@@ -94,6 +96,23 @@ class WorkloadUpdate(Message):
 
     def can_replace(self, message: Message) -> bool:
         return isinstance(message, WorkloadUpdate)  # only the newest snapshot matters
+
+
+# -- the tune --workload view (``spectui.ui.tune_traffic_view``) -------------------------------
+
+
+@dataclass
+class TuneTrafficUpdate(Message):
+    """From the tune's thread as it moves on: what it does now (its progress line), the search's
+    latest ``Status``, every trial so far, and whether the search is still running."""
+
+    phase: str
+    status: Status | None
+    trials: tuple[Trial, ...]
+    searching: bool
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, TuneTrafficUpdate)  # each carries every trial so far: the newest is enough
 
 
 # -- the tune screen (``spectui.ui.screens.tune``) ----------------------------------------------

@@ -79,6 +79,13 @@ class TrafficTune:
     stop: threading.Event = field(default_factory=threading.Event)
     progress: Callable[[str], object] = lambda _: None
     space_by_method: dict[str, int] = field(default_factory=dict)
+    #: what a view follows besides the progress line (both called on the tune's thread): each
+    #: ``Status`` the search reports, and each ``Trial`` as it ends
+    on_status: Callable[[Status], object] = lambda _: None
+    on_trial: Callable[[Trial], object] = lambda _: None
+    #: True while the search runs (after AR on the tuning half, before the check): a view can
+    #: tell a rung still running from the search's end, when its last trials are final
+    searching: bool = field(default=False, init=False)
 
     def __post_init__(self) -> None:
         self.tuning, self.check = halves(self.workload)
@@ -125,13 +132,22 @@ class TrafficTune:
         self.progress(f"AR on the tuning half ({len(self.tuning.requests)} requests)")
         ar_setting = self._setting(None)
         ar_level = self._at_load(self.run_settings(self.tuning, [ar_setting], search_folder / "AR", judged=False), ar_setting.label)
-        if ar_level is None:
-            raise SpectuiError("AR on the tuning half was stopped before it ran")
+        if ar_level is None:  # stopped (q, Ctrl-C) while AR ran: nothing to pair a candidate with
+            if not self.stop.is_set():
+                raise SpectuiError("AR on the tuning half did not run")
+            self.result.stopped = "stopped during AR on the tuning half: no setting was measured"
+            save(self.result, self.folder)
+            return self.result
         ar_s = time.monotonic() - started
         # the check: AR, the winner and each default on a half of about the tuning half's size
         reserve = ar_s * (2 + len(self.defaults)) * max(tokens(self.check), 1) / max(tokens(self.tuning), 1)
 
         def measure(c: Candidate, rung: int, share: float) -> Trial:
+            trial = measure_one(c, rung, share)
+            self.on_trial(trial)
+            return trial
+
+        def measure_one(c: Candidate, rung: int, share: float) -> Trial:
             t0 = time.monotonic()
             part = portion(self.tuning, share)
             setting = self._setting(c)
@@ -147,11 +163,14 @@ class TrafficTune:
 
         def shown(status: Status) -> None:
             self.progress(status.line())
+            self.on_status(status)
 
         search = Search(self.candidates, budget_s=self.budget_s - ar_s, reserve_s=reserve)
+        self.searching = True
         try:
             winner = search.run(measure, progress=shown, stop=self.stop.is_set)
         finally:
+            self.searching = False
             self.result.trials = [t.to_dict() for t in search.trials]
             self.result.stopped = search.stopped
             self.result.search_s = time.monotonic() - started

@@ -28,7 +28,7 @@ from spectui.tune.traffic_report import (
     save,
     to_json,
 )
-from spectui.tune.traffic_search import Search, Trial, check_budget, min_budget_s, shares
+from spectui.tune.traffic_search import Search, Status, Trial, check_budget, min_budget_s, shares
 from spectui.tune.traffic_space import Applicable, Candidate, build_space, candidate_config, defaults_of, method_space
 from spectui.tune.traffic_split import split_units
 from spectui.workload.source import read_workload
@@ -163,14 +163,18 @@ def test_halving_finds_the_best_for_a_third_of_the_grids_cost():
     clock = Clock()
     measure, calls = recorded(truth, clock)
     search = Search(list(cands), budget_s=1e9, clock=clock)
-    assert search.run(measure) == best
+    seen: list[Status] = []
+    assert search.run(measure, progress=seen.append) == best
     plan = shares(len(cands))
     assert plan[-1] == 1.0 and len(plan) == 4
     assert clock.t <= 0.30 * 10.0 * len(cands)  # the grid: every candidate on the whole half
     assert len([c for c, r in calls if r == 0]) == len(cands)
     assert {r for _, r in calls} == set(range(len(plan)))
-    status = search.status(len(plan) - 1, len(plan), 0.0)
-    assert status.tried == len(cands) and status.eliminated == len(cands) - len([c for c, r in calls if r == len(plan) - 1])
+    # as rung 2 starts, the third that went through waits for its turn: only the rest are out
+    first_of_rung2 = next(st for st in seen if st.rung == 1)
+    assert first_of_rung2.eliminated == len(cands) - math.ceil(len(cands) / 3)
+    status = seen[-1]  # the search's end: the winner alone is left
+    assert status.rung == len(plan) - 1 and status.tried == len(cands) and status.eliminated == len(cands) - 1
     assert "leading" in status.line() and "budget left" in status.line()
 
 
