@@ -265,3 +265,27 @@ async def test_compare_live_interleaved(tmp_path):
             assert times[-1] / 1e6 < wall_s
         app.refresh_now()
         assert "interleaved" in await visible(pilot, "#compare-title")
+
+
+@pytest.mark.asyncio
+async def test_a_recorded_escape_is_drawn_as_letters_never_sent_to_the_terminal(tmp_path):
+    """A model's bytes are whatever it learned: an ESC sequence in a token (here planted in a
+    real recording's first block) is drawn as ``\\x1b[2J``, and the token's text is kept."""
+    rec = read_recording(FIXED_SPEC)
+    path = tmp_path / "escape.spectui"
+    planted = False
+    with RecordingWriter(path) as w:
+        for ev in rec.events:
+            if type(ev) is Step and not planted:
+                ev = msgspec.structs.replace(ev, pieces=[b"\x1b[2J\x07" + ev.pieces[0], *ev.pieces[1:]])
+                planted = True
+            w.write(ev)
+    app = replay_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert app.open_recording(path, play=True, speed=float("inf"))
+        await wait_until(pilot, lambda: app.controller.player.finished, "the replay")
+        app.refresh_now()
+        shown = await visible(pilot, "#tokens")
+        assert "\\x1b[2J\\x07" in shown and "\x1b" not in shown and "\x07" not in shown, shown
+        assert app.screen.query_one(TokenStream).plain_text.startswith("\x1b[2J\x07")

@@ -24,6 +24,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widget import Widget
 
+from spectui.format import terminal_safe
 from spectui.metrics.live import LiveRun
 from spectui.recording.schema import TokenOrigin
 
@@ -231,7 +232,9 @@ class TokenStream(ScrollView, can_focus=True):
                 continue
             parts.append(piece)
             style = origin_style.get(origins[i], ar_style)
-            first, *rest = piece.split("\n")
+            # a model's bytes reach the terminal escaped: an ESC or a BEL in a token is drawn as
+            # letters, never obeyed (plain_text keeps the text as the model wrote it)
+            first, *rest = terminal_safe(piece, multiline=True).split("\n")
             self._tail.append(first, style)
             for line in rest:  # each newline finishes a paragraph: wrapped once, kept
                 self._finish_paragraph()  # (not Text(line, style): a base style would leak
