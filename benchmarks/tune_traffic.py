@@ -8,7 +8,8 @@ same space, on the same workload at the same load, both judged on the check half
    same split): successive halving on the tuning half within ``--budget`` minutes, then the
    check half. Its wall time is the tune's time.
 2. **The grid**: AR and every candidate of the space on the check half at the same load, in one
-   run (each setting on its own server, the workload's runner pairing each with AR). Its wall
+   run (each setting on its own server, warmed with the tuning half as the tune's check is, the
+   workload's runner pairing each with AR). Its wall
    time is the grid's time: what measuring every setting on that many requests costs.
 
 Reported: the tuned setting's check-half speedup as a share of the grid's best, both read from
@@ -54,7 +55,7 @@ def grid(tune: TrafficTune, folder: Path) -> tuple[dict[str, Figure], float]:
     95% interval over requests, and the exactness counts."""
     t0 = time.monotonic()
     settings = [tune._setting(None)] + [tune._setting(c) for c in tune.candidates]
-    levels = tune.run_settings(tune.check, settings, folder, judged=True)
+    levels = tune.run_settings(tune.check, settings, folder, judged=True, warm=tune.tuning)
     seconds = time.monotonic() - t0
     ar = tune._at_load(levels, settings[0].label)
     if ar is None:

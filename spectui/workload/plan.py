@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from spectui.config import RunConfig
 from spectui.errors import SpectuiError
-from spectui.workload.source import Workload
+from spectui.workload.source import Workload, WorkRequest
 
 LLAMA_SERVER, EMBEDDED, SERVER = "llama-server", "embedded", "server"
 
@@ -31,6 +31,9 @@ class WorkloadPlan:
     rates: tuple[float, ...] = ()
     slots: int = 0  # 0: the most clients of any level
     warmup: int = 0
+    #: requests sent to each server before any measured, besides the workload's first ``warmup``:
+    #: tune's check warms its servers with the tuning half, as a deployed server has seen traffic
+    warm_with: tuple[WorkRequest, ...] = ()
     passes: int = 1
     keep_sampling: bool = False  # False: every request greedy, so that exactness is judged
     seed: int = 0

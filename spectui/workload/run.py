@@ -182,7 +182,7 @@ class WorkloadRun:
         self.result = WorkloadResult(
             workload=plan.workload.name, path=plan.workload.path, n_requests=len(plan.workload.requests),
             settings=[s.label for s in plan.settings], clients=[c for c, _ in plan.levels() if c], rates=list(plan.rates),
-            slots=plan.server_slots, warmup=plan.warmup, passes=plan.passes,
+            slots=plan.server_slots, warmup=plan.warmup + len(plan.warm_with), passes=plan.passes,
             sampling="as each request says" if plan.keep_sampling else "greedy (the file's sampling fields set aside)",
             started_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), host=_host(),
         )
@@ -284,7 +284,7 @@ class WorkloadRun:
 
     def _warm_up(self, one: _Live) -> None:
         folder = self.folder / _slug(one.setting.label) / "warmup"
-        for r in self.plan.workload.requests[: self.plan.warmup]:
+        for r in (*self.plan.warm_with, *self.plan.workload.requests[: self.plan.warmup]):
             tag = self._tag(one, r, 1, 0.0, 0, 0, warmup=True)
             self._record(one, r, tag, folder / f"{r.index:04d}.spectui")
         if folder.is_dir():

@@ -108,12 +108,15 @@ class TrafficTune:
         label = f"{LLAMA_SERVER} AR" if c is None else f"{LLAMA_SERVER} {c.label()}"
         return Setting(label, LLAMA_SERVER, candidate_config(self.base, c, self.draft_model))
 
-    def run_settings(self, workload: Workload, settings: Sequence[Setting], folder: Path, *, judged: bool) -> list[LevelResult]:
+    def run_settings(self, workload: Workload, settings: Sequence[Setting], folder: Path, *, judged: bool,
+                     warm: Workload | None = None) -> list[LevelResult]:
         """The settings over ``workload`` at the asked load (``judged``: AR at one client first,
-        every request judged against it, as ``spectui workload`` does)."""
+        every request judged against it, as ``spectui workload`` does; ``warm``: requests each
+        server answers first, in no figure)."""
         levels = self._levels()
         plan = WorkloadPlan(workload=workload, settings=tuple(settings), clients=tuple(int(c) for c in levels["clients"]),
-                            rates=tuple(float(r) for r in levels["rates"]), slots=max(self.clients, 1), reference=judged)
+                            rates=tuple(float(r) for r in levels["rates"]), slots=max(self.clients, 1), reference=judged,
+                            warm_with=warm.requests if warm is not None else ())
         run = WorkloadRun(plan, folder, self.opener, stop=self.stop, noise=self.noise if judged else None)
         result = run()
         if result.stopped and result.stopped != "interrupted":
@@ -190,7 +193,8 @@ class TrafficTune:
         roles += [(DEFAULT, d) for d in self.defaults if d != winner]
         settings = [self._setting(c) for _, c in roles]
         self.progress(f"the check half ({len(self.check.requests)} requests): AR, {winner.label()} and {len(roles) - 2} default(s)")
-        levels = self.run_settings(self.check, settings, self.folder / "check", judged=True)
+        # warm, as deployed: each server has answered the tuning half before the check's requests
+        levels = self.run_settings(self.check, settings, self.folder / "check", judged=True, warm=self.tuning)
         ar = self._at_load(levels, settings[0].label)
         by_index = {r.index: r for r in ar.requests} if ar is not None else {}
         rows = []

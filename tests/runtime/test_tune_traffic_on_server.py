@@ -67,6 +67,9 @@ def test_everything_is_recorded_in_one_folder_and_analyze_prints_it_again(tuned)
     doc, out, _ = tuned
     assert (out / "tune-traffic.json").is_file()
     assert list((out / "search").rglob("*.spectui")) and list((out / "check").rglob("*.spectui"))
+    # the check's servers were warm: each answered the tuning half first, in no figure
+    warmed = {p.parent.parent.name: sorted(int(q.stem) for q in p.parent.glob("*.spectui")) for p in (out / "check").rglob("warmup/*.spectui")}
+    assert warmed and all(indices == doc["split"]["tuning"] for indices in warmed.values()), warmed
     proc = run_cli("tune", "--analyze", str(out), "--json")
     assert proc.returncode == 0, proc.stderr
     again = json.loads(proc.stdout)
