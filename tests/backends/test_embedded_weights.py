@@ -42,8 +42,10 @@ def test_the_first_run_probes_once_and_the_engine_loads_the_chosen_copy(fresh_ca
     backend = BackendConfig()
     target = resolve_target("", backend, say=said.append)
     choice = stored_choice(backend)
-    assert len(said) == 2 and "choosing the embedded model's weight type" in said[0]
-    assert said[1].startswith(f"the embedded model runs as {choice.quant} here: {choice.reason()}")
+    # a line between them only when other processes held the CPU while the types were measured
+    assert len(said) == 2 or (len(said) == 3 and said[1].startswith("other processes kept the CPU busy")), said
+    assert "choosing the embedded model's weight type" in said[0]
+    assert said[-1].startswith(f"the embedded model runs as {choice.quant} here: {choice.reason()}")
     assert choice is not None and choice.by == "first run" and choice.shipped == "Q4_1"
     assert set(choice.token_us) == set(choice.block_us) == {"Q4_1", "F16", "Q8_0"}
     assert all(v > 0 for v in [*choice.token_us.values(), *choice.block_us.values()])

@@ -14,6 +14,7 @@ import pytest
 
 from spectui.drafting import CostAware, DraftConfig, Fixed
 from spectui.metrics.stats import summarize
+from spectui.recording.output import output_text
 from spectui.recording.reader import read_recording
 from spectui.recording.schema import End, Header, Step, TokenOrigin
 from spectui.ui.launch import make_app
@@ -27,9 +28,11 @@ SIZE = (100, 30)
 
 
 def recorded_text(path: Path) -> tuple[list[int], str]:
-    steps = [e for e in read_recording(path).events if type(e) is Step]
-    tokens = [t for s in steps for t in s.tokens]
-    return tokens, b"".join(p for s in steps for p in s.pieces).decode("utf-8", "replace")
+    """The recorded tokens, and the text a reader sees (the end-of-turn token, kept among the
+    tokens, is drawn as a stop mark, not as text)."""
+    events = read_recording(path).events
+    tokens = [t for e in events if type(e) is Step for t in e.tokens]
+    return tokens, output_text(events)
 
 
 def screen_text(app) -> str:  # noqa: ANN001
