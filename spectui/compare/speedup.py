@@ -103,8 +103,8 @@ def speedup_ci(
     limit = parted if parted >= 0 else None
     bt, bs = decode_steps(baseline, limit)
     ct, cs = decode_steps(candidate, limit)
-    b_rate = bt.sum() / bs.sum() if bs.sum() > 0 else float("nan")
-    c_rate = ct.sum() / cs.sum() if cs.sum() > 0 else float("nan")
+    b_rate = float(bt.sum()) / float(bs.sum()) if bs.sum() > 0 else float("nan")
+    c_rate = float(ct.sum()) / float(cs.sum()) if cs.sum() > 0 else float("nan")
     ratio = c_rate / b_rate if b_rate == b_rate and b_rate > 0 else float("nan")
     lo = hi = float("nan")
     if len(bt) >= 2 and len(ct) >= 2 and ratio == ratio:

@@ -21,9 +21,12 @@ from spectui.ui.app import SpectuiApp
 from spectui.ui.runs.pairs import NodePair
 
 if TYPE_CHECKING:
+    import threading
+
     from spectui.lab.sweep import SweepPlan
     from spectui.prompts import PromptSpec
     from spectui.tune.traffic_report import TrafficResult
+    from spectui.ui.background import BackgroundJobApp
     from spectui.ui.sweep import SweepApp
     from spectui.ui.watch_app import Feed, WatchApp
     from spectui.watch.board import WatchBoard
@@ -240,13 +243,7 @@ def run_workload_view(
     from spectui.ui.workload_view import JOIN_TIMEOUT_S, WorkloadApp
 
     app = WorkloadApp(plan, folder, opener, noise=noise)
-    _apply_theme(app, theme)
-    code = _run_in_terminal(app, theme)
-    app.stop.set()
-    app.done.wait(JOIN_TIMEOUT_S)  # the servers stop in the workload's thread
-    if app.error is not None:
-        raise app.error
-    return code, app.result
+    return _run_job_view(app, app.done, theme, JOIN_TIMEOUT_S), app.result
 
 
 def run_tune_traffic_view(tune: TrafficTune, *, theme: str | None = None) -> tuple[int, TrafficResult | None]:
@@ -255,10 +252,17 @@ def run_tune_traffic_view(tune: TrafficTune, *, theme: str | None = None) -> tup
     from spectui.ui.tune_traffic_view import JOIN_TIMEOUT_S, TrafficTuneApp
 
     app = TrafficTuneApp(tune)
+    return _run_job_view(app, app.done, theme, JOIN_TIMEOUT_S), app.result
+
+
+def _run_job_view(app: BackgroundJobApp, done: threading.Event, theme: str | None, join_timeout_s: float) -> int:
+    """A view whose job runs in a thread, in the terminal until the user quits: the job is told
+    to stop and given ``join_timeout_s`` (until ``done``) to stop its servers in its own thread;
+    the error that ended it raised."""
     _apply_theme(app, theme)
     code = _run_in_terminal(app, theme)
     app.stop.set()
-    app.done.wait(JOIN_TIMEOUT_S)  # the server stops in the tune's thread
+    done.wait(join_timeout_s)
     if app.error is not None:
         raise app.error
-    return code, app.result
+    return code

@@ -122,7 +122,7 @@ def measure_batch_noise(backend: Backend, tokens: Sequence[int], *, budget_s: fl
         i += size
         b += 1
     backend.truncate(0)
-    buckets = [float(worst[s : s + DEPTH_STEP].max()) for s in range(0, depth, DEPTH_STEP)]
+    buckets = [float(np.max(worst[s : s + DEPTH_STEP])) for s in range(0, depth, DEPTH_STEP)]
     return BatchNoise(
         depth_step=DEPTH_STEP,
         by_depth=[round(x, 4) for x in np.maximum.accumulate(buckets).tolist()],

@@ -32,8 +32,8 @@ def top_two(row: np.ndarray, best: int) -> tuple[int, int]:
     logit, and the runner-up's id. Two scans of the row's halves around ``best``: no copy,
     no sort (about 6 us for a 49k vocabulary: 0.07% of an AR token here)."""
     n = row.shape[0]
-    below = int(row[:best].argmax()) if best > 0 else -1
-    above = best + 1 + int(row[best + 1 :].argmax()) if best + 1 < n else -1
+    below = int(np.argmax(row[:best])) if best > 0 else -1
+    above = best + 1 + int(np.argmax(row[best + 1 :])) if best + 1 < n else -1
     runner = below if above < 0 or (below >= 0 and row[below] >= row[above]) else above
     if runner < 0:  # a vocabulary of one
         return 0, best

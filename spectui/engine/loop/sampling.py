@@ -45,7 +45,7 @@ class Sampler:
     def choose(self, logits: np.ndarray) -> int:
         """One token from one row of logits: argmax when greedy, a warped draw otherwise."""
         if self.config.greedy:
-            return int(logits.argmax())
+            return int(np.argmax(logits))
         return self.draw(self.probs(logits))
 
 
@@ -53,7 +53,7 @@ def warp(logits: np.ndarray, temperature: float, top_k: int = 0, top_p: float = 
     """Temperature, then top-k, then top-p; returns dense probabilities (zeros outside)."""
     if temperature <= 0.0:
         out = np.zeros(logits.shape[-1], dtype=np.float64)
-        out[int(logits.argmax())] = 1.0
+        out[int(np.argmax(logits))] = 1.0
         return out
     x = logits.astype(np.float64) / temperature
     n = x.shape[-1]
@@ -61,12 +61,12 @@ def warp(logits: np.ndarray, temperature: float, top_k: int = 0, top_p: float = 
         # keep exactly the top_k largest (ties broken by argpartition, deterministically)
         keep = np.argpartition(x, n - top_k)[n - top_k:]
         kept = x[keep]
-        probs_kept = np.exp(kept - kept.max())
+        probs_kept = np.exp(kept - np.max(kept))
         probs_kept /= probs_kept.sum()
         out = np.zeros(n, dtype=np.float64)
         out[keep] = probs_kept
     else:
-        out = np.exp(x - x.max())
+        out = np.exp(x - np.max(x))
         out /= out.sum()
         keep = None
     if top_p < 1.0:
