@@ -129,7 +129,8 @@ def _live(hosts: list[str], config: RunConfig, folder: Path, args: argparse.Name
 def _print_diff(recordings: list[Recording], args: argparse.Namespace) -> None:
     import msgspec
 
-    from spectui.compare.diff import diff_recordings, format_diff_text
+    from spectui.compare.diff import diff_recordings
+    from spectui.compare.diff_format import format_diff_text
 
     d = diff_recordings(*recordings, force=True)  # two nodes' model files may differ: the table says so
     if args.json:

@@ -189,7 +189,8 @@ def cmd_diff(args: argparse.Namespace) -> int:
     candidate broke a floor of ``--floors``."""
     import msgspec
 
-    from spectui.compare.diff import diff_json, diff_recordings, format_diff_markdown, format_diff_text
+    from spectui.compare.diff import diff_json, diff_recordings
+    from spectui.compare.diff_format import format_diff_markdown, format_diff_text
 
     floors = None
     if args.floors is not None:

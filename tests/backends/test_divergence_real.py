@@ -8,7 +8,8 @@ import json
 
 import msgspec
 
-from spectui.compare.diff import diff_recordings, format_diff_markdown, format_diff_text
+from spectui.compare.diff import diff_recordings
+from spectui.compare.diff_format import format_diff_markdown, format_diff_text
 from spectui.compare.divergence import DEFECT, NEAR_TIE
 from spectui.compare.gate import GateThresholds, gate
 from spectui.config import RunConfig, SamplingConfig

@@ -342,7 +342,8 @@ def test_cross_backend_diff(model_path, tmp_path):
     """The same GGUF, prompt and settings recorded on llama.cpp and on MLX, then diffed as any
     two runs are: comparable (same weights, same prompt tokens), the backend and runtimes
     listed among the differences, token agreement, tok/s with its interval, and memory."""
-    from spectui.compare.diff import diff_recordings, format_diff_text
+    from spectui.compare.diff import diff_recordings
+    from spectui.compare.diff_format import format_diff_text
     from spectui.engine.embedded import Engine
     from spectui.prompts import find_prompt
     from spectui.recording.reader import read_recording

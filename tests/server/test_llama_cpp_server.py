@@ -16,7 +16,8 @@ import llama_cpp
 import msgspec
 import pytest
 
-from spectui.compare.diff import diff_recordings, format_diff_text
+from spectui.compare.diff import diff_recordings
+from spectui.compare.diff_format import format_diff_text
 from spectui.config import BackendConfig, RunConfig
 from spectui.errors import SpectuiError
 from spectui.recording.reader import read_recording

@@ -38,6 +38,14 @@ def replay_app():  # noqa: ANN201
     return make_app(RunConfig(prompt="(replay)"), record=False, engine_factory=no_engine)
 
 
+async def replay_to_the_end(pilot, app, path) -> None:  # noqa: ANN001
+    """Open ``path`` in the replay app at full speed and wait until it has played whole."""
+    await pilot.pause()
+    assert app.open_recording(path, play=True, speed=float("inf"))
+    await wait_until(pilot, lambda: app.controller.player.finished, "the replay")
+    app.refresh_now()
+
+
 @pytest.mark.asyncio
 async def test_replay_pause_step_speed_and_seek():
     steps = steps_of(FIXED_SPEC)
@@ -132,10 +140,7 @@ async def test_replay_of_a_recording_from_another_machine(tmp_path):
             w.write(ev)
     app = replay_app()
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
-        assert app.open_recording(path, play=True, speed=float("inf"))
-        await wait_until(pilot, lambda: app.controller.player.finished, "the replay")
-        app.refresh_now()
+        await replay_to_the_end(pilot, app, path)
         assert app.screen.query_one(TokenStream).plain_text == text_of(steps_of(FIXED_SPEC))
 
 
@@ -282,10 +287,7 @@ async def test_a_recorded_escape_is_drawn_as_letters_never_sent_to_the_terminal(
             w.write(ev)
     app = replay_app()
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
-        assert app.open_recording(path, play=True, speed=float("inf"))
-        await wait_until(pilot, lambda: app.controller.player.finished, "the replay")
-        app.refresh_now()
+        await replay_to_the_end(pilot, app, path)
         shown = await visible(pilot, "#tokens")
         assert "\\x1b[2J\\x07" in shown and "\x1b" not in shown and "\x07" not in shown, shown
         assert app.screen.query_one(TokenStream).plain_text.startswith("\x1b[2J\x07")

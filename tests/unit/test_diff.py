@@ -10,7 +10,8 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from spectui.compare.diff import diff_recordings, format_diff_markdown, format_diff_text
+from spectui.compare.diff import diff_recordings
+from spectui.compare.diff_format import format_diff_markdown, format_diff_text
 from spectui.compare.speedup import decode_steps, speedup_ci
 from spectui.errors import SpectuiError
 from spectui.metrics.stats import summarize

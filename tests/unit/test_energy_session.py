@@ -13,7 +13,8 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from spectui.compare.diff import diff_json, diff_recordings, format_diff_markdown, format_diff_text
+from spectui.compare.diff import diff_json, diff_recordings
+from spectui.compare.diff_format import format_diff_markdown, format_diff_text
 from spectui.compare.gate import GateThresholds, format_verdict_text, gate
 from spectui.metrics.energy import EnergyProbe, EnergySampler
 from spectui.metrics.energy_rapl import RaplReader

@@ -12,7 +12,8 @@ from textual.widgets import Footer, Static
 
 def diff_text(baseline: str, candidate: str) -> str:
     """``spectui diff BASELINE CANDIDATE`` as text, or the one-line reason it cannot be made."""
-    from spectui.compare.diff import diff_recordings, format_diff_text
+    from spectui.compare.diff import diff_recordings
+    from spectui.compare.diff_format import format_diff_text
     from spectui.errors import SpectuiError
     from spectui.recording.reader import read_recording
 
