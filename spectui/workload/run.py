@@ -23,7 +23,7 @@ import datetime as dt
 import math
 import threading
 import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +36,7 @@ from spectui import storage
 from spectui.config import RunConfig
 from spectui.metrics.conditions import LoadSpan, MachineLoad
 from spectui.metrics.energy import EnergyProbe, open_energy
+from spectui.metrics.processes import tree_cpu_s, tree_rss_mib
 from spectui.recording.schema import BatchNoise, End, Event, Header, LoadTag, Prefill, Step
 from spectui.sessions.protocol import EngineProtocol
 from spectui.sessions.record import record_session
@@ -268,7 +269,7 @@ class WorkloadRun:
 
     def _open(self, setting: Setting) -> _Live:
         def opened() -> tuple[EngineProtocol, int | None, Callable[[], str]]:
-            return self.opener(setting, self.plan.server_slots, self.folder / _slug(setting.label))
+            return self.opener(setting, self.plan.server_slots, self.folder / setting_slug(setting.label))
 
         embedded = setting.family == EMBEDDED
         engine, pid, alive = self._here(opened) if embedded else opened()
@@ -283,7 +284,7 @@ class WorkloadRun:
         return one
 
     def _warm_up(self, one: _Live) -> None:
-        folder = self.folder / _slug(one.setting.label) / "warmup"
+        folder = self.folder / setting_slug(one.setting.label) / "warmup"
         for r in (*self.plan.warm_with, *self.plan.workload.requests[: self.plan.warmup]):
             tag = self._tag(one, r, 1, 0.0, 0, 0, warmup=True)
             self._record(one, r, tag, folder / f"{r.index:04d}.spectui")
@@ -322,9 +323,9 @@ class WorkloadRun:
         s = one.setting
         level = LevelResult(setting=s.label, family=s.family, ar=s.ar, clients=clients, rate=rate, slots=self.plan.server_slots,
                             pass_no=pass_no)
-        sub = self.folder / _slug(s.label) / (f"c{clients}" if clients else f"r{rate:g}") / f"pass{pass_no}"
+        sub = self.folder / setting_slug(s.label) / (f"c{clients}" if clients else f"r{rate:g}") / f"pass{pass_no}"
         counters = self._counters(one)
-        cpu0, client0 = _cpu(one.server_pid), time.process_time()
+        cpu0, client0 = tree_cpu_s(one.server_pid), time.process_time()
         others = LoadSpan().start()  # other processes' load: the server's own is taken out below
         joules0 = self.energy.total_joules() if self.energy is not None and one.server_pid is not None else None
 
@@ -360,10 +361,10 @@ class WorkloadRun:
         if sub.is_dir():
             storage.fsync_dir(sub)  # every request's entry in the folder survives a crash from here
         level.client_cpu_s = time.process_time() - client0
-        cpu1 = _cpu(one.server_pid)
+        cpu1 = tree_cpu_s(one.server_pid)
         if cpu0 is not None and cpu1 is not None:
             level.server_cpu_s = cpu1 - cpu0
-        level.server_rss_mib = _rss_mib(one.server_pid)
+        level.server_rss_mib = tree_rss_mib(one.server_pid)
         load = others.load()
         if load.share is not None and level.wall_s > 0:
             server = 0.0 if math.isnan(level.server_cpu_s) else level.server_cpu_s / (level.wall_s * (psutil.cpu_count() or 1))
@@ -443,30 +444,6 @@ def _load(clients: int, rate: float) -> str:
     return f"{clients} client{'s' if clients != 1 else ''}" if clients else f"{rate:g} requests/s"
 
 
-def _slug(label: str) -> str:
+def setting_slug(label: str) -> str:
+    """A setting's label as a folder name."""
     return "".join(c if c.isalnum() or c in "-_." else "-" for c in label).strip("-") or "setting"
-
-
-def _procs(pid: int) -> Iterator[psutil.Process]:
-    try:
-        proc = psutil.Process(pid)
-        yield proc
-        yield from proc.children(recursive=True)
-    except psutil.Error:
-        return
-
-
-def _cpu(pid: int | None) -> float | None:
-    if pid is None:
-        return None
-    try:
-        return sum(sum(p.cpu_times()[:2]) for p in _procs(pid))
-    except psutil.Error:
-        return None
-
-
-def _rss_mib(pid: int | None) -> float:
-    try:
-        return sum(p.memory_info().rss for p in _procs(pid)) / (1 << 20) if pid is not None else NAN
-    except psutil.Error:
-        return NAN

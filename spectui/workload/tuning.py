@@ -32,7 +32,7 @@ from spectui.tune.traffic_split import split_units
 from spectui.workload.engines import embedded_noise, open_setting
 from spectui.workload.plan import LLAMA_SERVER, Setting, WorkloadPlan
 from spectui.workload.result import LevelResult, pair_speedup, time_to
-from spectui.workload.run import Opener, WorkloadRun
+from spectui.workload.run import Opener, WorkloadRun, setting_slug
 from spectui.workload.source import Workload, WorkRequest
 
 
@@ -155,7 +155,7 @@ class TrafficTune:
             part = portion(self.tuning, share)
             setting = self._setting(c)
             try:
-                level = self._at_load(self.run_settings(part, [setting], search_folder / f"rung{rung + 1}" / _slug(c.label()), judged=False),
+                level = self._at_load(self.run_settings(part, [setting], search_folder / f"rung{rung + 1}" / setting_slug(c.label()), judged=False),
                                       setting.label)
             except SpectuiError as exc:
                 return Trial(rung, c, share, math.nan, time.monotonic() - t0, len(part.requests), error=str(exc))
@@ -230,7 +230,3 @@ class TrafficTune:
 
 def _num(v: float) -> float | None:
     return v if math.isfinite(v) else None
-
-
-def _slug(label: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "-" for c in label).strip("-") or "setting"
