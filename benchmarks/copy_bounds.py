@@ -47,31 +47,15 @@ from categories import CATEGORIES, RESULTS
 from pricing_replay import predict
 
 from spectui.metrics.predict import seeded_cost
-from spectui.tune.ceiling import copy_ceiling, planned_speedup
+from spectui.tune.ceiling import copy_ceiling, lookup_bound, lookup_sources, planned_speedup
 from spectui.tune.replay import common_prefix
 
 K_MAX = 16
-#: how far back a match is measured (the n-gram drafter's ``MATCH_REACH``)
-MATCH_REACH = 32
 #: the prompt-lookup rules tried per prompt: least match m, most tokens K, tokens per matched one a
 RULES = list(itertools.product((1, 2, 3, 4, 6), (2, 3, 4, 8, 12, 16), (0.5, 1.0, 2.0, float(K_MAX))))
 TRACES = ("pricing-traces-embedded.json", "pricing-traces-embedded-q4_1.json",
           "pricing-traces-qwen-1.5b.json", "pricing-traces-embedded-held-out.json")
 COLUMNS = ("ceiling", "context-led", "lookup", "rule a prompt", "rule a kind", "one rule", "defaults")
-
-
-def lookup_source(hist: Sequence[int]) -> tuple[int, int]:
-    """(match length, start of what follows it) of the latest occurrence of the longest
-    suffix of ``hist`` found earlier in it (up to ``MATCH_REACH``); (0, -1) where none."""
-    found = (0, -1)
-    n = len(hist)
-    for length in range(1, min(MATCH_REACH, n - 1) + 1):
-        tail = list(hist[n - length:])
-        start = next((s + length for s in range(n - length - 1, -1, -1) if list(hist[s:s + length]) == tail), -1)
-        if start < 0:
-            break
-        found = (length, start)
-    return found
 
 
 def context_keepable(hist: Sequence[int], ahead: Sequence[int]) -> int:
@@ -98,15 +82,13 @@ def bounds(trace: dict, cost: Callable[[int], float]) -> tuple[dict[str, float],
     """The bounds on one trace, and every rule's speedup on it."""
     prompt, output = trace["tokens"], trace["output"]
     text = [*prompt, *output]
-    sources = [(0, -1)] + [lookup_source(text[:len(prompt) + i]) for i in range(1, len(output))]
-    lookup = [0] + [common_prefix(text[s:min(s + K_MAX, len(prompt) + i)], output[i:]) if s >= 0 else 0
-                    for i, (_, s) in enumerate(sources) if i]
+    sources = [(0, -1), *lookup_sources(text, len(prompt) + 1)]
     context = [0] + [context_keepable(text[:len(prompt) + i], output[i:i + K_MAX]) for i in range(1, len(output))]
     rules = {r: rule_speedup(prompt, output, sources, cost, *r) for r in RULES}
     return {
         "ceiling": copy_ceiling(prompt, output, cost, K_MAX),
         "context-led": planned_speedup(context, cost, K_MAX),
-        "lookup": planned_speedup(lookup, cost, K_MAX),
+        "lookup": lookup_bound(prompt, output, cost, K_MAX),
         "rule a prompt": max(rules.values()),
     }, rules
 

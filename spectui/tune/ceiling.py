@@ -11,6 +11,11 @@ Under greedy decoding the output is fixed, so two ceilings follow from it and th
   over the output, each drafting at most the longest stretch found earlier in the history.
   An edit or a new word is a token nobody could copy; real drafters, which must guess where
   a copy ends, sit below this.
+* **lookup** (``lookup_bound``): prompt lookup as it finds its source (the run after the
+  latest occurrence of the longest match of the text just written), knowing only where each
+  copy ends. What separates a lookup drafter from it is the length it drafts, nothing else: a
+  draft length that learns where copies end is measured against this bound, not the copying
+  ceiling, whose sources no lookup finds.
 
 ``spectui tune`` shows both per tier beside its best setting: a setting close to the copying
 ceiling has nothing left to gain from drafting better; only cheaper verification (other
@@ -19,7 +24,11 @@ weights, other hardware) or a different kind of drafter moves it.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Callable, Sequence
+
+#: how far back prompt lookup measures its match (the n-gram drafter's reach)
+MATCH_REACH = 32
 
 
 def longest_copies(history: Sequence[int], output: Sequence[int], limit: int) -> list[int]:
@@ -45,6 +54,54 @@ def longest_copies(history: Sequence[int], output: Sequence[int], limit: int) ->
         out.append(n)
         add(output[i])
     return out
+
+
+def lookup_sources(text: Sequence[int], start: int, reach: int = MATCH_REACH) -> list[tuple[int, int]]:
+    """For each length n of ``text[:n]`` from ``start`` to ``len(text) - 1``: where prompt lookup
+    copies from, (the match's length, the index after the latest occurrence of the longest
+    suffix of ``text[:n]``, up to ``reach`` tokens, that also occurs earlier in it); (0, -1)
+    where the last token never occurred before. Occurrences are narrowed one token of match at a time from those of the
+    last token, so a position costs its last token's occurrences, not a scan of the text."""
+    where: defaultdict[int, list[int]] = defaultdict(list)  # token -> where it occurs, ascending
+    indexed = 0
+    out = []
+    for n in range(start, len(text)):
+        while indexed <= n - 2:  # the occurrences a match may end at: before the last token
+            where[text[indexed]].append(indexed)
+            indexed += 1
+        ends = list(where[text[n - 1]]) if n >= 1 else []
+        found = (1, max(ends) + 1) if ends and n >= 2 else (0, -1)
+        for length in range(2, min(reach, n - 1) + 1):
+            ends = [e for e in ends if e - length + 1 >= 0 and text[e - length + 1] == text[n - length]]
+            if not ends:
+                break
+            found = (length, max(ends) + 1)
+        out.append(found)
+    return out
+
+
+def lookup_keepable(history: Sequence[int], output: Sequence[int], k_max: int) -> list[int]:
+    """For each position i of ``output``: how many of prompt lookup's next ``k_max`` tokens
+    (from its source, among what was written by then) the target keeps. Position 0 is the
+    prefill's."""
+    text = [*history, *output]
+    sources = lookup_sources(text, len(history) + 1)
+    keep = [0]
+    for i, (_, s) in enumerate(sources, start=1):
+        if i >= len(output):
+            break
+        copied = text[s:min(s + k_max, len(history) + i)] if s >= 0 else []
+        kept = 0
+        while kept < len(copied) and i + kept < len(output) and copied[kept] == output[i + kept]:
+            kept += 1
+        keep.append(kept)
+    return keep
+
+
+def lookup_bound(history: Sequence[int], output: Sequence[int], cost: Callable[[int], float], k_max: int = 16) -> float:
+    """The speedup over AR of prompt lookup that knew where each copy ends (see the module's
+    docstring): the bound a draft length can reach with a lookup drafter's sources."""
+    return planned_speedup(lookup_keepable(history, output, k_max), cost, k_max)
 
 
 def cheapest(cost: Callable[[int], float], k_max: int) -> list[float]:

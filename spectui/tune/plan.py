@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from spectui.drafting import MODEL_FREE, DraftConfig
 from spectui.metrics.predict import break_even_acceptance
-from spectui.tune.ceiling import copy_ceiling, perfect_ceiling
+from spectui.tune.ceiling import copy_ceiling, lookup_bound, perfect_ceiling
 from spectui.tune.replay import replay
 
 #: fixed draft lengths tune considers
@@ -97,6 +97,9 @@ class TierPlan:
     #: drafter there could be, and a drafter that is never wrong
     copy_ceiling: float = math.nan
     perfect_ceiling: float = math.nan
+    #: prompt lookup that knew where each copy ends (``ceiling.lookup_bound``): what a lookup
+    #: drafter's draft length can reach, its sources being what they are
+    lookup_bound: float = math.nan
     #: per prompt whose check stayed on a shared machine, measured again: other processes'
     #: share of all cores (``metrics.conditions.MachineLoad``); its figure is not the machine's
     disturbed: dict[str, float] = field(default_factory=dict)
@@ -213,6 +216,7 @@ def plan_tier(
         per_prompt=per_prompt_best,
         copy_ceiling=statistics.median(copy_ceiling(d.prompt, d.output, cost, max(K_CHOICES)) for d in data),
         perfect_ceiling=statistics.median(perfect_ceiling(len(d.output), cost, max(K_CHOICES)) for d in data),
+        lookup_bound=statistics.median(lookup_bound(d.prompt, d.output, cost, max(K_CHOICES)) for d in data),
     )
     plan.verdict = verdict(plan, best_fixed, predicted[best_fixed], accept[best_fixed])
     return plan

@@ -134,16 +134,21 @@ def format_text(result: TuneResult) -> str:
     return "\n".join(out)
 
 
+def _share(speedup: float, bound: float) -> str:
+    return num(speedup / bound * 100 if bound and math.isfinite(bound) else math.nan, ".0f", "%")
+
+
 def ceiling_lines(result: TuneResult) -> list[str]:
     """What the weights allow per tier (``tune.ceiling``) beside what the best setting gets."""
-    rows = [[p.tier, f"{p.best_speedup:.2f}x", num(p.copy_ceiling, ".2f", "x"), num(p.perfect_ceiling, ".2f", "x"),
-             num(p.best_speedup / p.copy_ceiling * 100 if p.copy_ceiling else math.nan, ".0f", "%")]
+    rows = [[p.tier, f"{p.best_speedup:.2f}x", num(p.lookup_bound, ".2f", "x"), num(p.copy_ceiling, ".2f", "x"),
+             num(p.perfect_ceiling, ".2f", "x"), _share(p.best_speedup, p.lookup_bound), _share(p.best_speedup, p.copy_ceiling)]
             for p in result.tiers]
     out = ["what these weights allow (x AR, from the curve over each tier's greedy outputs)",
-           text_table(["tier", "best setting", "copying at best", "perfect drafter", "best of copying"], rows,
-                      right={1, 2, 3, 4}, rules_before={0})]
+           text_table(["tier", "best setting", "lookup at best", "copying at best", "perfect drafter", "of lookup",
+                       "of copying"], rows, right={1, 2, 3, 4, 5, 6}, rules_before={0})]
     top = max((p.perfect_ceiling for p in result.tiers if not math.isnan(p.perfect_ceiling)), default=math.nan)
     if not math.isnan(top):
+        out.append("  lookup at best: prompt lookup that knew where each copy ends (what a draft length can reach);")
         out.append("  copying at best: a drafter that knew which earlier text to copy and where each copy ends; "
                    "perfect: one never wrong.")
         out.append(f"  Past {top:.2f}x only cheaper verification helps: the curve above, spectui tune --weights.")
@@ -227,7 +232,7 @@ def to_json(result: TuneResult) -> dict:
                      "spectui": spectui_flags(p.best, result)},
             "predicted": p.best_speedup, "measured": p.measured, "agreement": agreement(p),
             "acceptance": p.acceptance, "break_even": p.break_even, "per_position": p.per_position,
-            "copy_ceiling": p.copy_ceiling, "perfect_ceiling": p.perfect_ceiling,
+            "copy_ceiling": p.copy_ceiling, "perfect_ceiling": p.perfect_ceiling, "lookup_bound": p.lookup_bound,
             "predicted_by_setting": p.predicted,
             "predicted_per_prompt": p.per_prompt, "measured_per_prompt": p.measured_per_prompt,
             # other processes' share of all cores per prompt whose check stayed shared (agreement: null)

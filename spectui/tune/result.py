@@ -123,5 +123,6 @@ def _tier(doc: Mapping[str, Any]) -> TierPlan:
         measured_per_prompt=_floats(doc.get("measured_per_prompt")),
         copy_ceiling=_float(doc.get("copy_ceiling")),
         perfect_ceiling=_float(doc.get("perfect_ceiling")),
+        lookup_bound=_float(doc.get("lookup_bound")),
         disturbed=_floats(doc.get("disturbed")),
     )

@@ -2,13 +2,16 @@
 soon as the evidence says it cannot win.
 
 Every candidate first runs a small share of the tuning half (its first requests, or the first
-request's first tokens where one request is already more than the share); the best third go
-on to three times the share, and so on up to the whole tuning half, where the best is the
-winner. A candidate dropped at a rung has lost to at least twice as many others on the same
-requests, each paired with the runtime's AR over the same text: at one request's noise it could
-still be a close second, never the best by a margin that would change the advice. Each
-measurement of a rung starts from the tuning half's first request on a fresh server, so what a
-warm server learns over the requests before shows in every rung as it would in a full run.
+tokens of as many requests as the load has clients, where that is already more than the
+share); the best third go on to three times the share, and so on up to the whole tuning half,
+where the best is the winner. A candidate dropped at a rung has lost to at least twice as many
+others on the same requests, each paired with the runtime's AR over the same text on a server
+in the same state: at one request's noise it could still be a close second, never the best by a
+margin that would change the advice. Each measurement of a rung starts on a fresh server that
+first reads the prompts of the tuning half's other requests (prefill only): a method that
+learns from traffic (ngram-mod's pool) is measured as a server that has seen it, not cold
+(cold, the search ranked ngram-mod as shipped last on document-qa at 2 clients, where it was
+the grid's near-best), and a share of a few tokens still runs at the asked load.
 
 Optuna's successive-halving pruner does the same with its own trial bookkeeping; the space
 here is a small finite grid and the resource is requests of one workload, so the loop is

@@ -8,7 +8,7 @@ import random
 import pytest
 
 from spectui.drafting import CostAware, DraftConfig, Fixed
-from spectui.tune.ceiling import copy_ceiling, longest_copies, perfect_ceiling, planned_speedup
+from spectui.tune.ceiling import copy_ceiling, longest_copies, lookup_bound, lookup_keepable, lookup_sources, perfect_ceiling, planned_speedup
 from spectui.tune.replay import replay
 
 
@@ -82,3 +82,33 @@ def test_no_replayed_policy_beats_the_copying_ceiling(seed):
     seed = tuple(curve(n) for n in range(1, 18))
     for draft in configs:
         assert replay(prompt, output, curve, draft, seed=seed).speedup <= ceiling + 1e-9, draft.label()
+
+
+def brute_source(text: list[int], n: int, reach: int = 32) -> tuple[int, int]:
+    """Prompt lookup's source of ``text[:n]`` by scanning: the latest earlier occurrence of the
+    longest suffix, longer suffixes tried while one is found."""
+    found = (0, -1)
+    for length in range(1, min(reach, n - 1) + 1):
+        tail = text[n - length:n]
+        start = next((s + length for s in range(n - length - 1, -1, -1) if text[s:s + length] == tail), -1)
+        if start < 0:
+            break
+        found = (length, start)
+    return found
+
+
+def test_lookup_sources_against_a_scan_and_the_bound_under_the_copying_ceiling():
+    text = [1, 2, 3, 1, 2, 4, 1, 2]
+    assert lookup_sources(text, 3) == [brute_source(text, n) for n in range(3, 8)]
+    assert lookup_sources([*text, 9], 8)[0] == (2, 5)  # "1 2": its latest occurrence, followed by 4
+    rng = random.Random(11)
+    curve = lambda n: 1.0 + 0.45 * (n - 1)  # noqa: E731
+    for _ in range(30):
+        prompt = [rng.randrange(5) for _ in range(rng.randrange(2, 40))]
+        output = [rng.randrange(5) for _ in range(rng.randrange(2, 40))]
+        text = prompt + output
+        assert lookup_sources(text, len(prompt) + 1) == [brute_source(text, n) for n in range(len(prompt) + 1, len(text))]
+        keep = lookup_keepable(prompt, output, 16)
+        assert len(keep) == len(output) and keep[0] == 0
+        assert all(k <= c for k, c in zip(keep, longest_copies(prompt, output, 16)))
+        assert 1.0 - 1e-9 <= lookup_bound(prompt, output, curve) <= copy_ceiling(prompt, output, curve) + 1e-9
