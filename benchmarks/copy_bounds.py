@@ -25,6 +25,9 @@ the ceiling:
   (what the best fixed setting does where the kind of text is not known).
 * **defaults**: spectui's defaults as ``pricing_replay.py`` predicts them (the category
   benchmark's order and repetitions, the stored calibration carried).
+* **learner**: the same, the draft length learned per position and keyed by how long the
+  copy has held (``--learned-k``, ``engine/loop/learned_length.py``), its memory carried.
+  Each category's line ends with the defaults' and the learner's share of the lookup bound.
 
 The gaps read: ceiling to context-led is copies nothing written points to (the first tokens
 of a quote, the text after an edit); context-led to prompt lookup is the choice among
@@ -46,6 +49,7 @@ from pathlib import Path
 from categories import CATEGORIES, RESULTS
 from pricing_replay import predict
 
+from spectui.engine.loop.learned_length import LearnedLength, SurvivalMemory
 from spectui.metrics.predict import seeded_cost
 from spectui.tune.ceiling import copy_ceiling, lookup_bound, lookup_sources, planned_speedup
 from spectui.tune.replay import common_prefix
@@ -55,7 +59,7 @@ K_MAX = 16
 RULES = list(itertools.product((1, 2, 3, 4, 6), (2, 3, 4, 8, 12, 16), (0.5, 1.0, 2.0, float(K_MAX))))
 TRACES = ("pricing-traces-embedded.json", "pricing-traces-embedded-q4_1.json",
           "pricing-traces-qwen-1.5b.json", "pricing-traces-embedded-held-out.json")
-COLUMNS = ("ceiling", "context-led", "lookup", "rule a prompt", "rule a kind", "one rule", "defaults")
+COLUMNS = ("ceiling", "context-led", "lookup", "rule a prompt", "rule a kind", "one rule", "defaults", "learner")
 
 
 def context_keepable(hist: Sequence[int], ahead: Sequence[int]) -> int:
@@ -107,12 +111,16 @@ def main() -> int:
             return 2
         cost = seeded_cost(data["curves"]["default"])
         defaults = {r["prompt"]: r["ratio"] for r in predict(data, deterministic=False)}
+        memory = SurvivalMemory()  # what each prompt's run learned, carried to the next, as the defaults carry theirs
+        learner = {r["prompt"]: r["ratio"]
+                   for r in predict(data, deterministic=False, length=lambda seed: LearnedLength(seed=seed, memory=memory))}
         rows: dict[str, list[dict[str, float]]] = {}
         rules: dict[str, list[dict[tuple, float]]] = {}
         for trace in data["traces"]["default"]:
             if not wanted or trace["category"] in wanted:
                 row, each = bounds(trace, cost)
-                rows.setdefault(trace["category"], []).append({**row, "defaults": defaults[trace["prompt"]]})
+                rows.setdefault(trace["category"], []).append({**row, "defaults": defaults[trace["prompt"]],
+                                                               "learner": learner[trace["prompt"]]})
                 rules.setdefault(trace["category"], []).append(each)
         every = [each for kind in rules.values() for each in kind]
         one = max(RULES, key=lambda r: statistics.mean(each[r] for each in every))
@@ -121,14 +129,17 @@ def main() -> int:
             for row, each in zip(mine, rules[category]):
                 row["rule a kind"], row["one rule"] = each[kind], each[one]
         print(f"{Path(path).name} ({data['model']}, {data['max_tokens']} tokens a prompt): speedup over AR (medians over the"
-              " prompts), and share of the ceiling; the worst prompt under the kind's rule / the one rule / the defaults")
+              " prompts), and share of the ceiling; the worst prompt under the kind's rule / the one rule / the defaults /"
+              " the learner")
         print(f"  the one rule here: m = {one[0]}, K = {one[1]}, a = {one[2]:g}")
         print(f"  {'category':22} " + "  ".join(f"{c:>13}" for c in COLUMNS))
         for category, mine in rows.items():
             medians = {c: statistics.median(r[c] for r in mine) for c in COLUMNS}
             cells = [f"x{medians[c]:.2f}" + ("" if c == "ceiling" else f" ({medians[c] / medians['ceiling']:.0%})") for c in COLUMNS]
-            worst = " / ".join(f"x{min(r[c] for r in mine):.2f}" for c in ("rule a kind", "one rule", "defaults"))
-            print(f"  {CATEGORIES.get(category, category):22} " + "  ".join(f"{cell:>13}" for cell in cells) + f"  worst {worst}")
+            worst = " / ".join(f"x{min(r[c] for r in mine):.2f}" for c in ("rule a kind", "one rule", "defaults", "learner"))
+            of_lookup = " ".join(f"{c} {medians[c] / medians['lookup']:.0%}" for c in ("defaults", "learner"))
+            print(f"  {CATEGORIES.get(category, category):22} " + "  ".join(f"{cell:>13}" for cell in cells)
+                  + f"  worst {worst}; of lookup: {of_lookup}")
         print()
     return 0
 

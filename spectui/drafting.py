@@ -13,6 +13,8 @@ Near the bottom of the layers: imports only ``spectui.errors``.
 
 from __future__ import annotations
 
+from typing import Literal
+
 import msgspec
 
 from spectui.errors import SpectuiError
@@ -98,6 +100,11 @@ class CostAware(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind", tag
     #: priced by the plan's seed alone, so the blocks drafted (not only the output) repeat
     #: run to run: ``--deterministic`` turns it off.
     learn: bool = True
+    #: how a proposal's chances are learned: "priced" (per proposal class and position group,
+    #: ``engine/loop/draft_length.py``) or "learned" (per position, keyed by how long the copy
+    #: has held too, ``engine/loop/learned_length.py``; ``--learned-k``, not the default: it
+    #: does not win on the recorded traces, benchmarks/copy_bounds.py)
+    rule: Literal["priced", "learned"] = "priced"
 
 
 class RuntimeDefault(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind", tag="runtime-default"):

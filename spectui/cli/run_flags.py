@@ -74,6 +74,9 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"a fixed draft length K (default: cost-aware for n-gram drafting, {DEFAULT_K} for a draft model)")
     p.add_argument("--adaptive-k", action="store_true",
                    help="choose K each step from the measured verify cost and recent acceptance (0 = no draft when none pays)")
+    p.add_argument("--learned-k", action="store_true",
+                   help="n-gram or suffix drafting: a cost-aware K whose chances are learned per position in this run, "
+                        "keyed by how long the copy has held (experimental; the default prices by proposal class)")
     p.add_argument("--p-min", type=float, default=0.0,
                    help="draft model confidence: stop a draft where the draft's top token probability is below P (0 = off)")
     p.add_argument("--k-min", type=int, default=d_limits.k_min, help=f"the shortest draft a chosen K may be (default {d_limits.k_min})")
@@ -250,8 +253,11 @@ def draft_from_args(args: argparse.Namespace, on_node: bool) -> DraftConfig:
         raise SpectuiError("--draft-model is a runtime method's draft (with --draft runtime:draft-simple); "
                            "spectui's own loop takes its draft model as --draft FILE.gguf")
     base = DraftConfig(drafter=Lookup(ngram_min=args.ngram_min, ngram_max=args.ngram_max, memory=not args.no_draft_memory),
-                       length=CostAware(k_min=args.k_min, k_max=args.k_max, learn=not args.deterministic))
+                       length=CostAware(k_min=args.k_min, k_max=args.k_max, learn=not args.deterministic,
+                                        rule="learned" if getattr(args, "learned_k", False) else "priced"))
     draft = base.drafting_with(flag, fixed_k=args.k, cost_aware=args.adaptive_k, p_min=args.p_min, chain=args.chain or "")
+    if getattr(args, "learned_k", False) and (args.k is not None or draft.has_model or not draft.cost_aware):
+        raise SpectuiError("--learned-k learns where a lookup's copies end: with n-gram or suffix drafting, and no --k")
     chosen = draft.drafter
     if isinstance(chosen, Model):
         chosen = msgspec.structs.replace(chosen, temperature=args.draft_temperature)

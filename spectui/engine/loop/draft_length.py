@@ -435,9 +435,14 @@ class DraftLength:
 
 def length_policy(length: Length, pricing: Pricing = UNPRICED,
                   prices: Mapping[str, Sequence[float]] | None = None) -> LengthPolicy:
-    """The draft length ``length`` asks for: a fixed K, or a cost-aware one (``DraftLength``)."""
+    """The draft length ``length`` asks for: a fixed K, a cost-aware one (``DraftLength``), or
+    one that learns per position how long copies hold (``LearnedLength``)."""
     if isinstance(length, Fixed):
         return FixedLength(length.k)
+    if isinstance(length, CostAware) and length.rule == "learned":
+        from spectui.engine.loop.learned_length import LearnedLength  # it builds on this module's cost
+
+        return LearnedLength(length.k_min, length.k_max, pricing.seed, learn_cost=length.learn)
     return DraftLength(length, pricing, prices)
 
 

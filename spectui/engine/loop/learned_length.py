@@ -1,0 +1,203 @@
+"""A draft length that learns, during the run, where this text's copies end.
+
+``DraftLength`` prices a lookup's proposal by its class (the match length and how its context
+went on before) and a position group, its rates pooled with a static prior. This one keys
+what it learns by one thing more, the thing that says most about where a copy ends: how far
+the output has been copying along this alignment already (the tokens kept in a row, across
+blocks: 0, 1-3, 4-15, 16 or more). A copy that has held for 16 tokens tends to hold on; a match
+that has just been found tends to end soon. Per key and per drafted position j it counts the
+blocks that reached j and kept it, so ``p(j)`` is the chance token j survives given the ones
+before it did (the learned per-position survival of vLLM's adaptive verification, keyed as a
+lookup knows its proposal), shrunk towards the same position of its class over every run
+length, and that towards the class's static prior (``pricing.STATIC_PRIOR``). K is the prefix
+that maximizes expected tokens per unit of the measured verify cost (``pricing.best_prefix``),
+each rate priced prudently (``pricing.prudent_rate``: one standard deviation below its
+estimate), or 0 where no prefix beats an AR step by ``MARGIN``. A proposal held back is still
+followed: the token the target then emits says whether its first position would have survived,
+at no cost.
+
+It implements the draft-length protocol (``loop/length.py``), so a run, a replay and a
+benchmark use it as they use the others; ``benchmarks/copy_bounds.py`` prices it beside the
+defaults and the bound a lookup can reach (``tune.ceiling.lookup_bound``).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+
+from spectui.engine.loop.draft_length import MARGIN, VerifyCost
+from spectui.engine.loop.length import Learned, LengthContext, Outcome
+from spectui.engine.loop.pricing import MODEL_CLASS, PRUDENCE, STATIC_PRIOR, best_prefix, draft_class, group, prudent_rate
+from spectui.recording.schema import DraftDecisions
+
+#: the run lengths a key tells apart: tokens kept in a row along the alignment so far
+RUN_EDGES = (1, 4, 16)
+#: weight, in observations, of a key's parent (its class at the same position, any run
+#: length) and of the parent's own prior (the static one): a key with few blocks of its own
+#: is priced by its class, a class with few by what this project measured on its outputs
+KEY_WEIGHT, CLASS_WEIGHT = 3.0, 2.0
+#: the most a cell of earlier runs (``SurvivalMemory``) weighs, in observations: what the last
+#: texts did, soon outweighed by this text's own blocks
+MEMORY_WEIGHT = 4.0
+
+
+def run_bucket(kept_in_a_row: int) -> int:
+    """0 for no run, then one bucket per ``RUN_EDGES`` step."""
+    return sum(kept_in_a_row >= edge for edge in RUN_EDGES)
+
+
+class _Counts:
+    """Blocks that reached each position, and kept it."""
+
+    __slots__ = ("reached", "kept")
+
+    def __init__(self) -> None:
+        self.reached: list[float] = []
+        self.kept: list[float] = []
+
+    def add(self, j: int, kept: bool) -> None:
+        self.add_many(j, float(kept), 1.0)
+
+    def add_many(self, j: int, kept: float, reached: float) -> None:
+        while len(self.reached) <= j:
+            self.reached.append(0.0)
+            self.kept.append(0.0)
+        self.reached[j] += reached
+        self.kept[j] += kept
+
+    def merge(self, other: _Counts) -> None:
+        for j, (kept, reached) in enumerate(zip(other.kept, other.reached)):
+            self.add_many(j, kept, reached)
+
+    def at(self, j: int) -> tuple[float, float]:
+        return (self.kept[j], self.reached[j]) if j < len(self.reached) else (0.0, 0.0)
+
+
+class SurvivalMemory:
+    """What earlier runs of a model and drafter learned (each key's and class's counts), for
+    the next run to start from; ``LearnedLength.learned`` folds a run's counts in."""
+
+    def __init__(self) -> None:
+        self.by_key: defaultdict[tuple[int, int], _Counts] = defaultdict(_Counts)
+        self.by_class: defaultdict[int, _Counts] = defaultdict(_Counts)
+
+    def fold(self, by_key: dict[tuple[int, int], _Counts], by_class: dict[int, _Counts]) -> None:
+        for key, counts in by_key.items():
+            self.by_key[key].merge(counts)
+        for cls, counts in by_class.items():
+            self.by_class[cls].merge(counts)
+
+
+def _blend(counts: _Counts, memory: _Counts | None, j: int, prior: float, weight: float) -> tuple[float, float]:
+    """(rate, observations behind it) at position ``j``: this run's counts, then up to
+    ``MEMORY_WEIGHT`` observations of earlier runs, then ``weight`` of ``prior``."""
+    kept, reached = counts.at(j)
+    if memory is not None:
+        m_kept, m_reached = memory.at(j)
+        if m_reached:
+            w = min(m_reached, MEMORY_WEIGHT)
+            kept, reached = kept + m_kept / m_reached * w, reached + w
+    return (kept + weight * prior) / (reached + weight), reached + weight
+
+
+class LearnedLength:
+    """The draft length of the module's docstring, within ``k_min..k_max``; ``seed`` is the
+    verify-cost curve it starts from (the run plan's ``Pricing.seed``), timed again as the run
+    goes when ``learn_cost``."""
+
+    sees_proposal = True
+
+    def __init__(self, k_min: int = 1, k_max: int = 16, seed: Sequence[float] = (), *, learn_cost: bool = True,
+                 memory: SurvivalMemory | None = None, prudence: float = PRUDENCE) -> None:
+        self.k_min, self.k_max = k_min, k_max
+        self.memory = memory
+        self.prudence = prudence
+        self.cost = VerifyCost(k_max, seed)
+        self.learn_cost = learn_cost
+        self._by_key: defaultdict[tuple[int, int], _Counts] = defaultdict(_Counts)
+        self._by_class: defaultdict[int, _Counts] = defaultdict(_Counts)
+        self._run = 0  # tokens kept in a row along the alignment the output follows
+        #: this step's proposal as priced: its key, its tokens, how many were verified, the
+        #: tokens it was priced to yield
+        self._pending: tuple[tuple[int, int], list[int], int, float] | None = None
+        self.decided = DraftDecisions()
+
+    # -- pricing --------------------------------------------------------------------------
+
+    def survival(self, cls: int, run: int, j: int) -> float:
+        """The chance a token at position ``j`` of a class ``cls`` proposal survives, given the
+        ones before it did, after a run of ``run`` kept tokens: shrunk key -> class -> prior."""
+        first, later = STATIC_PRIOR.get(cls, STATIC_PRIOR[0])
+        key = (cls, run_bucket(run))
+        memory = self.memory
+        g = group(j)  # positions 0, 1, 2-3, 4-7, 8+: a long copy's later tokens share their evidence
+        parent, _ = _blend(self._by_class[cls], memory.by_class.get(cls) if memory else None, g, first if j == 0 else later,
+                           CLASS_WEIGHT)
+        rate, n = _blend(self._by_key[key], memory.by_key.get(key) if memory else None, g, parent, KEY_WEIGHT)
+        return prudent_rate(rate, n, self.prudence)
+
+    def chances(self, cls: int, n: int) -> list[float]:
+        return [self.survival(cls, self._run, j) for j in range(n)]
+
+    # -- the protocol (``loop/length.py``) -----------------------------------------------
+
+    def propose(self, context: LengthContext) -> int:
+        proposal = context.proposal
+        cls = MODEL_CLASS if proposal is None else draft_class(proposal)
+        n = min(self.k_max, context.room, len(proposal.tokens) if proposal is not None else self.k_max)
+        if n < self.k_min:
+            self._pending = None
+            return 0
+        length, value, expected = best_prefix(self.chances(cls, n), self.cost, self.k_min)
+        k = length if value >= 1.0 + MARGIN else 0
+        if proposal is not None:
+            self.decided.proposals += 1
+            if k == 0:
+                self.decided.low_confidence += 1
+            elif k < len(proposal.tokens):
+                self.decided.tail_cut += 1
+                self.decided.tokens_cut += len(proposal.tokens) - k
+        if k:
+            self.decided.expected_tokens += expected
+        tokens = list(proposal.tokens) if proposal is not None else []
+        self._pending = ((cls, run_bucket(self._run)), tokens, k, expected)
+        return k
+
+    def observe(self, outcome: Outcome) -> None:
+        if self.learn_cost:
+            self.cost.observe(outcome.drafted + 1, outcome.verify_us)
+        pending, self._pending = self._pending, None
+        if outcome.drafted:
+            self.decided.blocks += 1
+            key = pending[0] if pending is not None else (MODEL_CLASS, run_bucket(self._run))
+            for j in range(min(outcome.accepted + 1, outcome.drafted)):  # positions past a miss were not reached
+                self._learn(key, j, j < outcome.accepted)
+            self._run = self._run + outcome.accepted + 1 if outcome.accepted == outcome.drafted else 0
+            return
+        if pending is not None and pending[1] and outcome.emitted:
+            # held back: the target's own token says whether the proposal's first would have held
+            hit = pending[1][0] == outcome.emitted[0]
+            self._learn(pending[0], 0, hit)
+            self._run = self._run + 1 if hit else 0
+        else:
+            self._run = 0
+
+    def _learn(self, key: tuple[int, int], j: int, kept: bool) -> None:
+        g = group(j)
+        self._by_key[key].add(g, kept)
+        self._by_class[key[0]].add(g, kept)
+
+    def learned(self) -> Learned:
+        """The costs it timed and what it did; its counts go to its ``memory`` (once a run)."""
+        if self.memory is not None:
+            self.memory.fold(self._by_key, self._by_class)
+            self._by_key.clear()
+            self._by_class.clear()
+        return Learned(self.cost.measured() if self.learn_cost else {}, None, self.decided)
+
+    def survival_table(self) -> dict[str, list[float]]:
+        """What it learned, per key "class/run bucket": each position's survival as priced now
+        (for a report, and for the tests)."""
+        return {f"{cls}/{bucket}": [round(self.survival(cls, (0, *RUN_EDGES)[bucket], j), 3) for j in range(len(c.reached))]
+                for (cls, bucket), c in sorted(self._by_key.items())}
