@@ -113,7 +113,7 @@ def main() -> int:
         defaults = {r["prompt"]: r["ratio"] for r in predict(data, deterministic=False)}
         memory = SurvivalMemory()  # what each prompt's run learned, carried to the next, as the defaults carry theirs
         learner = {r["prompt"]: r["ratio"]
-                   for r in predict(data, deterministic=False, length=lambda seed: LearnedLength(seed=seed, memory=memory))}
+                   for r in predict(data, deterministic=False, length=lambda seed, memory=memory: LearnedLength(seed=seed, memory=memory))}
         rows: dict[str, list[dict[str, float]]] = {}
         rules: dict[str, list[dict[tuple, float]]] = {}
         for trace in data["traces"]["default"]:
