@@ -54,12 +54,13 @@ from pathlib import Path
 import msgspec
 
 from spectui.config import ChatMessage, RunConfig
+from spectui.drafting import Model, Runtime
 from spectui.errors import SpectuiError
 from spectui.paths import shipped_dir
 from spectui.prompts import list_prompts
 from spectui.recording.output import grade_recording
 from spectui.recording.reader import Recording
-from spectui.recording.schema import SCHEMA_VERSION, End, Event, Header, Provenance, Redaction, SettingOrigin, Step
+from spectui.recording.schema import SCHEMA_VERSION, Artifacts, End, Event, Header, Provenance, Redaction, SettingOrigin, Step
 from spectui.recording.writer import RecordingWriter
 
 #: What a token's text becomes: one middle dot per token (two UTF-8 bytes, a whole character).
@@ -72,8 +73,8 @@ _STAND_IN_MASK = STAND_IN_BASE - 1
 #: output's, so "each run's token was the other's runner-up" still shows between a pair).
 _PROMPT, _OUTPUT = b"p", b"o"
 #: The command-line options whose value is a text or names a place, by the kind of label the
-#: value becomes. Every other option's value is a number or a choice, or is kept elsewhere in
-#: the header as it is (the model paths, the server URL): it stays.
+#: value becomes. Every other option's value is a number or a choice, or is labelled as any
+#: unlisted name is (``Redactor._setting``).
 _PROVENANCE_LABELS = {
     "prompt": "text", "system": "text", "prompt-file": "path", "messages": "path", "rerun": "path",
     "out": "path", "output": "path", "record-dir": "path", "otel-file": "path", "otel-endpoint": "endpoint",
@@ -127,13 +128,45 @@ class Redactor:
 
     def config(self, c: RunConfig) -> RunConfig:
         return msgspec.structs.replace(
-            c,
+            self._models(c),
             prompt=self.text(c.prompt),
             system=self.text(c.system),
             history=tuple(ChatMessage(m.role, self.text(m.content)) for m in c.history),
             prompt_name=self._prompt_name(c),
             prompt_check=self.label("check", c.prompt_check),
             conversation=self.label("conversation", c.conversation),
+        )
+
+    def model(self, path: str) -> str:
+        """A model file's path as a keyed label: a path names a person's folders (their user
+        name, a client's project), the shipped model's too (it sits in their environment). What
+        the model is stays: its name, type, size and sha256 (``ModelArtifacts``)."""
+        return self.label("model", path)
+
+    def _models(self, c: RunConfig) -> RunConfig:
+        drafter = c.draft.drafter
+        if isinstance(drafter, Model):
+            drafter = msgspec.structs.replace(drafter, path=self.model(drafter.path))
+        elif isinstance(drafter, Runtime) and drafter.draft_model:
+            drafter = msgspec.structs.replace(drafter, draft_model=self.model(drafter.draft_model))
+        return msgspec.structs.replace(c, target=self.model(c.target), draft=msgspec.structs.replace(c.draft, drafter=drafter))
+
+    def _artifacts(self, a: Artifacts) -> Artifacts:
+        """The model files' paths labelled; a server's own description keeps its numbers, its
+        paths (the model path, the command line that names every file) labelled."""
+        server = a.server
+        if server is not None:
+            props = {k: ("[redacted]" if "prompt" in k.lower() else
+                         self.label("path", v) if "path" in k.lower() or k.endswith("command_line") else v)
+                     for k, v in server.props.items()}
+            model_id = self.model(server.model_id) if "/" in server.model_id or "\\" in server.model_id else server.model_id
+            server = msgspec.structs.replace(server, props=props, model_id=model_id)
+        return msgspec.structs.replace(
+            a,
+            target=msgspec.structs.replace(a.target, path=self.model(a.target.path)),
+            draft=None if a.draft is None else msgspec.structs.replace(a.draft, path=self.model(a.draft.path)),
+            head=None if a.head is None else msgspec.structs.replace(a.head, path=self.model(a.head.path)),
+            server=server,
         )
 
     def _host(self, hosts: str) -> str:
@@ -167,15 +200,11 @@ class Redactor:
         )
 
     def header(self, h: Header, *, quality_passed: bool | None) -> Header:
-        artifacts = h.artifacts
-        if artifacts.server is not None:
-            props = {k: ("[redacted]" if "prompt" in k.lower() else v) for k, v in artifacts.server.props.items()}
-            artifacts = msgspec.structs.replace(artifacts, server=msgspec.structs.replace(artifacts.server, props=props))
         return msgspec.structs.replace(
             h,
             schema_version=SCHEMA_VERSION,  # the copy holds a field of this version (redaction)
             config=self.config(h.config),
-            artifacts=artifacts,
+            artifacts=self._artifacts(h.artifacts),
             prompt_text=self.text(h.prompt_text),
             prompt_tokens=[self.stand_in(_PROMPT, i, t) for i, t in enumerate(h.prompt_tokens)],
             node=self._host(h.node) if h.node else "",

@@ -125,7 +125,14 @@ def test_a_redacted_copy_keeps_every_number(pair):
     for original_path, copy_path in zip(originals, copies):
         original, copy = read_recording(original_path), read_recording(copy_path)
         assert copy.header.redaction is not None and original.header.redaction is None
-        assert copy.header.artifacts == original.header.artifacts and copy.header.started_at == original.header.started_at
+        # every number and fingerprint of the models stays; their paths (a person's folders) are labels
+        kept, was = copy.header.artifacts, original.header.artifacts
+        assert kept.target.path.startswith("redacted model ") and kept.target.path != was.target.path
+        assert msgspec.structs.replace(kept.target, path=was.target.path) == was.target
+        assert copy.header.config.target in ("", kept.target.path) or copy.header.config.target.startswith("redacted model ")
+        assert was.target.path not in msgspec.json.encode(copy.header).decode()
+        assert msgspec.structs.replace(kept, target=was.target, draft=was.draft) == was
+        assert copy.header.started_at == original.header.started_at
         assert copy.header.batch_noise == original.header.batch_noise
         assert len(copy.events) == len(original.events) and copy.complete == original.complete
         for a, b in zip(original.events, copy.events):
@@ -176,7 +183,8 @@ def test_diff_against_its_original_says_in_one_line_that_outputs_cannot_be_compa
             doc = json.loads(run_cli("diff", "--json", str(baseline), str(candidate)).stdout)
             assert doc["comparable"] and not doc["forced"] and doc["outputs"]["not_compared"] == lines[0].strip().rsplit(" (", 1)[0]
             assert doc["speedup"]["ratio"] == pytest.approx(1.0)  # the same run, timings kept
-            assert [f["path"] for f in doc["artifacts"]] in ([], ["schema_version"])  # the copy's own version at most
+            # the copy's own version and its labelled model path at most: the model's fingerprint is the same
+            assert {f["path"] for f in doc["artifacts"]} <= {"schema_version", "artifacts.target.path"}
             md = run_cli("diff", "--markdown", str(baseline), str(candidate))
             assert md.returncode == 0 and "outputs not compared" in md.stdout
 
