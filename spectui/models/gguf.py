@@ -20,6 +20,7 @@ import hashlib
 import mmap
 import os
 import struct
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -268,11 +269,22 @@ def read_gguf(path: str | os.PathLike[str]) -> GGUFInfo:
         st = os.stat(path)
     except OSError as exc:
         raise SpectuiError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if time.time_ns() - st.st_mtime_ns < RACY_NS:
+        return _read(path)  # written a moment ago: a change within the clock's grain would not show
     return _read_unchanged(path, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+#: a file modified this recently is read again, not taken from the cache (git's "racily clean"
+#: rule): a rewrite of the same size within the file system's timestamp grain keeps its stat
+RACY_NS = 2_000_000_000
 
 
 @lru_cache(maxsize=8)
 def _read_unchanged(path: str, _inode: int, _size: int, _mtime_ns: int) -> GGUFInfo:
+    return _read(path)
+
+
+def _read(path: str) -> GGUFInfo:
     try:
         with open(path, "rb") as f:
             if f.read(4) != GGUF_MAGIC:
