@@ -5,8 +5,9 @@ went on before) and a position group, its rates pooled with a static prior. This
 what it learns by one thing more, the thing that says most about where a copy ends: how far
 the output has been copying along this alignment already (the tokens kept in a row, across
 blocks: 0, 1-3, 4-15, 16 or more). A copy that has held for 16 tokens tends to hold on; a match
-that has just been found tends to end soon. Per key and per drafted position j it counts the
-blocks that reached j and kept it, so ``p(j)`` is the chance token j survives given the ones
+that has just been found tends to end soon. Per key and per drafted position group (0, 1,
+2-3, 4-7, 8+: a long copy's later tokens share their evidence) it counts the blocks that
+reached the position and kept it, so ``p(j)`` is the chance token j survives given the ones
 before it did (the learned per-position survival of vLLM's adaptive verification, keyed as a
 lookup knows its proposal), shrunk towards the same position of its class over every run
 length, and that towards the class's static prior (``pricing.STATIC_PRIOR``). K is the prefix
@@ -16,9 +17,13 @@ estimate), or 0 where no prefix beats an AR step by ``MARGIN``. A proposal held 
 followed: the token the target then emits says whether its first position would have survived,
 at no cost.
 
-It implements the draft-length protocol (``loop/length.py``), so a run, a replay and a
-benchmark use it as they use the others; ``benchmarks/copy_bounds.py`` prices it beside the
-defaults and the bound a lookup can reach (``tune.ceiling.lookup_bound``).
+It implements the draft-length protocol (``loop/length.py``), so a run (``--learned-k``), a
+replay and a benchmark use it as they use the others; ``benchmarks/copy_bounds.py`` prices it
+beside the defaults and the bound a lookup can reach (``tune.ceiling.lookup_bound``). It is not
+the default: on the recorded traces it is safer (no prompt under 1.00x) and slower on copies
+(51-66% of the lookup bound on copy-heavy edits against the defaults' 61-85%): the defaults'
+copy tracking and text-wide odds carry more than the run length does
+(benchmarks/results/copy-bounds-2026-12-02.txt).
 """
 
 from __future__ import annotations
@@ -118,9 +123,8 @@ class LearnedLength:
         self._by_key: defaultdict[tuple[int, int], _Counts] = defaultdict(_Counts)
         self._by_class: defaultdict[int, _Counts] = defaultdict(_Counts)
         self._run = 0  # tokens kept in a row along the alignment the output follows
-        #: this step's proposal as priced: its key, its tokens, how many were verified, the
-        #: tokens it was priced to yield
-        self._pending: tuple[tuple[int, int], list[int], int, float] | None = None
+        #: this step's proposal as priced: its key and its tokens (a held-back one is followed)
+        self._pending: tuple[tuple[int, int], list[int]] | None = None
         self.decided = DraftDecisions()
 
     # -- pricing --------------------------------------------------------------------------
@@ -161,7 +165,7 @@ class LearnedLength:
         if k:
             self.decided.expected_tokens += expected
         tokens = list(proposal.tokens) if proposal is not None else []
-        self._pending = ((cls, run_bucket(self._run)), tokens, k, expected)
+        self._pending = ((cls, run_bucket(self._run)), tokens)
         return k
 
     def observe(self, outcome: Outcome) -> None:
@@ -196,8 +200,3 @@ class LearnedLength:
             self._by_class.clear()
         return Learned(self.cost.measured() if self.learn_cost else {}, None, self.decided)
 
-    def survival_table(self) -> dict[str, list[float]]:
-        """What it learned, per key "class/run bucket": each position's survival as priced now
-        (for a report, and for the tests)."""
-        return {f"{cls}/{bucket}": [round(self.survival(cls, (0, *RUN_EDGES)[bucket], j), 3) for j in range(len(c.reached))]
-                for (cls, bucket), c in sorted(self._by_key.items())}
