@@ -35,8 +35,8 @@ from defaults import config
 from pricing_replay import traces_path
 
 from spectui.drafting import CostAware, Pricing
-from spectui.engine.loop.draft_length import length_policy
 from spectui.engine.loop.length import Outcome
+from spectui.engine.loop.length_choice import length_policy
 from spectui.engine.loop.propose import propose_step
 from spectui.tune.replay import common_prefix, lookup_drafter
 

@@ -27,7 +27,7 @@ from spectui.engine.drafters.suffix_memory import SuffixMemory
 from spectui.engine.host.noise import batch_noise, require_invariant
 from spectui.engine.host.proposal_prices import load_prices, prices_key, save_prices
 from spectui.engine.host.verify_cost import measure_seed
-from spectui.engine.loop.draft_length import length_policy
+from spectui.engine.loop.length_choice import length_policy
 from spectui.engine.plan import RunPlan, block_sizes, draft_cost_probe, make_policy
 from spectui.engine.protocol import Backend, Drafter
 from spectui.errors import SpectuiError

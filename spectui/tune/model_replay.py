@@ -16,8 +16,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from spectui.drafting import DraftConfig, Pricing
-from spectui.engine.loop.draft_length import length_policy
 from spectui.engine.loop.length import Outcome
+from spectui.engine.loop.length_choice import length_policy
 from spectui.engine.loop.propose import propose_step
 from spectui.engine.protocol import Draft, DrafterBase
 

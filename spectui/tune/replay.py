@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from spectui.config import RunConfig
 from spectui.drafting import DraftConfig, Pricing
 from spectui.engine.drafters import DraftSources, drafter_kind
-from spectui.engine.loop.draft_length import length_policy
 from spectui.engine.loop.length import LengthPolicy, Outcome
+from spectui.engine.loop.length_choice import length_policy
 from spectui.engine.loop.propose import propose_step
 from spectui.engine.protocol import Drafter
 

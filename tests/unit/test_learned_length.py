@@ -7,9 +7,9 @@ from __future__ import annotations
 import random
 
 from spectui.drafting import CostAware, DraftConfig
-from spectui.engine.loop.draft_length import length_policy
 from spectui.engine.loop.learned_length import LearnedLength, SurvivalMemory, run_bucket
 from spectui.engine.loop.length import LengthContext, LengthPolicy, Outcome
+from spectui.engine.loop.length_choice import length_policy
 from spectui.engine.protocol import Draft
 from spectui.tune.ceiling import copy_ceiling, lookup_bound
 from spectui.tune.replay import replay

@@ -44,8 +44,8 @@ from collections.abc import Mapping, Sequence
 
 import msgspec
 
-from spectui.drafting import CostAware, Fixed, Length, Pricing, RuntimeDefault
-from spectui.engine.loop.length import FixedLength, Learned, LengthContext, LengthPolicy, Outcome
+from spectui.drafting import CostAware, Length, Pricing, RuntimeDefault
+from spectui.engine.loop.length import Learned, LengthContext, Outcome
 from spectui.engine.loop.pricing import MODEL_CLASS, Calibration, Tracked, best_prefix, cell, draft_class
 from spectui.engine.protocol import SUPPORT_UNKNOWN, Draft, proposal_class
 from spectui.errors import SpectuiError
@@ -431,19 +431,6 @@ class DraftLength:
     def _choose(self, cls: int) -> int:
         length, value, _ = best_prefix(self.calibration.chances(cls, self.k_max), self.cost, self.k_min)
         return length if value >= 1.0 + MARGIN else 0
-
-
-def length_policy(length: Length, pricing: Pricing = UNPRICED,
-                  prices: Mapping[str, Sequence[float]] | None = None) -> LengthPolicy:
-    """The draft length ``length`` asks for: a fixed K, a cost-aware one (``DraftLength``), or
-    one that learns per position how long copies hold (``LearnedLength``)."""
-    if isinstance(length, Fixed):
-        return FixedLength(length.k)
-    if isinstance(length, CostAware) and length.rule == "learned":
-        from spectui.engine.loop.learned_length import LearnedLength  # it builds on this module's cost
-
-        return LearnedLength(length.k_min, length.k_max, pricing.seed, learn_cost=length.learn)
-    return DraftLength(length, pricing, prices)
 
 
 def _expected(chances: Sequence[float], length: int) -> float:
