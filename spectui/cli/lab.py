@@ -26,7 +26,8 @@ from spectui.format import counted
 
 if TYPE_CHECKING:
     from spectui.config import RunConfig
-    from spectui.lab.sweep import SweepPlan, SweepPoint, SweepProgress, SweepResult
+    from spectui.lab.sweep import SweepPlan, SweepProgress, SweepResult
+    from spectui.lab.sweep_table import SweepPoint
     from spectui.prompts import PromptSpec
 
 

@@ -20,7 +20,8 @@ import msgspec
 from spectui.charts import Axis, Panel, Series, render
 from spectui.errors import SpectuiError
 from spectui.format import num_or_na, text_table
-from spectui.lab.sweep import SweepResult, SweepRow, drafter_label
+from spectui.lab.sweep import SweepResult
+from spectui.lab.sweep_table import SweepRow, drafter_label
 from spectui.metrics.conditions import MachineLoad
 from spectui.metrics.stats import Summary, nanpercentile
 

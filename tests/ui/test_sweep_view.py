@@ -17,8 +17,9 @@ import pytest
 from textual.widgets import ProgressBar
 
 from spectui.format import DASH
-from spectui.lab.sweep import SweepPlan, SweepProgress, SweepResult, SweepRun, aggregate, make_points
+from spectui.lab.sweep import SweepPlan, SweepProgress, SweepResult, make_points
 from spectui.lab.sweep_report import COLUMNS, format_table
+from spectui.lab.sweep_table import SweepRun, aggregate
 from spectui.metrics.stats import summarize
 from spectui.prompts import list_prompts
 from spectui.recording.reader import read_recording

@@ -27,8 +27,8 @@ def test_a_pair_is_as_disturbed_as_its_busier_side():
 
 
 def test_sweep_and_workload_rows_say_shared_beside_the_speedup():
-    from spectui.lab.sweep import SweepRow
     from spectui.lab.sweep_report import COLUMNS
+    from spectui.lab.sweep_table import SweepRow
     from spectui.workload.report import level_row
     from spectui.workload.result import LevelResult
 

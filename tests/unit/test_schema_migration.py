@@ -98,7 +98,8 @@ def test_a_sweep_folder_spectui_1x_wrote_reads_its_drafting(tmp_path):
     import json
 
     from spectui.config import RunConfig
-    from spectui.lab.sweep import MANIFEST, SweepPlan, SweepPoint, load_sweep
+    from spectui.lab.sweep import MANIFEST, SweepPlan, load_sweep
+    from spectui.lab.sweep_table import SweepPoint
 
     plan = SweepPlan(base=RunConfig(), prompts=[], tiers={}, points=[SweepPoint("k", "6")])
     doc = {"plan": msgspec.to_builtins(plan), "runs": [], "complete": True, "elapsed_s": 1.0}

@@ -18,8 +18,9 @@ from textual.widgets import DataTable, Footer, ProgressBar, Static
 
 from spectui.config import RunConfig
 from spectui.format import DASH
-from spectui.lab.sweep import SweepPlan, SweepPoint, SweepProgress, SweepResult
+from spectui.lab.sweep import SweepPlan, SweepProgress, SweepResult
 from spectui.lab.sweep_report import COLUMNS
+from spectui.lab.sweep_table import SweepPoint
 from spectui.ui.labels import backend_label, model_label
 
 
