@@ -123,8 +123,9 @@ class LearnedLength:
         self._by_key: defaultdict[tuple[int, int], _Counts] = defaultdict(_Counts)
         self._by_class: defaultdict[int, _Counts] = defaultdict(_Counts)
         self._run = 0  # tokens kept in a row along the alignment the output follows
-        #: this step's proposal as priced: its key and its tokens (a held-back one is followed)
-        self._pending: tuple[tuple[int, int], list[int]] | None = None
+        #: this step's proposal as priced: its key and its first token (-1: none), all that a
+        #: held-back proposal is followed by
+        self._pending: tuple[tuple[int, int], int] | None = None
         self.decided = DraftDecisions()
 
     # -- pricing --------------------------------------------------------------------------
@@ -164,8 +165,8 @@ class LearnedLength:
                 self.decided.tokens_cut += len(proposal.tokens) - k
         if k:
             self.decided.expected_tokens += expected
-        tokens = list(proposal.tokens) if proposal is not None else []
-        self._pending = ((cls, run_bucket(self._run)), tokens)
+        first = proposal.tokens[0] if proposal is not None and proposal.tokens else -1
+        self._pending = ((cls, run_bucket(self._run)), first)
         return k
 
     def observe(self, outcome: Outcome) -> None:
@@ -179,9 +180,9 @@ class LearnedLength:
                 self._learn(key, j, j < outcome.accepted)
             self._run = self._run + outcome.accepted + 1 if outcome.accepted == outcome.drafted else 0
             return
-        if pending is not None and pending[1] and outcome.emitted:
+        if pending is not None and pending[1] >= 0 and outcome.emitted:
             # held back: the target's own token says whether the proposal's first would have held
-            hit = pending[1][0] == outcome.emitted[0]
+            hit = pending[1] == outcome.emitted[0]
             self._learn(pending[0], 0, hit)
             self._run = self._run + 1 if hit else 0
         else:
