@@ -135,7 +135,9 @@ def floors_from_sweep(result: SweepResult, summaries: dict[int, Summary], host: 
     for tier in dict.fromkeys(r.tier for r in result.runs):
         # a grid has a knee per drafter: the one whose curve went highest
         knee = max((k for k in result.knees if k.tier == tier), key=lambda k: k.best_speedup, default=None)
-        k = knee.knee_k if knee is not None and knee.knee_k is not None else base.draft.fixed_k or 0
+        # no K beat AR here: the floors are still the best K's (what this host does, if it is
+        # run), never none at all, which made `report --floors` depend on the machine's speed
+        k = (knee.knee_k if knee.knee_k is not None else knee.best_k or 0) if knee is not None else base.draft.fixed_k or 0
         drafter = knee.drafter if knee is not None else ""
         members = [r for r in result.runs if r.tier == tier and r.knob == "k" and r.drafter == drafter and int(r.value) == k]
         if not members:  # no K knob in this sweep: no point ran the base configuration itself
