@@ -17,14 +17,38 @@ import hashlib
 import json
 import os
 
+import msgspec
+
 from spectui.config import RunConfig
 from spectui.errors import SpectuiError
 from spectui.models.artifacts import model_artifacts
 from spectui.models.chat import apply_chat_template
-from spectui.models.gguf import read_gguf
+from spectui.models.gguf import GGUFInfo, read_gguf
 from spectui.models.registry import resolve_model
 from spectui.models.tokenizer import TextTokenizer
 from spectui.recording.schema import ModelArtifacts
+
+#: what was built from a model file read before, by the ``GGUFInfo`` that ``read_gguf`` hands
+#: back again while the file is unchanged: a tune starts a server per candidate, and each
+#: start built SmolLM2's 49,152-token tokenizer and hashed its vocabulary again (0.25 s)
+_BUILT: dict[int, tuple[GGUFInfo, ModelArtifacts, TextTokenizer | None, str]] = {}
+_BUILT_MAX = 8
+
+
+def _built(info: GGUFInfo) -> tuple[ModelArtifacts, TextTokenizer | None, str]:
+    """The model's identity, its tokenizer (thread-safe, shared) and why there is none."""
+    hit = _BUILT.get(id(info))
+    if hit is not None and hit[0] is info:
+        return hit[1], hit[2], hit[3]
+    try:
+        tokenizer, note = TextTokenizer.from_gguf(info.metadata), ""
+    except SpectuiError as exc:  # e.g. a SentencePiece vocabulary: identity without ids
+        tokenizer, note = None, str(exc)
+    artifacts = model_artifacts(info)
+    while len(_BUILT) >= _BUILT_MAX:
+        _BUILT.pop(next(iter(_BUILT)))
+    _BUILT[id(info)] = (info, artifacts, tokenizer, note)
+    return artifacts, tokenizer, note
 
 
 class LocalVocabulary:
@@ -51,12 +75,8 @@ class LocalVocabulary:
     def open(cls, path: str, source: str) -> LocalVocabulary:
         if os.path.isdir(path):
             return cls._open_dir(path, source)
-        info = read_gguf(path)
-        try:
-            tokenizer, note = TextTokenizer.from_gguf(info.metadata), ""
-        except SpectuiError as exc:  # e.g. a SentencePiece vocabulary: identity without ids
-            tokenizer, note = None, str(exc)
-        return cls(os.path.abspath(path), source, model_artifacts(info), tokenizer, note)
+        artifacts, tokenizer, note = _built(read_gguf(path))
+        return cls(os.path.abspath(path), source, msgspec.structs.replace(artifacts), tokenizer, note)
 
     @classmethod
     def _open_dir(cls, path: str, source: str) -> LocalVocabulary:

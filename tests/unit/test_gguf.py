@@ -132,3 +132,36 @@ def test_vocabulary_digest_and_differences(every_type):
     assert first_token_difference(["a"], ["a", "b"], "x.gguf", "y.gguf") == (
         "vocabulary sizes differ (1 vs 2): token id 1 exists in only one"
     )
+
+
+def test_an_unchanged_file_is_parsed_once_a_changed_or_new_one_again(every_type, tmp_path):
+    import os
+    import shutil
+
+    from spectui.models.gguf import RACY_NS
+
+    copy = str(tmp_path / "copy.gguf")
+    shutil.copy(every_type, copy)
+    old = os.stat(copy).st_mtime_ns - 2 * RACY_NS
+    os.utime(copy, ns=(old, old))  # not modified a moment ago: the cache may keep it
+    first = read_gguf(copy)
+    assert read_gguf(copy) is first  # unchanged: the same parse, shared
+    with open(copy, "r+b") as f:  # a new value of the same size, the time set back as a tool could
+        data = f.read()
+        at = data.index(b"every type")
+        f.seek(at)
+        f.write(b"EVERY TYPE")
+    os.utime(copy, ns=(old + 1, old + 1))
+    assert read_gguf(copy).name == "EVERY TYPE"  # the modification time moved: parsed again
+    fresh = str(tmp_path / "fresh.gguf")
+    shutil.copy(copy, fresh)  # written just now: inside the clock's grain, never taken from the cache
+    assert read_gguf(fresh) is not read_gguf(fresh)
+
+
+def test_a_vocabulary_opened_again_shares_its_tokenizer_not_its_record(model_path):
+    from spectui.server.vocabulary import LocalVocabulary
+
+    a, b = LocalVocabulary.open(model_path, "--target"), LocalVocabulary.open(model_path, "the server's model id")
+    assert a.tokenizer is not None and a.tokenizer is b.tokenizer  # built once: a tune opens one per server
+    assert a.artifacts == b.artifacts and a.artifacts is not b.artifacts  # a header's copy is its own to change
+    assert (a.source, b.source) == ("--target", "the server's model id")
