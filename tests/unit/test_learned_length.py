@@ -55,6 +55,28 @@ def test_a_proposal_held_back_is_still_learned_from_the_token_emitted():
     assert learner.survival(1, 5, 0) > first
 
 
+def test_positions_past_a_short_block_are_learned_from_the_tokens_that_follow_it():
+    """A block of 1 kept whole, then the next tokens the target emits: the proposal's later
+    positions are scored on them (a prudent K that starts short learns what would lengthen it),
+    and a proposal followed to its miss scores the miss, not the positions after it."""
+    learner = LearnedLength(seed=CHEAP)
+    later = learner.survival(2, 0, 4)
+    proposal = Draft([10, 11, 12, 13, 14, 15, 16, 17], match=2)
+    for _ in range(6):
+        learner._run = 0  # every proposal keyed as a fresh match
+        learner.propose(LengthContext(proposal, 100))
+        learner.observe(Outcome(1, 1, 1, emitted=[10, 11]))  # drafted 1: the bonus token matches position 1
+        learner.observe(Outcome(0, 0, 0, emitted=[12]))  # and the AR steps after it go on copying
+        learner.observe(Outcome(0, 0, 0, emitted=[13]))
+        learner.observe(Outcome(0, 0, 0, emitted=[14]))
+        learner.observe(Outcome(0, 0, 0, emitted=[15]))
+        learner.observe(Outcome(0, 0, 0, emitted=[99]))  # position 6 missed: 7 never reached
+    assert learner.survival(2, 0, 4) > later  # positions 4-7 (one group) learned with no block reaching them
+    kept, reached = learner._by_key[(2, 0)].at(3)  # the group of positions 4-7
+    assert (kept, reached) == (12.0, 18.0)  # 4 and 5 kept, 6 missed each time; 7 not counted
+    assert not learner._shadows  # nothing is followed past its miss
+
+
 def test_memory_carries_what_a_run_learned_into_the_next():
     memory = SurvivalMemory()
     first = LearnedLength(seed=CHEAP, memory=memory)

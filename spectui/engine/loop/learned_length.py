@@ -13,23 +13,26 @@ lookup knows its proposal), shrunk towards the same position of its class over e
 length, and that towards the class's static prior (``pricing.STATIC_PRIOR``). K is the prefix
 that maximizes expected tokens per unit of the measured verify cost (``pricing.best_prefix``),
 each rate priced prudently (``pricing.prudent_rate``: one standard deviation below its
-estimate), or 0 where no prefix beats an AR step by ``MARGIN``. A proposal held back is still
-followed: the token the target then emits says whether its first position would have survived,
-at no cost.
+estimate), or 0 where no prefix beats an AR step by ``MARGIN``. Every proposal is followed on
+the tokens the target emits, past what was verified: a proposal held back, or cut short,
+says at no cost how far it would have survived, so a K that starts short still learns the
+later positions that would lengthen it (following the first token only: 51-66% of the lookup
+bound on copy-heavy edits; every position: 56-68%).
 
 It implements the draft-length protocol (``loop/length.py``), so a run (``--learned-k``), a
 replay and a benchmark use it as they use the others; ``benchmarks/copy_bounds.py`` prices it
 beside the defaults and the bound a lookup can reach (``tune.ceiling.lookup_bound``). It is not
-the default: on the recorded traces it is safer (no prompt under 1.00x) and slower on copies
-(51-66% of the lookup bound on copy-heavy edits against the defaults' 61-85%): the defaults'
-copy tracking and text-wide odds carry more than the run length does
-(benchmarks/results/copy-bounds-2026-12-02.txt).
+the default: on the recorded traces it is as safe (no prompt under 0.99x) and slower on copies
+(65-73% of the lookup bound on copy-heavy edits against the defaults' 61-85%; 79-95% on code
+edits against 76-95%): the defaults' copy tracking and text-wide odds carry more than the run
+length does (benchmarks/results/copy-bounds-2026-12-03.txt).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from spectui.engine.loop.draft_length import MARGIN, VerifyCost
 from spectui.engine.loop.length import Learned, LengthContext, Outcome
@@ -43,8 +46,10 @@ RUN_EDGES = (1, 4, 16)
 #: is priced by its class, a class with few by what this project measured on its outputs
 KEY_WEIGHT, CLASS_WEIGHT = 3.0, 2.0
 #: the most a cell of earlier runs (``SurvivalMemory``) weighs, in observations: what the last
-#: texts did, soon outweighed by this text's own blocks
-MEMORY_WEIGHT = 4.0
+#: texts did, outweighed by this text's own positions once it has copied a few blocks' worth
+#: (4 kept a short output's run at the static prior: 56-68% of the lookup bound on copy-heavy
+#: edits against 59-75% at 32; 64 and 128 read the same as 32 within the replay's chaos)
+MEMORY_WEIGHT = 32.0
 
 
 def run_bucket(kept_in_a_row: int) -> int:
@@ -77,6 +82,15 @@ class _Counts:
 
     def at(self, j: int) -> tuple[float, float]:
         return (self.kept[j], self.reached[j]) if j < len(self.reached) else (0.0, 0.0)
+
+
+@dataclass
+class _Followed:
+    """A proposal followed on the emitted tokens: its key, its tokens, the next position."""
+
+    key: tuple[int, int]
+    tokens: tuple[int, ...]
+    at: int = 0
 
 
 class SurvivalMemory:
@@ -123,9 +137,10 @@ class LearnedLength:
         self._by_key: defaultdict[tuple[int, int], _Counts] = defaultdict(_Counts)
         self._by_class: defaultdict[int, _Counts] = defaultdict(_Counts)
         self._run = 0  # tokens kept in a row along the alignment the output follows
-        #: this step's proposal as priced: its key and its first token (-1: none), all that a
-        #: held-back proposal is followed by
-        self._pending: tuple[tuple[int, int], int] | None = None
+        #: this step's proposal as priced: its key and its tokens (empty: a draft model's K)
+        self._pending: tuple[tuple[int, int], tuple[int, ...]] | None = None
+        #: proposals being followed on the emitted tokens: key, tokens, the next position
+        self._shadows: list[_Followed] = []
         self.decided = DraftDecisions()
 
     # -- pricing --------------------------------------------------------------------------
@@ -165,8 +180,8 @@ class LearnedLength:
                 self.decided.tokens_cut += len(proposal.tokens) - k
         if k:
             self.decided.expected_tokens += expected
-        first = proposal.tokens[0] if proposal is not None and proposal.tokens else -1
-        self._pending = ((cls, run_bucket(self._run)), first)
+        tokens = tuple(proposal.tokens[:n]) if proposal is not None else ()
+        self._pending = ((cls, run_bucket(self._run)), tokens)
         return k
 
     def observe(self, outcome: Outcome) -> None:
@@ -175,18 +190,33 @@ class LearnedLength:
         pending, self._pending = self._pending, None
         if outcome.drafted:
             self.decided.blocks += 1
+        if pending is not None and pending[1]:
+            self._shadows.append(_Followed(pending[0], pending[1]))
+        elif outcome.drafted:  # a draft model's block: nothing to follow past what was verified
             key = pending[0] if pending is not None else (MODEL_CLASS, run_bucket(self._run))
             for j in range(min(outcome.accepted + 1, outcome.drafted)):  # positions past a miss were not reached
                 self._learn(key, j, j < outcome.accepted)
             self._run = self._run + outcome.accepted + 1 if outcome.accepted == outcome.drafted else 0
             return
-        if pending is not None and pending[1] >= 0 and outcome.emitted:
-            # held back: the target's own token says whether the proposal's first would have held
-            hit = pending[1] == outcome.emitted[0]
-            self._learn(pending[0], 0, hit)
-            self._run = self._run + 1 if hit else 0
-        else:
-            self._run = 0
+        self._follow(outcome.emitted)
+
+    def _follow(self, emitted: Sequence[int]) -> None:
+        """Score every proposal being followed on the tokens the target emitted. Under greedy
+        decoding an emitted token is what verification would have kept, and a proposal of fixed
+        tokens under sampling matches it with the same chance, so the positions a short block
+        (or none) never reached are learned at no cost: a prudent K that starts short would
+        otherwise never see the later positions that would lengthen it."""
+        for token in emitted:
+            alive = []
+            for shadow in self._shadows:
+                hit = shadow.tokens[shadow.at] == token
+                self._learn(shadow.key, shadow.at, hit)
+                shadow.at += 1
+                if hit and shadow.at < len(shadow.tokens):
+                    alive.append(shadow)
+            self._shadows = alive
+        # how long the oldest proposal still followed has held: the copy under way
+        self._run = self._run + len(emitted) if self._shadows and self._shadows[0].at else 0
 
     def _learn(self, key: tuple[int, int], j: int, kept: bool) -> None:
         g = group(j)
