@@ -35,6 +35,8 @@ MODEL_FREE: dict[str, str] = {"ngram": "n-gram", "suffix": "suffix"}
 RUNTIME_PREFIX = "runtime:"
 #: The fixed K a draft model drafts when none is asked for.
 DEFAULT_K = 4
+#: What a drafter kind's own option holds (``spectui.engine.drafters.options``)
+OptionValue = int | float | bool | str
 
 class Lookup(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind", tag="lookup"):
     """A model-free drafter from the registry (``ngram``, ``suffix``, a plugin's), asked
@@ -47,6 +49,11 @@ class Lookup(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind", tag="l
     #: the suffix drafter remembers earlier outputs of the model across requests, in a file
     #: per vocabulary under the user cache dir (``--no-draft-memory``: this request's text only)
     memory: bool = True
+    #: the options a plugin's drafter kind declares, as asked (``--draft-option KEY=VALUE``,
+    #: parsed against the kind where the flags are read); one not set takes the kind's default
+    #: when the drafter is made. The built-in kinds keep theirs in the fields above, which
+    #: recordings held before kinds had options.
+    options: dict[str, OptionValue] = {}
 
 
 class Model(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind", tag="model"):
@@ -250,18 +257,19 @@ class DraftConfig(msgspec.Struct, frozen=True, kw_only=True):
         on a CPU); a draft model keeps a fixed K unless the cost-aware one is asked for (None:
         as these settings chose for a draft model); a runtime's method with no K drafts as the
         runtime decides. ``p_min`` None keeps theirs; ``chain`` None keeps a model's chain
-        (the lookup settings carry over as they are, into or out of a chain)."""
+        (the lookup settings carry over as they are, into or out of a chain; a kind's own
+        ``options`` only while the kind stays: another kind declares others)."""
         drafter = drafter_named(flag)
         lookup = self.lookup_part or Lookup()
         old_p_min = self.drafter.p_min if isinstance(self.drafter, Model | Runtime) else 0.0
         p_min = old_p_min if p_min is None else p_min
         if isinstance(drafter, Lookup):
-            drafter = msgspec.structs.replace(lookup, name=drafter.name)
+            drafter = _renamed(lookup, drafter.name)
         elif isinstance(drafter, Model):
             keep = self.drafter if isinstance(self.drafter, Model) else None
             chain = (keep.chain.name if keep is not None and keep.chain else "") if chain is None else chain
             drafter = Model(path=drafter.path, p_min=p_min, temperature=keep.temperature if keep else None,
-                            chain=msgspec.structs.replace(lookup, name=chain) if chain else None)
+                            chain=_renamed(lookup, chain) if chain else None)
         else:
             keep_rt = self.drafter if isinstance(self.drafter, Runtime) else Runtime(method="")
             drafter = msgspec.structs.replace(keep_rt, method=drafter.method, p_min=p_min)
@@ -336,6 +344,12 @@ class DraftConfig(msgspec.Struct, frozen=True, kw_only=True):
                                f"got --chain {d.chain.name}")
         if isinstance(d, Runtime) and d.lookup < 0:
             raise SpectuiError(f"--lookup must be >= 1 (0: the runtime's default), got {d.lookup}")
+
+
+def _renamed(lookup: Lookup, name: str) -> Lookup:
+    """``lookup``'s settings for the kind ``name``: its options belong to its own kind alone
+    (another kind declares others), the built-ins' fields carry over."""
+    return msgspec.structs.replace(lookup, name=name, options=lookup.options if name == lookup.name else {})
 
 
 def migrate_config(config: object) -> dict[str, object] | None:

@@ -27,7 +27,8 @@ from spectui.config import (
 )
 from spectui.drafting import DEFAULT_K, MODEL_FREE, RUNTIME_PREFIX, CostAware, DraftConfig, Lookup, Model, Runtime, drafter_named
 from spectui.engine.backends import backend_kind, backend_names
-from spectui.engine.drafters import drafter_kinds, find_drafter
+from spectui.engine.drafters import drafter_kind, drafter_kinds, find_drafter
+from spectui.engine.drafters.options import with_options
 from spectui.errors import SpectuiError
 
 
@@ -70,6 +71,10 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                         "and the model's own cost is repaid (cost-aware K unless --k fixes one)")
     p.add_argument("--no-draft-memory", action="store_true",
                    help="suffix drafting: this request only, no memory of earlier outputs (kept under the user cache dir)")
+    p.add_argument("--draft-option", action="append", default=None, metavar="KEY=VALUE",
+                   help="an option the model-free drafter (--draft, or --chain) declares, repeatable: "
+                        + "; ".join(f"{k.name}: {', '.join(o.name for o in k.options)}" for k in lookups if k.options)
+                        + "; a plugin's as its docs say")
     p.add_argument("--k", type=int, default=None,
                    help=f"a fixed draft length K (default: cost-aware for n-gram drafting, {DEFAULT_K} for a draft model)")
     p.add_argument("--adaptive-k", action="store_true",
@@ -267,7 +272,23 @@ def draft_from_args(args: argparse.Namespace, on_node: bool) -> DraftConfig:
         if n_min is not None and n_min < 0:
             raise SpectuiError(f"--n-min must be 0 or more (got {n_min})")
         chosen = msgspec.structs.replace(chosen, draft_model=model, lookup=args.lookup, n_min=-1 if n_min is None else n_min)
-    return msgspec.structs.replace(draft, drafter=chosen)
+    draft = msgspec.structs.replace(draft, drafter=chosen)
+    pairs = getattr(args, "draft_option", None)
+    return with_draft_options(draft, pairs) if pairs else draft
+
+
+def with_draft_options(draft: DraftConfig, pairs: list[str]) -> DraftConfig:
+    """``draft`` with ``--draft-option KEY=VALUE`` ``pairs`` set on its model-free drafter (or
+    the one chained in front of its model), parsed against what that drafter's kind declares:
+    the one place their text is read; a run, a recording and the engine see typed values."""
+    lookup = draft.lookup_part
+    if lookup is None:
+        raise SpectuiError(f"--draft-option sets an option of a model-free drafter (--draft NAME, or --chain NAME in front "
+                           f"of a draft model); --draft {draft.flag} takes none")
+    kind = drafter_kind(lookup.name)
+    lookup = with_options(kind.name, kind.options, lookup, pairs)
+    d = draft.drafter
+    return msgspec.structs.replace(draft, drafter=lookup if isinstance(d, Lookup) else msgspec.structs.replace(d, chain=lookup))
 
 
 def default_runtime_method(runtime: str) -> str:

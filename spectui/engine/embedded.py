@@ -9,12 +9,14 @@ always ends with a record saying how.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Generator, Sequence
+from typing import Any
 
 import msgspec
 
@@ -22,7 +24,7 @@ from spectui import __version__
 from spectui.config import RunConfig
 from spectui.drafting import CostAware, Pricing
 from spectui.engine.backends import backend_kind
-from spectui.engine.drafters import DraftSources, find_drafter, make_drafter
+from spectui.engine.drafters import DrafterKind, DraftSources, check_options, find_drafter, make_drafter
 from spectui.engine.drafters.suffix_memory import SuffixMemory
 from spectui.engine.host.noise import batch_noise, require_invariant
 from spectui.engine.host.proposal_prices import load_prices, prices_key, save_prices
@@ -55,6 +57,9 @@ class Engine:
         #: the suffix drafter's memory of this target's vocabulary, opened on first use (its
         #: load rebuilds an index: about a second at the default cap, paid once per engine)
         self._suffix_memory: SuffixMemory | None = None
+        #: what each drafter kind keeps across this engine's requests (``DrafterKind.state``),
+        #: by kind name, made on first use and closed with the engine
+        self._drafter_states: dict[str, Any] = {}
         #: how spectui made the target's file, when it did (``engine.weights.Target.origin``)
         self.target_origin = target_origin
         #: the draft model last priced (``draft_cost``) and what a drafted token cost
@@ -67,15 +72,25 @@ class Engine:
         if config.mode == "spec":  # a plugin's drafter is registered before its source is read as a model
             find_drafter(config.draft.flag)
         config.validate()
+        if config.mode == "spec":
+            check_options(config.draft)
         if config.backend.name == "server":  # a server is spectui.sessions.open_engine's to pick
             raise SpectuiError("a server is not an embedded backend: spectui.sessions opens it")
         opened = backend_kind(config.backend.name).open(config)
         return cls(opened.target, opened.draft_model, config, target_origin=opened.target_origin)
 
     def close(self) -> None:
-        if self.draft_model is not None:
-            self.draft_model.close()
-        self.target.close()
+        states, self._drafter_states = self._drafter_states, {}
+        try:
+            for state in states.values():
+                close = getattr(state, "close", None)
+                if callable(close):
+                    with contextlib.suppress(Exception):  # a plugin's state failing to close must not keep the models open
+                        close()
+        finally:
+            if self.draft_model is not None:
+                self.draft_model.close()
+            self.target.close()
 
     def __enter__(self) -> Engine:
         return self
@@ -97,6 +112,8 @@ class Engine:
         """Refuse ``config`` now if it cannot run here (bad settings, a prompt too long for
         the context), so a many-run command fails before its first run, not an hour in."""
         config.validate()
+        if config.mode == "spec":
+            check_options(config.draft)
         self.prepare_prompt(config)
 
     # -- per run ------------------------------------------------------------------------
@@ -133,7 +150,19 @@ class Engine:
 
     def make_drafter(self, config: RunConfig, *, reuse: bool = False) -> Drafter | None:
         """The drafter ``config`` asks for, from the drafter registry (None for AR)."""
-        return make_drafter(DraftSources(config, self.draft_model, self.suffix_memory, reuse))
+        return make_drafter(DraftSources(config, self.draft_model, self.suffix_memory, reuse, states=self.drafter_state))
+
+    def drafter_state(self, kind: DrafterKind) -> Any:
+        """What ``kind`` keeps across this engine's requests (its ``state`` hook's object),
+        made the first time a drafter of it is made here; None where it keeps nothing."""
+        if kind.state is None:
+            return None
+        if kind.name not in self._drafter_states:
+            try:
+                self._drafter_states[kind.name] = kind.state()
+            except Exception as exc:  # noqa: BLE001 - a plugin's hook failing is one line, before the run's first event
+                raise SpectuiError(f"the {kind.name} drafter's state hook failed: {type(exc).__name__}: {exc}") from None
+        return self._drafter_states[kind.name]
 
     def suffix_memory(self) -> SuffixMemory:
         """The suffix drafter's memory for this target's vocabulary (a bad file: one warning,

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from spectui.config import RunConfig
 from spectui.drafting import Pricing
-from spectui.engine.drafters import DraftSources, drafter_kind
+from spectui.engine.drafters import DraftSources, drafter_kind, make_lookup
 from spectui.engine.loop.decode import decode
 from spectui.engine.loop.length import LengthPolicy
 from spectui.engine.loop.policy import FallbackPolicy, ladder
@@ -70,7 +70,7 @@ def make_policy(config: RunConfig, drafter: Drafter | None) -> FallbackPolicy | 
     rungs = ladder(config)
     drafters: dict[str, Drafter] = {rungs[0].drafter: drafter}
     if any(r.drafter == "ngram" for r in rungs) and "ngram" not in drafters:
-        drafters["ngram"] = drafter_kind("ngram").make(DraftSources(config))
+        drafters["ngram"] = make_lookup(drafter_kind("ngram"), DraftSources(config))
     return FallbackPolicy(config.policy, rungs, drafters)
 
 

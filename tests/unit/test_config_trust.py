@@ -33,7 +33,7 @@ from spectui.profiles import SENSITIVE, ConfigFile, Profiles, find_project_file,
 REVIEWED = frozenset("""
 adaptive-k allow-battery budget n-min save-profile allow-unverified-quality analyze arrival-seed backend baseline batch candidate chain charts
 clients csv learned-k ctx max-defects passes rate sampling setting slots warmup workload
-deterministic draft draft-model draft-temperature drafters drafts-for duration energy-optional expected-k fallback
+deterministic draft draft-model draft-option draft-temperature drafters drafts-for duration energy-optional expected-k fallback
 fallback-floor fallback-window flash-attn floors force from gpu-layers grid headless index interleave interval json k
 k-max k-min k-values last lookup markdown max-energy-ratio max-low-windows max-other-cpu max-p95-itl-ratio
 max-quality-drop-points max-red-pressure-s max-slope-mb-min max-swap-in-mb max-throttle-events max-tokens

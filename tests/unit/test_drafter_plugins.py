@@ -1,6 +1,9 @@
 """Drafters of other packages (the ``spectui.drafters`` entry point group): the documented
 example loads, registers and drafts; every way a plugin can be broken is one ``SpectuiError``
-line, raised before any model loads. No model here: tests/backends/test_drafter_plugin.py runs
+line, raised before any model loads. A kind's own options: declared, set with ``--draft-option``
+(parsed once, at the command line; every bad one a line and exit 2), recorded typed, handed to
+its factory resolved; its state: one object per engine, shared by every drafter of the kind
+the engine makes, closed with it. No model here: tests/backends/test_drafter_plugin.py runs
 the example on the real one."""
 
 from __future__ import annotations
@@ -10,14 +13,17 @@ import sys
 
 import pytest
 
+from spectui.config import RunConfig
 from spectui.drafting import MODEL_FREE, DraftConfig, Fixed, Lookup
 from spectui.engine.drafters import (
     ENTRY_POINT_GROUP,
     DrafterKind,
+    DraftSources,
     drafter_kind,
     drafter_kinds,
     find_drafter,
     load_plugin,
+    make_lookup,
     unregister,
 )
 from spectui.engine.protocol import Drafter
@@ -57,17 +63,18 @@ def refused(name: str, *fragments: str) -> str:
 
 def test_the_documented_example_is_found_registered_and_drafts(plugins):
     assert ENTRY_POINT_GROUP == "spectui.drafters"
-    assert len(SOURCE.splitlines()) < 40
+    assert len(SOURCE.splitlines()) < 60
     assert find_drafter(NAME) is None and NAME not in MODEL_FREE  # not installed yet
     plugins(SOURCE)
     kind = find_drafter(NAME)
     assert kind is not None and kind.name == NAME and kind in drafter_kinds()
     assert drafter_kind(NAME) is kind  # registered: found again without the entry points
     assert MODEL_FREE[NAME] == kind.label and not DraftConfig(drafter=Lookup(name=NAME), length=Fixed()).has_model
-    drafter = kind.make(None)  # type: ignore[arg-type]  # its factory reads nothing of the sources
+    drafter = make_lookup(kind, DraftSources(RunConfig()))  # as tune replays it: no engine, no state
     assert isinstance(drafter, Drafter) and drafter.free and not drafter.chained
     drafter.reset([5, 6, 7, 5])
-    assert drafter.propose([5, 6, 7, 5], 4).tokens == [6, 7, 5]
+    assert drafter.propose([5, 6, 7, 5], 4).tokens == []  # min-match 2 by default: [7, 5] came nowhere before
+    assert drafter.propose([5, 6, 7, 5, 6], 4).tokens == [7, 5, 6]
     assert drafter.propose([5, 6, 7, 5, 6, 7], 2).tokens == [5, 6]  # kept up to date as the history grows
 
 
@@ -106,7 +113,9 @@ def test_a_plugin_that_breaks_the_protocol_is_one_line(plugins):
 
 
 def test_a_plugin_whose_factory_fails_is_one_line(plugins):
-    plugins(SOURCE.replace("    return RecallDrafter()", "    raise RuntimeError('no GPU')"))
+    factory = '    return RecallDrafter(sources.state, int(sources.options["min-match"]))'
+    assert factory in SOURCE
+    plugins(SOURCE.replace(factory, "    raise RuntimeError('no GPU')"))
     refused(NAME, "cannot make a drafter: RuntimeError: no GPU")
 
 
@@ -140,3 +149,162 @@ def test_the_config_layers_table_is_the_registrys():
     assert {n: MODEL_FREE[n] for n in built_in} == built_in
     assert [n for n in MODEL_FREE if find_drafter(n) is None] == []
     assert isinstance(drafter_kind("ngram"), DrafterKind)
+
+
+# -- a kind's own options and its state across requests -------------------------------------
+
+
+def run_flags(*argv: str) -> DraftConfig:
+    from spectui.cli import build_parser
+    from spectui.cli.run_flags import config_from_args
+
+    return config_from_args(build_parser().parse_args(["run", "--prompt", "x", *argv])).draft
+
+
+def test_draft_option_is_parsed_once_at_the_edge_and_recorded_typed(plugins):
+    import msgspec
+
+    plugins(SOURCE)
+    draft = run_flags("--draft", NAME, "--draft-option", "min-match=3")
+    assert draft.drafter == Lookup(name=NAME, options={"min-match": 3})  # an int, not the text "3"
+    header = msgspec.json.encode(draft)  # as a recording's header holds it
+    assert b'"options":{"min-match":3}' in header and msgspec.json.decode(header, type=DraftConfig) == draft
+    old = b'{"drafter":{"kind":"lookup","name":"ngram","ngram_min":2,"ngram_max":4,"memory":true},"length":{"kind":"fixed"}}'
+    assert msgspec.json.decode(old, type=DraftConfig).drafter == Lookup(ngram_min=2)  # a recording from before options
+    # the factory reads every option resolved: as asked, or the kind's default
+    made = make_lookup(drafter_kind(NAME), DraftSources(RunConfig(draft=draft)))
+    assert made.min_match == 3  # type: ignore[attr-defined]
+    assert make_lookup(drafter_kind(NAME), DraftSources(RunConfig(draft=run_flags("--draft", NAME)))).min_match == 2  # type: ignore[attr-defined]
+    assert DraftSources(RunConfig(draft=draft)).options == {"min-match": 3}
+
+
+def test_the_built_in_kinds_declare_theirs_in_the_fields_recordings_hold():
+    assert [o.name for o in drafter_kind("ngram").options] == ["ngram-min", "ngram-max"]
+    assert run_flags("--draft-option", "ngram-max=6", "--draft-option", "ngram-min=2") == run_flags("--ngram-max", "6", "--ngram-min", "2")
+    assert run_flags("--draft", "suffix", "--draft-option", "memory=off") == run_flags("--draft", "suffix", "--no-draft-memory")
+    assert DraftSources(RunConfig(draft=DraftConfig(drafter=Lookup(ngram_max=6)))).options == {"ngram-min": 1, "ngram-max": 6}
+
+
+def test_draft_option_sets_the_chain_in_front_of_a_draft_model(plugins, tmp_path):
+    plugins(SOURCE)
+    model = tmp_path / "draft.gguf"
+    model.write_bytes(b"")
+    draft = run_flags("--draft", str(model), "--chain", "ngram", "--draft-option", "ngram-max=5")
+    assert draft.lookup_part == Lookup(name="ngram", ngram_max=5) and draft.has_model
+
+
+@pytest.mark.parametrize(("argv", "says"), [
+    (("--draft", NAME, "--draft-option", "window=4"), "the recall drafter has no option 'window' (its options: min-match)"),
+    (("--draft", NAME, "--draft-option", "min-match=two"), "--draft-option min-match=two: min-match is an integer"),
+    (("--draft", NAME, "--draft-option", "min-match=0"), "--draft-option min-match=0: min-match must be >= 1, got 0"),
+    (("--draft", NAME, "--draft-option", "min-match"), "--draft-option takes KEY=VALUE (an option of --draft recall), got 'min-match'"),
+    (("--draft", "ngram", "--draft-option", "min-match=3"), "the ngram drafter has no option 'min-match' (its options: ngram-min, ngram-max)"),
+    (("--draft", "suffix", "--draft-option", "memory=maybe"), "--draft-option memory=maybe: memory is true or false"),
+    (("--draft", "runtime:ngram-mod", "--runtime", "llama-server", "--draft-option", "min-match=3"),
+     "--draft-option sets an option of a model-free drafter"),
+])
+def test_a_bad_draft_option_is_one_line_and_exit_2(plugins, capsys, argv, says):
+    from spectui.cli import main
+
+    plugins(SOURCE)
+    assert main(["run", "--headless", "--no-record", "--prompt", "x", *argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("spectui: error: ") and says in err[0], err
+
+
+def test_options_that_arrive_typed_are_checked_against_the_kind(plugins):
+    from spectui.engine.drafters import check_options
+
+    plugins(SOURCE)
+    find_drafter(NAME)
+    check_options(DraftConfig(drafter=Lookup(name=NAME, options={"min-match": 4})))
+    for options, says in (({"window": 4}, "has no option 'window'"), ({"min-match": "4"}, "min-match is an integer, got '4'"),
+                          ({"min-match": 0}, "must be >= 1")):
+        with pytest.raises(SpectuiError, match=says):  # a recording or a profile made with another version of the plugin
+            check_options(DraftConfig(drafter=Lookup(name=NAME, options=options)))
+
+
+def test_options_belong_to_their_kind_when_the_drafter_changes(plugins):
+    plugins(SOURCE)
+    asked = run_flags("--draft", NAME, "--draft-option", "min-match=3", "--ngram-max", "6")
+    assert asked.drafting_with(NAME).drafter == asked.drafter  # the same kind keeps them
+    assert asked.drafting_with("ngram").drafter == Lookup(name="ngram", ngram_max=6)  # another kind: its fields carry, not the map
+
+
+def test_a_kind_declaring_its_options_wrong_is_refused_as_it_is_built():
+    from spectui.engine.drafters import DrafterOption
+
+    def make(sources: DraftSources):  # noqa: ANN202
+        raise AssertionError("never made")
+
+    for bad, says in ((lambda: DrafterOption("Min_Match", int, 2), "lowercase words"),
+                      (lambda: DrafterOption("ratio", list, []), "int, float, bool or str"),  # type: ignore[arg-type]
+                      (lambda: DrafterOption("ratio", float, 2.0, max=1.0), "ratio must be <= 1"),
+                      (lambda: DrafterOption("size", int, 2, field="no_such"), "names no Lookup field"),
+                      (lambda: DrafterKind("twice", "twice", make, options=(DrafterOption("n", int, 1),) * 2), "declares an option twice")):
+        with pytest.raises((ValueError, SpectuiError), match=says):
+            bad()
+
+
+class _Stub:
+    """A loaded model's stand-in: the engine's drafters need none, its close closes it."""
+
+    closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class _Outputs(list):
+    closes = 0
+
+    def close(self) -> None:
+        type(self).closes += 1
+
+
+def test_an_engine_keeps_one_state_per_kind_shared_by_its_drafters_and_closes_it(plugins):
+    from spectui.engine.embedded import Engine
+
+    plugins(SOURCE)
+    kind = find_drafter(NAME)
+    assert kind is not None
+    made: list[int] = []
+
+    def state() -> _Outputs:
+        made.append(1)
+        return _Outputs()
+
+    from spectui.engine.drafters import register
+
+    register(DrafterKind(NAME, kind.label, kind.make, kind.summary, kind.options, state))  # the example, its state closable
+    config = RunConfig(draft=run_flags("--draft", NAME, "--draft-option", "min-match=3"))
+    target = _Stub()
+    engine = Engine(target, None, config)  # type: ignore[arg-type]  # no model: drafters are made, nothing decodes
+    first, second = engine.make_drafter(config), engine.make_drafter(config)
+    assert made == [1] and first is not second
+    assert first.outputs is second.outputs is engine.drafter_state(drafter_kind(NAME))  # type: ignore[union-attr]
+    first.reset([1, 2, 3])  # type: ignore[union-attr]
+    first.finish([1, 2, 3, 7, 8, 9, 4])  # type: ignore[union-attr]  # request one's output: 7 8 9 4
+    second.reset([5, 7, 8])  # type: ignore[union-attr]
+    assert second.propose([5, 7, 8, 9], 2).tokens == [4]  # type: ignore[union-attr]  # request two copies from it
+    assert second.min_match == 3  # type: ignore[union-attr]
+    assert Engine(_Stub(), None, config).make_drafter(config).outputs == []  # type: ignore[arg-type, union-attr]  # another engine, its own
+    engine.close()
+    assert _Outputs.closes == 1 and target.closed
+
+
+def test_a_failing_state_hook_is_one_line(plugins):
+    from spectui.engine.drafters import register
+    from spectui.engine.embedded import Engine
+
+    plugins(SOURCE)
+    kind = find_drafter(NAME)
+    assert kind is not None
+
+    def state() -> list[int]:
+        raise OSError("no room")
+
+    register(DrafterKind(NAME, kind.label, kind.make, kind.summary, kind.options, state))
+    config = RunConfig(draft=DraftConfig(drafter=Lookup(name=NAME)))
+    with pytest.raises(SpectuiError, match="the recall drafter's state hook failed: OSError: no room"):
+        Engine(_Stub(), None, config).make_drafter(config)  # type: ignore[arg-type]

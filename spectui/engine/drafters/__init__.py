@@ -2,10 +2,12 @@
 lookup, suffix decoding, a draft model, a chain of a lookup in front of a draft model), and
 the registry every caller reads.
 
-A model-free drafter is registered as a ``DrafterKind``: its ``--draft`` name, its label and a
-factory. From then on ``--draft NAME`` and ``--chain NAME`` accept it, the engine makes it
-(``make_drafter``), ``spectui tune`` replays it over a greedy output, and the dashboard's
-model picker lists it; nothing else needs editing (ARCHITECTURE.md, "Where new things go").
+A model-free drafter is registered as a ``DrafterKind``: its ``--draft`` name, its label, a
+factory, the options it takes (``--draft-option KEY=VALUE``, ``options.py``) and, where it
+learns across requests, a factory of the state the engine keeps for it. From then on
+``--draft NAME`` and ``--chain NAME`` accept it, the engine makes it (``make_drafter``),
+``spectui tune`` replays it over a greedy output, and the dashboard's model picker lists it;
+nothing else needs editing (ARCHITECTURE.md, "Where new things go").
 A draft model is not a registered kind: any other ``--draft`` value names one.
 
 A drafter of another package registers through the ``spectui.drafters`` entry point group
@@ -21,12 +23,14 @@ the host measurements or the engine front door.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+import dataclasses
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from spectui.config import RunConfig
-from spectui.drafting import MODEL_FREE, Lookup, Model
+from spectui.drafting import MODEL_FREE, DraftConfig, Lookup, Model, OptionValue
+from spectui.engine.drafters.options import DrafterOption, resolve
 from spectui.errors import SpectuiError
 
 if TYPE_CHECKING:
@@ -43,18 +47,40 @@ if TYPE_CHECKING:
 class DraftSources:
     """What a drafter may draw on for a run: its settings, the loaded draft model, the
     engine's long-lived memory of earlier outputs (None: this request only, as tune replays),
-    and whether the run keeps a conversation's caches."""
+    whether the run keeps a conversation's caches, and the engine's state for each kind."""
 
     config: RunConfig
     draft_model: Backend | None = None
     memory: Callable[[], SuffixMemory] | None = None
     reuse: bool = False
+    #: the state the engine keeps for a kind across its requests, made on first use
+    #: (``Engine.drafter_state``); None: no engine (tune's replays, the plugin check)
+    states: Callable[[DrafterKind], Any] | None = None
+    #: the kind being made (``make_lookup`` sets it); None: the one the run's lookup names
+    kind: DrafterKind | None = None
 
     @property
     def lookup(self) -> Lookup:
         """The settings of the lookup being made: the run's drafter, or its chain's (defaults
         for the n-gram lookup the fallback policy puts behind a draft model)."""
         return self.config.draft.lookup_part or Lookup()
+
+    @property
+    def options(self) -> Mapping[str, OptionValue]:
+        """The options the kind being made declares, valued as the run asks or by default."""
+        kind = self._kind()
+        return resolve(kind.name, kind.options, self.lookup)
+
+    @property
+    def state(self) -> Any:
+        """What the kind's ``state`` hook made for this engine, the one object every drafter of
+        the kind it makes shares; None where the kind keeps none or no engine makes the drafter
+        (a drafter then remembers this request only)."""
+        kind = self._kind()
+        return self.states(kind) if self.states is not None and kind.state is not None else None
+
+    def _kind(self) -> DrafterKind:
+        return self.kind if self.kind is not None else drafter_kind(self.lookup.name)
 
 
 @dataclass(frozen=True)
@@ -70,6 +96,18 @@ class DrafterKind:
     make: Callable[[DraftSources], Drafter]
     #: one line for the model picker and ``--draft``'s help
     summary: str = ""
+    #: the settings it takes: ``--draft-option NAME=VALUE``; the factory reads them resolved
+    #: (``DraftSources.options``)
+    options: tuple[DrafterOption, ...] = ()
+    #: a factory of what it keeps across requests (a memory of earlier outputs): the engine
+    #: calls it once, on first use, hands the object to every drafter of this kind it makes
+    #: (``DraftSources.state``) and closes it, where it has a ``close``, as the engine closes
+    state: Callable[[], Any] | None = None
+
+    def __post_init__(self) -> None:
+        names = [o.name for o in self.options]
+        if len(set(names)) != len(names):
+            raise ValueError(f"the drafter {self.name!r} declares an option twice: {', '.join(names)}")
 
 
 _KINDS: dict[str, DrafterKind] = {}
@@ -154,7 +192,7 @@ def _check(kind: DrafterKind, where: str) -> None:
     from spectui.engine.protocol import Drafter
 
     try:
-        drafter = kind.make(DraftSources(RunConfig()))
+        drafter = make_lookup(kind, DraftSources(RunConfig()))
     except Exception as exc:  # noqa: BLE001 - a plugin's factory failing is its one line too
         raise SpectuiError(f"the drafter plugin {kind.name!r} ({where}) cannot make a drafter: {type(exc).__name__}: {exc}") from None
     members = [m for m in vars(Drafter) if not m.startswith("_")] + list(Drafter.__annotations__)
@@ -174,7 +212,7 @@ def make_drafter(sources: DraftSources) -> Drafter | None:
     if config.mode == "ar":
         return None
     if isinstance(d.drafter, Lookup):
-        return drafter_kind(d.drafter.name).make(sources)
+        return make_lookup(drafter_kind(d.drafter.name), sources)
     if not isinstance(d.drafter, Model):
         raise SpectuiError(f"--draft {d.flag} is a runtime's own method: spectui's loop does not draft with it")
     if sources.draft_model is None:
@@ -184,24 +222,50 @@ def make_drafter(sources: DraftSources) -> Drafter | None:
 
     m = d.drafter
     model = ModelDrafter(sources.draft_model, draft_sampling(config.sampling, m), p_min=m.p_min, reuse=sources.reuse)
-    return ChainDrafter(drafter_kind(m.chain.name).make(sources), model) if m.chain is not None else model
+    return ChainDrafter(make_lookup(drafter_kind(m.chain.name), sources), model) if m.chain is not None else model
+
+
+def make_lookup(kind: DrafterKind, sources: DraftSources) -> Drafter:
+    """A drafter of ``kind``, its factory reading ``kind``'s options and state from ``sources``."""
+    return kind.make(dataclasses.replace(sources, kind=kind))
+
+
+def check_options(draft: DraftConfig) -> None:
+    """Refuse, in one line, options the lookup of ``draft`` holds that its kind does not take
+    (a recording, a profile or a dashboard's settings: the flags were checked as parsed)."""
+    lookup = draft.lookup_part
+    if lookup is not None:
+        kind = drafter_kind(lookup.name)
+        resolve(kind.name, kind.options, lookup)
 
 
 def _ngram(sources: DraftSources) -> Drafter:
     from spectui.engine.drafters.ngram import NgramDrafter
 
-    lookup = sources.lookup
-    return NgramDrafter(lookup.ngram_min, lookup.ngram_max)
+    options = sources.options
+    return NgramDrafter(int(options["ngram-min"]), int(options["ngram-max"]))
 
 
 def _suffix(sources: DraftSources) -> Drafter:
     from spectui.engine.drafters.suffix import SuffixDrafter
 
-    memory = sources.memory if sources.lookup.memory else None
+    # its memory is the engine's, opened per vocabulary (``Engine.suffix_memory``), not a
+    # ``state`` hook's: the hook knows no vocabulary, and a memory is kept per vocabulary
+    memory = sources.memory if sources.options["memory"] else None
     return SuffixDrafter(memory() if memory is not None else None)
 
 
-register(DrafterKind("ngram", "n-gram", _ngram, "prompt lookup: copies what followed the last n tokens before"))
-register(DrafterKind("suffix", "suffix", _suffix, "suffix decoding: the request and earlier outputs, by frequency"))
+def _ngram_size(field: str, help: str) -> DrafterOption:
+    return DrafterOption(field.replace("_", "-"), int, getattr(Lookup(), field), help, min=1, max=16, field=field)
+
+
+register(DrafterKind("ngram", "n-gram", _ngram, "prompt lookup: copies what followed the last n tokens before", options=(
+    _ngram_size("ngram_min", "the fewest recent tokens looked up (as --ngram-min)"),
+    _ngram_size("ngram_max", "the most recent tokens looked up (as --ngram-max)"),
+)))
+register(DrafterKind("suffix", "suffix", _suffix, "suffix decoding: the request and earlier outputs, by frequency", options=(
+    DrafterOption("memory", bool, Lookup().memory, "remember earlier outputs across requests (off: --no-draft-memory)",
+                  field="memory"),
+)))
 #: the names a plugin may not take: a plugin adds a drafter, it never replaces one
 _BUILT_IN = frozenset(_KINDS)
