@@ -69,7 +69,8 @@ class PairBench(Bench):
             "spectui draft model cost-aware K": DraftConfig(drafter=Model(path=m), length=CostAware(k_max=16)),
             f"spectui draft model K=8 p-min {P_MIN:g}": DraftConfig(drafter=Model(path=m, p_min=P_MIN), length=Fixed(k=8)),
             "spectui n-gram default (cost-aware K)": peers.default_ngram(k),
-            "spectui chain n-gram then model": DraftConfig(drafter=Model(path=m, chain=Lookup(name="ngram")), length=Fixed()).drafting_with(m),
+            "spectui chain n-gram then model": DraftConfig(drafter=Model(path=m, chain=Lookup(name="ngram")),
+                                                           length=Fixed()).drafting_with(Model(path=m)),
         }
 
     # -- llama-server with the same pair ----------------------------------------------

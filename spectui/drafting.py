@@ -13,6 +13,8 @@ Near the bottom of the layers: imports only ``spectui.errors``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Literal
 
 import msgspec
@@ -22,14 +24,12 @@ from spectui.errors import SpectuiError
 #: A draft longer than this is refused: verification of K+1 positions grows with K, and a
 #: block of 64 already costs ~30 single-token forwards on a CPU.
 MAX_DRAFT_LENGTH = 64
-#: The drafters that need no model, by the name ``Lookup.name`` gives them, with the label
-#: reports show. The engine's drafter registry (``spectui.engine.drafters.register``) fills it,
-#: a plugin's drafter when it loads, so a registered drafter is a valid ``--draft`` everywhere;
-#: any other name is a draft model's path. The registry is the one source: the two built-in
-#: ones are written here too only so that recordings read without the engine loaded (the
-#: layers run one way: this module cannot import it), and tests/unit/test_drafter_plugins.py
-#: holds them equal.
-MODEL_FREE: dict[str, str] = {"ngram": "n-gram", "suffix": "suffix"}
+#: How reports name the built-in lookups, by their ``Lookup.name``, so that a recording reads
+#: without the engine loaded (this module sits below it); a plugin's lookup is named by its
+#: name. Which names are lookups at all is the engine's drafter registry's to say
+#: (``spectui.engine.drafters.parse_drafter``, where a ``--draft`` string is read), never a
+#: table here: tests/unit/test_drafter_plugins.py holds these labels equal to the registry's.
+BUILT_IN_LABELS: Mapping[str, str] = MappingProxyType({"ngram": "n-gram", "suffix": "suffix"})
 #: The ``--draft`` prefix that names a runtime's own method (``runtime:ngram-mod``): the
 #: runtime spectui starts drafts (``spectui.runtime``), spectui's loop does not.
 RUNTIME_PREFIX = "runtime:"
@@ -140,13 +140,6 @@ class Pricing(msgspec.Struct, frozen=True, kw_only=True):
             raise SpectuiError("a verify-cost seed starts at 1.0 (one token) and holds positive costs")
 
 
-def drafter_named(flag: str) -> Drafter:
-    """The drafter a ``--draft`` value names: a runtime's method, a registered lookup, a model."""
-    if flag.startswith(RUNTIME_PREFIX):
-        return Runtime(method=flag.removeprefix(RUNTIME_PREFIX))
-    return Lookup(name=flag) if flag in MODEL_FREE else Model(path=flag)
-
-
 class DraftConfig(msgspec.Struct, frozen=True, kw_only=True):
     """How drafts are made. The default is what ``spectui`` with no flags runs: n-gram lookup,
     its K cost-aware."""
@@ -203,11 +196,11 @@ class DraftConfig(msgspec.Struct, frozen=True, kw_only=True):
         """``n-gram``, ``suffix``, ``draft model``, ``n-gram, then draft model`` or a runtime's method."""
         if isinstance(self.drafter, Runtime):
             return self.drafter.method
-        return MODEL_FREE.get(self.drafter.name, self.drafter.name) if isinstance(self.drafter, Lookup) else self._chained("draft model")
+        return lookup_label(self.drafter.name) if isinstance(self.drafter, Lookup) else self._chained("draft model")
 
     def _chained(self, model: str) -> str:
         """``model`` named after the lookup chained in front of it, where one is."""
-        return f"{MODEL_FREE.get(self.chain, self.chain)}, then {model}" if self.chain else model
+        return f"{lookup_label(self.chain)}, then {model}" if self.chain else model
 
     # -- how long its drafts are ------------------------------------------------------------
 
@@ -248,18 +241,20 @@ class DraftConfig(msgspec.Struct, frozen=True, kw_only=True):
     # -- the one rule for changing them -----------------------------------------------------
 
     def drafting_with(
-        self, flag: str, *, fixed_k: int | None = None, cost_aware: bool | None = None, p_min: float | None = None,
+        self, drafter: Drafter, *, fixed_k: int | None = None, cost_aware: bool | None = None, p_min: float | None = None,
         chain: str | None = None,
     ) -> DraftConfig:
-        """These settings with the drafter ``flag`` names drafting: the one rule for every
+        """These settings with ``drafter`` drafting (a ``--draft`` string is read into one where
+        it is typed, ``spectui.engine.drafters.parse_drafter``): the one rule for every
         caller (the flags, the dashboard's model picker, sweeps, tune). A lookup costs nothing
         to ask, so unless a K is fixed its K is cost-aware (a fixed K=4 halves the speed of prose
         on a CPU); a draft model keeps a fixed K unless the cost-aware one is asked for (None:
         as these settings chose for a draft model); a runtime's method with no K drafts as the
         runtime decides. ``p_min`` None keeps theirs; ``chain`` None keeps a model's chain
         (the lookup settings carry over as they are, into or out of a chain; a kind's own
-        ``options`` only while the kind stays: another kind declares others)."""
-        drafter = drafter_named(flag)
+        ``options`` only while the kind stays: another kind declares others). Of ``drafter``
+        only what names it is read (a lookup's name, a model's path, a runtime's method): the
+        settings are these ones."""
         lookup = self.lookup_part or Lookup()
         old_p_min = self.drafter.p_min if isinstance(self.drafter, Model | Runtime) else 0.0
         p_min = old_p_min if p_min is None else p_min
@@ -339,11 +334,13 @@ class DraftConfig(msgspec.Struct, frozen=True, kw_only=True):
             raise SpectuiError(f"draft temperature must be >= 0, got {d.temperature}")
         if isinstance(d, Model | Runtime) and not 0.0 <= d.p_min < 1.0:
             raise SpectuiError(f"draft p-min must be in [0, 1), got {d.p_min}")
-        if isinstance(d, Model) and d.chain is not None and d.chain.name not in MODEL_FREE:
-            raise SpectuiError(f"a drafter chain is ngram or suffix in front of a draft model (--draft MODEL.gguf --chain ngram), "
-                               f"got --chain {d.chain.name}")
         if isinstance(d, Runtime) and d.lookup < 0:
             raise SpectuiError(f"--lookup must be >= 1 (0: the runtime's default), got {d.lookup}")
+
+
+def lookup_label(name: str) -> str:
+    """How reports name the lookup ``name``: ``n-gram`` for ``ngram``, a plugin's by its name."""
+    return BUILT_IN_LABELS.get(name, name)
 
 
 def _renamed(lookup: Lookup, name: str) -> Lookup:
@@ -383,7 +380,7 @@ def migrate_v1(draft: object) -> tuple[dict[str, object], dict[str, object]]:
     if source.startswith(RUNTIME_PREFIX):
         drafter = {"kind": "runtime", "method": source.removeprefix(RUNTIME_PREFIX), "draft_model": get("draft_model", ""),
                    "lookup": get("lookup", 0), "p_min": get("p_min", 0.0)}
-    elif source in MODEL_FREE:
+    elif source in BUILT_IN_LABELS:  # 1.x knew no plugins
         drafter = {**lookup, "name": source}
     else:
         chain = str(get("chain", "") or "")

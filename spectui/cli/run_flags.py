@@ -25,9 +25,9 @@ from spectui.config import (
     RunConfig,
     SamplingConfig,
 )
-from spectui.drafting import DEFAULT_K, MODEL_FREE, RUNTIME_PREFIX, CostAware, DraftConfig, Lookup, Model, Runtime, drafter_named
+from spectui.drafting import DEFAULT_K, RUNTIME_PREFIX, CostAware, DraftConfig, Lookup, Model, Runtime
 from spectui.engine.backends import backend_kind, backend_names
-from spectui.engine.drafters import drafter_kind, drafter_kinds, find_drafter
+from spectui.engine.drafters import drafter_kind, drafter_kinds, find_drafter, parse_drafter
 from spectui.engine.drafters.options import with_options
 from spectui.errors import SpectuiError
 
@@ -246,7 +246,7 @@ def draft_from_args(args: argparse.Namespace, on_node: bool) -> DraftConfig:
     belong to its kind (a flag for another kind is one line), its length by the one rule
     (``DraftConfig.drafting_with``)."""
     flag = draft_source(args, on_node)
-    drafter = drafter_named(flag)
+    drafter = parse_drafter(flag)
     if args.chain and not isinstance(drafter, Model):
         raise SpectuiError(f"a drafter chain is ngram or suffix in front of a draft model (--draft MODEL.gguf --chain ngram), "
                            f"got --chain {args.chain} with --draft {flag}")
@@ -260,7 +260,7 @@ def draft_from_args(args: argparse.Namespace, on_node: bool) -> DraftConfig:
     base = DraftConfig(drafter=Lookup(ngram_min=args.ngram_min, ngram_max=args.ngram_max, memory=not args.no_draft_memory),
                        length=CostAware(k_min=args.k_min, k_max=args.k_max, learn=not args.deterministic,
                                         rule="learned" if getattr(args, "learned_k", False) else "priced"))
-    draft = base.drafting_with(flag, fixed_k=args.k, cost_aware=args.adaptive_k, p_min=args.p_min, chain=args.chain or "")
+    draft = base.drafting_with(drafter, fixed_k=args.k, cost_aware=args.adaptive_k, p_min=args.p_min, chain=args.chain or "")
     if getattr(args, "learned_k", False) and (args.k is not None or draft.has_model or not draft.cost_aware):
         raise SpectuiError("--learned-k learns where a lookup's copies end: with n-gram or suffix drafting, and no --k")
     chosen = draft.drafter
@@ -322,7 +322,7 @@ def _read_prompt_file(path: str) -> str:
 def model_path(spec: str) -> str:
     """--target / --draft: a name from ``spectui models`` becomes its path; a path, "ngram" or
     the embedded model's name stays as given (the catalogue is searched only for other names)."""
-    if spec in ("", "smollm2", *MODEL_FREE) or os.path.exists(os.path.expanduser(spec)):
+    if spec in ("", "smollm2", *(k.name for k in drafter_kinds())) or os.path.exists(os.path.expanduser(spec)):
         return spec
     from spectui.models.catalogue import resolve_catalogue_name
 

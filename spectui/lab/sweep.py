@@ -32,6 +32,7 @@ import msgspec
 from spectui import storage
 from spectui.config import RunConfig
 from spectui.drafting import RUNTIME_PREFIX, migrate_config
+from spectui.engine.drafters import parse_drafter
 from spectui.errors import SpectuiError
 from spectui.lab.sweep_table import Knee, SweepPoint, SweepRow, SweepRun, aggregate, drafter_label
 from spectui.metrics.conditions import MachineLoad, machine_load
@@ -161,14 +162,14 @@ def point_config(base: RunConfig, point: SweepPoint, prompt: PromptSpec, max_tok
     if point.knob == "ar":
         mode = "ar"
     elif point.knob == "k":
-        flag = point.drafter or draft.flag  # a grid's K point names its drafter
-        draft = draft.drafting_with(flag, fixed_k=int(point.value))  # a K point is that K
+        drafter = parse_drafter(point.drafter) if point.drafter else draft.drafter  # a grid's K point names its drafter
+        draft = draft.drafting_with(drafter, fixed_k=int(point.value))  # a K point is that K
     elif point.knob == "temperature":
         sampling = msgspec.structs.replace(sampling, temperature=float(point.value))
     elif point.knob == "top_k":
         sampling = msgspec.structs.replace(sampling, top_k=int(point.value))
     elif point.knob == "drafter":
-        draft = draft.drafting_with(point.value, fixed_k=draft.fixed_k, cost_aware=draft.cost_aware)  # its length kept
+        draft = draft.drafting_with(parse_drafter(point.value), fixed_k=draft.fixed_k, cost_aware=draft.cost_aware)  # its length kept
     config = msgspec.structs.replace(
         base,
         mode=mode,

@@ -37,7 +37,6 @@ from pathlib import Path
 import msgspec
 
 from spectui import storage
-from spectui.drafting import MODEL_FREE
 from spectui.errors import SpectuiError
 from spectui.format import model_name
 from spectui.models.gguf import read_gguf
@@ -410,7 +409,7 @@ def resolve_catalogue_name(spec: str, *, folders: Sequence[str] = ()) -> str:
     """A --target / --draft value as a path: a catalogue name becomes its file or directory;
     anything else (a path, a registered drafter's name, the embedded model's name, a name nothing
     matches) is returned as given, for the loaders to take or refuse."""
-    if spec in ("", DEFAULT_MODEL, *MODEL_FREE) or os.path.exists(os.path.expanduser(spec)):
+    if spec in ("", DEFAULT_MODEL) or os.path.exists(os.path.expanduser(spec)):
         return spec
     entry = discover(folders).find(spec)
     return entry.path if entry is not None else spec

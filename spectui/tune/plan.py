@@ -14,7 +14,7 @@ import statistics
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from spectui.drafting import MODEL_FREE, DraftConfig
+from spectui.drafting import DraftConfig, Lookup, lookup_label
 from spectui.metrics.predict import break_even_acceptance
 from spectui.tune.ceiling import copy_ceiling, lookup_bound, perfect_ceiling
 from spectui.tune.replay import replay
@@ -38,13 +38,13 @@ class Setting:
 
     @property
     def model_free(self) -> bool:
-        return self.drafter in MODEL_FREE
+        return self.drafter not in ("ar", "model")
 
     def label(self) -> str:
         if self.drafter == "ar":
             return "AR"
         if self.model_free:
-            name = MODEL_FREE[self.drafter]
+            name = lookup_label(self.drafter)
             return f"{name}, cost-aware K" if self.k is None else f"{name} K={self.k}"
         return f"draft model K={self.k}" + (f" p-min {self.p_min:g}" if self.p_min else "")
 
@@ -56,10 +56,10 @@ class Setting:
         """The ``DraftConfig`` that runs this setting, derived from the run's own ``base`` (its
         chain and n-gram sizes kept). The suffix drafter runs without its memory, as it is
         replayed (``lookup_drafter``)."""
-        flag = self.drafter if self.model_free else base.flag
+        drafter = Lookup(name=self.drafter) if self.model_free else base.drafter
         if self.k is None:
-            return base.drafting_with(flag, cost_aware=True).replayable()
-        return base.drafting_with(flag, fixed_k=self.k, cost_aware=False, p_min=self.p_min).replayable()
+            return base.drafting_with(drafter, cost_aware=True).replayable()
+        return base.drafting_with(drafter, fixed_k=self.k, cost_aware=False, p_min=self.p_min).replayable()
 
 
 @dataclass
@@ -107,7 +107,7 @@ class TierPlan:
 
 def lookup_name(base: DraftConfig) -> str:
     """The model-free drafter tune replays for ``base``: its own, or prompt lookup."""
-    return base.kind if base.kind in MODEL_FREE else "ngram"
+    return base.drafter.name if isinstance(base.drafter, Lookup) else "ngram"
 
 
 def lookup_predictions(
@@ -158,7 +158,7 @@ def per_position(data: Sequence[PromptData], cost: Callable[[int], float], base:
         reached[j] += n
         kept[j] += k
 
-    longest = base.drafting_with(lookup_name(base), fixed_k=max(K_CHOICES), cost_aware=False).replayable()
+    longest = base.drafting_with(Lookup(name=lookup_name(base)), fixed_k=max(K_CHOICES), cost_aware=False).replayable()
     for d in data:
         if d.blocks:
             for _, drafted, accepted in d.blocks:

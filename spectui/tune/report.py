@@ -14,7 +14,7 @@ import msgspec
 
 from spectui.charts import Axis, Panel, Series, render
 from spectui.config import RUNTIMES
-from spectui.drafting import MODEL_FREE
+from spectui.drafting import lookup_label
 from spectui.engine.host.verify_cost import Curve
 from spectui.format import num, section_title, text_table
 from spectui.metrics.conditions import MachineLoad
@@ -195,7 +195,7 @@ def spectui_flags(s: Setting, result: TuneResult) -> str:
     if s.model_free:  # n-gram is the default drafter: no --draft for it
         draft = "" if s.drafter == "ngram" else f" --draft {s.drafter}"
         k = "" if s.k is None else f" --k {s.k}"
-        return f"spectui run --mode spec{draft}{k}   ({MODEL_FREE[s.drafter]}; no --k = cost-aware K)"
+        return f"spectui run --mode spec{draft}{k}   ({lookup_label(s.drafter)}; no --k = cost-aware K)"
     return f"spectui run --mode spec --draft {result.drafter} --k {s.k}" + (f" --p-min {s.p_min:g}" if s.p_min else "")
 
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import msgspec
 
 from spectui.config import RunConfig
-from spectui.drafting import RUNTIME_PREFIX
+from spectui.drafting import Runtime
 from spectui.errors import SpectuiError
 from spectui.format import model_name, num, text_table
 from spectui.metrics.same_text import Output, speedup
@@ -78,7 +78,7 @@ class Candidate:
         return f"{self.method} K={fixed[0]} (fixed)" if fixed else f"{self.method} (its default K)"
 
     def config(self, base: RunConfig, spec: PromptSpec, max_tokens: int) -> RunConfig:
-        draft = base.draft if self.ar else base.draft.drafting_with(RUNTIME_PREFIX + self.method, fixed_k=self.k)
+        draft = base.draft if self.ar else base.draft.drafting_with(Runtime(method=self.method), fixed_k=self.k)
         config = msgspec.structs.replace(
             base, mode="ar" if self.ar else "spec", draft=draft, prompt=spec.text, prompt_tier=spec.tier, prompt_name=spec.name,
             prompt_check=spec.check, max_tokens=min(spec.max_tokens, max_tokens),

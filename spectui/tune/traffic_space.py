@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import msgspec
 
 from spectui.config import RunConfig
-from spectui.drafting import RUNTIME_PREFIX, Runtime
+from spectui.drafting import Runtime
 from spectui.errors import SpectuiError
 from spectui.runtime.methods import METHODS, RuntimeMethod
 
@@ -145,10 +145,10 @@ def defaults_of(cands: Sequence[Candidate]) -> list[Candidate]:
 def candidate_config(base: RunConfig, c: Candidate | None, draft_model: str = "") -> RunConfig:
     """The configuration one candidate runs with on the runtime (None: the runtime's AR)."""
     if c is None:
-        draft = base.draft.drafting_with(RUNTIME_PREFIX + "ngram-mod")  # AR: inert, but a runtime's method is valid there
+        draft = base.draft.drafting_with(Runtime(method="ngram-mod"))  # AR: inert, but a runtime's method is valid there
         return msgspec.structs.replace(base, mode="ar", draft=draft)
     c.runtime_method(draft_model or None).validate()
-    draft = base.draft.drafting_with(RUNTIME_PREFIX + c.method, fixed_k=c.k, p_min=c.p_min or 0.0)
+    draft = base.draft.drafting_with(Runtime(method=c.method), fixed_k=c.k, p_min=c.p_min or 0.0)
     assert isinstance(draft.drafter, Runtime)
     wants_draft = any(METHODS[t].draft_model for t in c.types)
     drafter = msgspec.structs.replace(draft.drafter, lookup=c.lookup or 0, n_min=-1 if c.n_min is None else c.n_min,

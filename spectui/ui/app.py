@@ -360,7 +360,8 @@ class SpectuiApp(App[int]):
 
     def action_pick_models(self) -> None:
         """The model picker (``spectui models``' catalogue): the next run's target and draft."""
-        from spectui.drafting import MODEL_FREE
+        from spectui.drafting import Lookup
+        from spectui.engine.drafters import drafter_kind, parse_drafter
         from spectui.ui.screens.model_picker import ModelPicker
 
         busy = "a session is running: stop it (s) before choosing models"
@@ -379,9 +380,10 @@ class SpectuiApp(App[int]):
             target, source = picked
             # the same rule as the flags: a model-free drafter cost-aware, a draft model's K as it was chosen
             d = self.controller.config.draft
-            free = source in MODEL_FREE
-            self.controller.set_config(target=target, draft=d.drafting_with(source, fixed_k=None if free else d.fixed_k))
-            with_ = f"{MODEL_FREE[source]} drafting" if free else Path(source).name
+            drafter = parse_drafter(source)
+            free = isinstance(drafter, Lookup)
+            self.controller.set_config(target=target, draft=d.drafting_with(drafter, fixed_k=None if free else d.fixed_k))
+            with_ = f"{drafter_kind(source).label} drafting" if free else Path(source).name
             self.notify(f"next run: {Path(target).name} with {with_}", timeout=4)
 
         self.push_screen(ModelPicker(), chosen)

@@ -24,7 +24,7 @@ from collections.abc import Callable
 import msgspec
 
 from spectui.config import RUNTIME_METHODS, RUNTIMES, BackendConfig, RunConfig
-from spectui.drafting import RUNTIME_PREFIX, DraftConfig, Runtime
+from spectui.drafting import DraftConfig, Model, Runtime
 from spectui.engine.backends import backend_kind, backend_names
 from spectui.errors import SpectuiError
 from spectui.models.heads import is_head_file
@@ -75,7 +75,7 @@ def _embedded_draft(draft: DraftConfig) -> DraftConfig:
     model = draft.drafter.draft_model if isinstance(draft.drafter, Runtime) else ""
     if model and is_head_file(model):  # no embedded backend runs a head
         model = ""
-    return DraftConfig().drafting_with(model or DraftConfig().flag, fixed_k=draft.fixed_k)
+    return DraftConfig().drafting_with(Model(path=model) if model else DraftConfig().drafter, fixed_k=draft.fixed_k)
 
 
 class BackendCycle:
@@ -136,6 +136,6 @@ class BackendCycle:
         if not method:  # AR on a runtime spectui knows no method of: the drafting stays as it is
             return d
         # a cost-aware K is spectui's own: the runtime keeps its own K
-        draft = d.drafting_with(RUNTIME_PREFIX + method, fixed_k=d.fixed_k, chain="")
+        draft = d.drafting_with(Runtime(method=method), fixed_k=d.fixed_k, chain="")
         assert isinstance(draft.drafter, Runtime)
         return msgspec.structs.replace(draft, drafter=msgspec.structs.replace(draft.drafter, draft_model=draft_model))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from spectui.config import RUNTIMES, BackendConfig, RunConfig
-from spectui.drafting import DraftConfig, Fixed, Model, Runtime, RuntimeDefault
+from spectui.drafting import DraftConfig, Fixed, Lookup, Model, Runtime, RuntimeDefault
 from spectui.engine.backends import backend_names
 from spectui.errors import SpectuiError
 from spectui.sessions.runner import SessionRunner
@@ -44,28 +44,28 @@ def test_what_cannot_run_here_is_skipped_with_one_line_each(tmp_path, monkeypatc
 
 
 def test_the_drafting_carries_to_a_runtimes_methods_and_back():
-    cycle = BackendCycle(RunConfig(prompt="x", draft=DraftConfig().drafting_with("ngram")))  # the flags' default
+    cycle = BackendCycle(RunConfig(prompt="x", draft=DraftConfig().drafting_with(Lookup())))  # the flags' default
     cost_aware = cycle.runtime_draft("llama-server", "spec")
     assert cost_aware.flag == "runtime:ngram-mod" and cost_aware.length == RuntimeDefault()  # the runtime keeps its own K
     assert cost_aware.k_label() == "K=runtime default"
 
-    cycle.embedded_draft = DraftConfig().drafting_with("ngram", fixed_k=5)
+    cycle.embedded_draft = DraftConfig().drafting_with(Lookup(), fixed_k=5)
     fixed = cycle.runtime_draft("llama-server", "spec")
     assert (fixed.flag, fixed.length) == ("runtime:ngram-mod", Fixed(k=5))
 
-    cycle.embedded_draft = DraftConfig().drafting_with(DRAFT, fixed_k=4)
+    cycle.embedded_draft = DraftConfig().drafting_with(Model(path=DRAFT), fixed_k=4)
     model = cycle.runtime_draft("llama-server", "spec")
     assert (model.drafter, model.length) == (Runtime(method="draft-simple", draft_model=DRAFT), Fixed(k=4))
     assert cycle.runtime_draft("mlx-lm", "spec").flag == "runtime:draft-model"
 
-    cycle.embedded_draft = DraftConfig().drafting_with("ngram")
+    cycle.embedded_draft = DraftConfig().drafting_with(Lookup())
     with pytest.raises(SpectuiError, match="drafts only with a draft model"):
         cycle.runtime_draft("mlx-lm", "spec")
     assert cycle.runtime_draft("mlx-lm", "ar").is_runtime  # AR needs no method; a later spec run says what is missing
 
     # a dashboard started on a runtime goes back to the draft model it ran there, else spectui's default
     started = BackendCycle(RunConfig(prompt="x", backend=BackendConfig(name="llama-server"),
-                                     draft=DraftConfig().drafting_with("runtime:ngram-simple", fixed_k=3)))
+                                     draft=DraftConfig().drafting_with(Runtime(method="ngram-simple"), fixed_k=3)))
     assert (started.embedded_draft.flag, started.embedded_draft.fixed_k) == ("ngram", 3)
     with_model = DraftConfig(drafter=Runtime(method="draft-simple", draft_model=DRAFT), length=Fixed(k=3))
     back = BackendCycle(RunConfig(prompt="x", backend=BackendConfig(name="llama-server"), draft=with_model))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from spectui.cli import build_parser
 from spectui.cli.run_flags import config_from_args
-from spectui.drafting import DraftConfig, Fixed, Model
+from spectui.drafting import DraftConfig, Fixed, Lookup, Model
 
 
 def flags(*argv: str) -> DraftConfig:
@@ -14,22 +14,22 @@ def flags(*argv: str) -> DraftConfig:
 def test_a_model_free_drafter_without_a_fixed_k_is_cost_aware():
     assert flags().cost_aware and flags("--draft", "suffix").cost_aware
     assert flags("--k", "6").length == Fixed(k=6)
-    assert DraftConfig(length=Fixed(k=6)).drafting_with("ngram").cost_aware
+    assert DraftConfig(length=Fixed(k=6)).drafting_with(Lookup()).cost_aware
 
 
 def test_a_draft_model_keeps_a_fixed_k_unless_the_cost_aware_one_is_asked_for():
     base = DraftConfig(length=Fixed(k=3))
-    model = base.drafting_with("draft.gguf", fixed_k=3)
+    model = base.drafting_with(Model(path="draft.gguf"), fixed_k=3)
     assert (model.length, model.drafter) == (Fixed(k=3), Model(path="draft.gguf"))
-    asked = base.drafting_with("draft.gguf", cost_aware=True)
+    asked = base.drafting_with(Model(path="draft.gguf"), cost_aware=True)
     assert asked.cost_aware
     # the picker keeps a model's cost-aware choice when it switches to another draft model
-    assert asked.drafting_with("other.gguf", fixed_k=asked.fixed_k).cost_aware
+    assert asked.drafting_with(Model(path="other.gguf"), fixed_k=asked.fixed_k).cost_aware
 
 
 def test_the_flags_and_the_picker_resolve_alike():
     # the dashboard's picker choosing n-gram drafting gives what `spectui run` gives without --k
-    picked = flags("--k", "6").drafting_with("ngram")
+    picked = flags("--k", "6").drafting_with(Lookup())
     assert picked == flags() == DraftConfig()  # one default: the flags', the dashboard's, the tests'
 
 

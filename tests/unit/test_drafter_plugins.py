@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from spectui.config import RunConfig
-from spectui.drafting import MODEL_FREE, DraftConfig, Fixed, Lookup
+from spectui.drafting import BUILT_IN_LABELS, DraftConfig, Fixed, Lookup, Model, Runtime, lookup_label
 from spectui.engine.drafters import (
     ENTRY_POINT_GROUP,
     DrafterKind,
@@ -24,6 +24,7 @@ from spectui.engine.drafters import (
     find_drafter,
     load_plugin,
     make_lookup,
+    parse_drafter,
     unregister,
 )
 from spectui.engine.protocol import Drafter
@@ -64,12 +65,13 @@ def refused(name: str, *fragments: str) -> str:
 def test_the_documented_example_is_found_registered_and_drafts(plugins):
     assert ENTRY_POINT_GROUP == "spectui.drafters"
     assert len(SOURCE.splitlines()) < 60
-    assert find_drafter(NAME) is None and NAME not in MODEL_FREE  # not installed yet
+    assert find_drafter(NAME) is None and parse_drafter(NAME) == Model(path=NAME)  # not installed yet: a model's name
     plugins(SOURCE)
     kind = find_drafter(NAME)
     assert kind is not None and kind.name == NAME and kind in drafter_kinds()
     assert drafter_kind(NAME) is kind  # registered: found again without the entry points
-    assert MODEL_FREE[NAME] == kind.label and not DraftConfig(drafter=Lookup(name=NAME), length=Fixed()).has_model
+    assert parse_drafter(NAME) == Lookup(name=NAME) and not DraftConfig(drafter=Lookup(name=NAME), length=Fixed()).has_model
+    assert lookup_label(NAME) == kind.label  # a plugin's lookup is named by its name
     drafter = make_lookup(kind, DraftSources(RunConfig()))  # as tune replays it: no engine, no state
     assert isinstance(drafter, Drafter) and drafter.free and not drafter.chained
     drafter.reset([5, 6, 7, 5])
@@ -89,7 +91,7 @@ def test_a_plugin_that_does_not_import_is_one_line(plugins):
     plugins("import no_such_module_here\n")
     refused(NAME, "the drafter plugin 'recall' (spectui-recall 0.1: spectui_recall:KIND) does not load",
             "ModuleNotFoundError", "no_such_module_here")
-    assert NAME not in MODEL_FREE
+    assert NAME not in {k.name for k in drafter_kinds()}
 
 
 def test_a_plugin_whose_object_is_missing_or_no_kind_is_one_line(plugins):
@@ -109,7 +111,7 @@ def test_a_plugin_object_that_is_no_drafter_kind_is_one_line(plugins):
 def test_a_plugin_that_breaks_the_protocol_is_one_line(plugins):
     plugins(SOURCE.replace("def propose(", "def suggest("))
     refused(NAME, "makes a RecallDrafter, which is no Drafter: it lacks propose", "DrafterBase")
-    assert NAME not in MODEL_FREE
+    assert NAME not in {k.name for k in drafter_kinds()}
 
 
 def test_a_plugin_whose_factory_fails_is_one_line(plugins):
@@ -142,13 +144,16 @@ def test_run_draft_refuses_a_broken_plugin_in_one_line_before_a_model_loads(plug
     assert len(err) == 1 and err[0].startswith("spectui: error: the drafter plugin 'recall'") and "lacks propose" in err[0]
 
 
-def test_the_config_layers_table_is_the_registrys():
-    """config cannot import the registry (the layers run one way), so its table starts with a
-    copy of the built-in drafters' labels for recordings read without the engine: the same."""
+def test_the_config_layers_labels_are_the_registrys_and_strings_are_read_by_the_registry():
+    """config cannot import the registry (the layers run one way), so it keeps the built-in
+    drafters' labels for recordings read without the engine: the same as the registry's. Which
+    string is a lookup is the registry's alone (``parse_drafter``), read where a string arrives."""
     built_in = {k.name: k.label for k in drafter_kinds() if k.name in ("ngram", "suffix")}
-    assert {n: MODEL_FREE[n] for n in built_in} == built_in
-    assert [n for n in MODEL_FREE if find_drafter(n) is None] == []
+    assert dict(BUILT_IN_LABELS) == built_in
     assert isinstance(drafter_kind("ngram"), DrafterKind)
+    assert parse_drafter("suffix") == Lookup(name="suffix")
+    assert parse_drafter("runtime:ngram-mod") == Runtime(method="ngram-mod")
+    assert parse_drafter("models/draft.gguf") == Model(path="models/draft.gguf")
 
 
 # -- a kind's own options and its state across requests -------------------------------------
@@ -227,8 +232,8 @@ def test_options_that_arrive_typed_are_checked_against_the_kind(plugins):
 def test_options_belong_to_their_kind_when_the_drafter_changes(plugins):
     plugins(SOURCE)
     asked = run_flags("--draft", NAME, "--draft-option", "min-match=3", "--ngram-max", "6")
-    assert asked.drafting_with(NAME).drafter == asked.drafter  # the same kind keeps them
-    assert asked.drafting_with("ngram").drafter == Lookup(name="ngram", ngram_max=6)  # another kind: its fields carry, not the map
+    assert asked.drafting_with(Lookup(name=NAME)).drafter == asked.drafter  # the same kind keeps them
+    assert asked.drafting_with(Lookup()).drafter == Lookup(name="ngram", ngram_max=6)  # another kind: its fields carry, not the map
 
 
 def test_a_kind_declaring_its_options_wrong_is_refused_as_it_is_built():

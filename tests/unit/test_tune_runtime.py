@@ -10,7 +10,7 @@ import math
 from pathlib import Path
 
 from spectui.config import RUNTIMES, BackendConfig, RunConfig
-from spectui.drafting import DraftConfig
+from spectui.drafting import DraftConfig, Runtime
 from spectui.prompts import PromptSpec
 from spectui.runtime.methods import METHODS
 from spectui.runtime.session import method_of
@@ -29,7 +29,7 @@ from spectui.tune.runtime import (
 )
 
 STORED = Path(__file__).resolve().parents[1] / "data" / "tune-result.json"
-BASE = RunConfig(prompt="x", backend=BackendConfig(name="llama-server"), draft=DraftConfig().drafting_with("runtime:ngram-mod"))
+BASE = RunConfig(prompt="x", backend=BackendConfig(name="llama-server"), draft=DraftConfig().drafting_with(Runtime(method="ngram-mod")))
 SPEC = PromptSpec(name="p", tier="copy", max_tokens=400, text="Copy this.")
 
 

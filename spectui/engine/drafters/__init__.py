@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from spectui.config import RunConfig
-from spectui.drafting import MODEL_FREE, DraftConfig, Lookup, Model, OptionValue
+from spectui.drafting import RUNTIME_PREFIX, DraftConfig, Lookup, Model, OptionValue, Runtime
 from spectui.engine.drafters.options import DrafterOption, resolve
 from spectui.errors import SpectuiError
 
@@ -118,14 +118,12 @@ def register(kind: DrafterKind) -> DrafterKind:
     if not kind.name or "/" in kind.name or kind.name.endswith(".gguf"):
         raise ValueError(f"a drafter's name is a plain word, not a path: {kind.name!r}")
     _KINDS[kind.name] = kind
-    MODEL_FREE[kind.name] = kind.label  # the config layer's table: labels and validation
     return kind
 
 
 def unregister(name: str) -> None:
     """Remove a drafter added with ``register`` (a plugin unloaded, a test's drafter)."""
-    if _KINDS.pop(name, None) is not None:
-        MODEL_FREE.pop(name, None)
+    _KINDS.pop(name, None)
 
 
 def drafter_kind(name: str) -> DrafterKind:
@@ -142,6 +140,15 @@ def find_drafter(name: str) -> DrafterKind | None:
     if kind is not None or not name or "/" in name or name.endswith(".gguf"):
         return kind  # a path is a draft model: no package metadata is read for it
     return load_plugin(name)
+
+
+def parse_drafter(flag: str) -> Lookup | Model | Runtime:
+    """The drafter a ``--draft`` (or picker, or sweep point) string names, read once where it
+    arrives: ``runtime:METHOD`` a runtime's method, a registered (or installed plugin's)
+    drafter's name a lookup, anything else a draft model's path."""
+    if flag.startswith(RUNTIME_PREFIX):
+        return Runtime(method=flag.removeprefix(RUNTIME_PREFIX))
+    return Lookup(name=flag) if find_drafter(flag) is not None else Model(path=flag)
 
 
 def drafter_kinds() -> list[DrafterKind]:
