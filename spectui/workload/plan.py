@@ -39,6 +39,12 @@ class WorkloadPlan:
     seed: int = 0
     #: run AR at one client first, whatever the levels: every request's reference for exactness
     reference: bool = True
+    #: the reference runs on a server of its own, closed once it has answered, so that no
+    #: measured server meets a request before its own level: where the requests must be unseen
+    #: (tune's check at 2 clients: as a level of every setting, AR at one client first let
+    #: ngram-mod copy its own earlier answers to the very requests measured, 2.14x against
+    #: 1.01x on unseen ones). Else it is every setting's first level, on the servers measured.
+    reference_apart: bool = False
 
     def check(self) -> None:
         """Everything that can be refused before an engine starts, in one line."""
@@ -62,5 +68,5 @@ class WorkloadPlan:
 
     def levels(self) -> list[tuple[int, float]]:
         """(clients, rate) per level: closed loops first, then open loops; one client first."""
-        closed = sorted(set(self.clients) | ({1} if self.reference else set()))
+        closed = sorted(set(self.clients) | ({1} if self.reference and not self.reference_apart else set()))
         return [(c, 0.0) for c in closed] + [(0, r) for r in self.rates]

@@ -11,7 +11,8 @@ server had answered before it (``LoadTag.served_before``: 0 = it met a cold serv
 **The order.** Levels run in the order asked, and within a level the settings one after the
 other, each family's AR first; every setting gets the same units in the same order (and, open
 loop, the same arrival times). AR at one client is always run first: it is every request's
-reference for exactness.
+reference for exactness (where the requests must stay unseen by the servers measured, tune's
+check at another load, it runs on a server of its own: ``WorkloadPlan.reference_apart``).
 
 The embedded engine serves one request at a time (it is one process's decode loop): under N
 clients its requests wait their turn, and that wait is its queue time.
@@ -25,7 +26,7 @@ import threading
 import time
 from collections.abc import Callable, Generator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TypeVar
 
@@ -197,7 +198,9 @@ class WorkloadRun:
         self.in_flight: dict[int, int] = {}
         self.live: LevelResult | None = None
         self.on_update = on_update
-        self._total = len(plan.levels()) * len(plan.settings) * plan.passes * len(plan.workload.requests)
+        runs = len(plan.levels()) * len(plan.settings) * plan.passes
+        runs += sum(s.ar for s in plan.settings) if plan.reference and plan.reference_apart else 0
+        self._total = runs * len(plan.workload.requests)
 
     def __call__(self) -> WorkloadResult:
         storage.prepare_dir(self.folder)
@@ -205,6 +208,8 @@ class WorkloadRun:
         self.energy = open_energy()
         self.result.energy = self.energy.sources or self.energy.why_not
         try:
+            if self.plan.reference and self.plan.reference_apart:
+                self._references()
             for setting in self._ordered():
                 if self.stop.is_set():
                     break
@@ -241,6 +246,25 @@ class WorkloadRun:
             self._pair()
             self._save()
         return self.result
+
+    def _references(self) -> None:
+        """Each family's AR at one client on a server of its own, closed once it has answered:
+        every request's reference, and no measured server has seen the requests before its own
+        level (``WorkloadPlan.reference_apart``). Its level is in no figure."""
+        for setting in self._ordered():
+            if not setting.ar or self.stop.is_set():
+                continue
+            one = self._open(replace(setting, label=f"{setting.label} (reference)"))
+            try:
+                level = self._level(one, 1, 0.0, 0)
+            finally:
+                if one.worker is not None:
+                    self._here(one.engine.close)
+                else:
+                    one.engine.close()
+            if level.stopped:
+                self.result.stopped = level.stopped
+                self.stop.set()
 
     def _here(self, work: Callable[[], T]) -> T:
         """``work`` on the one thread that calls llama.cpp in this process: its OpenMP team belongs

@@ -117,6 +117,12 @@ class TrafficTune:
     def _levels(self) -> dict[str, tuple[int, ...] | tuple[float, ...]]:
         return {"clients": (), "rates": (self.rate,)} if self.rate else {"clients": (self.clients,), "rates": ()}
 
+    @property
+    def reference_apart(self) -> bool:
+        """At another load than one client, the check's reference (AR at one client) runs on a
+        server of its own: the check's requests stay unseen by the servers measured on them."""
+        return self.rate > 0 or self.clients != 1
+
     def _setting(self, c: Candidate | None) -> Setting:
         label = f"{LLAMA_SERVER} AR" if c is None else f"{LLAMA_SERVER} {c.label()}"
         return Setting(label, LLAMA_SERVER, candidate_config(self.base, c, self.draft_model))
@@ -129,6 +135,7 @@ class TrafficTune:
         levels = self._levels()
         plan = WorkloadPlan(workload=workload, settings=tuple(settings), clients=tuple(int(c) for c in levels["clients"]),
                             rates=tuple(float(r) for r in levels["rates"]), slots=max(self.clients, 1), reference=judged,
+                            reference_apart=judged and self.reference_apart,
                             warm_with=warm.requests if warm is not None else ())
         run = WorkloadRun(plan, folder, self.opener, stop=self.stop, noise=self.noise if judged else None)
         result = run()
@@ -155,8 +162,9 @@ class TrafficTune:
             save(self.result, self.folder)
             return self.result
         ar_s = time.monotonic() - started
-        # the check: AR, the winner and each default on a half of about the tuning half's size
-        reserve = ar_s * (2 + len(self.defaults)) * max(tokens(self.check), 1) / max(tokens(self.tuning), 1)
+        # the check: AR, the winner and each default (and the reference apart) on a half of about the tuning half's size
+        runs = 2 + len(self.defaults) + self.reference_apart
+        reserve = ar_s * runs * max(tokens(self.check), 1) / max(tokens(self.tuning), 1)
 
         def measure(c: Candidate, rung: int, share: float) -> Trial:
             trial = measure_one(c, rung, share)

@@ -1,5 +1,5 @@
 """``spectui tune --workload`` on real llama-servers spectui starts: a tiny space (ngram-cache,
-ngram-simple's knobs and their chain) on a tiny workload of four short requests at one client,
+ngram-simple's knobs and their chain) on a tiny workload of four short requests at two clients,
 searched on two of them and checked on the other two, then printed again by --analyze and saved
 as a profile in the user's own config file. One run serves every test here (about a minute)."""
 
@@ -34,7 +34,7 @@ def tuned(llama_server_binary, tmp_path_factory) -> tuple[dict, Path, Path]:
     os.environ["XDG_CONFIG_HOME"] = str(config_home)
     try:
         proc = run_cli("tune", "--workload", str(workload), "--llama-server", llama_server_binary.path,
-                       "--draft", "runtime:ngram-cache,runtime:ngram-simple", "--threads", "1", "--budget", "10",
+                       "--draft", "runtime:ngram-cache,runtime:ngram-simple", "--threads", "1", "--budget", "10", "--clients", "2",
                        "--out", str(out), "--save-profile", "tuned", "--json", timeout=600)
     finally:
         if env_before is None:
@@ -61,6 +61,24 @@ def test_the_space_is_searched_by_halving_and_checked_on_the_other_half(tuned) -
     else:
         assert doc["command"].split()[0].endswith("llama-server") and "--spec-type" in doc["command"]
         assert "--port" not in doc["command"]
+
+
+def test_the_check_requests_are_unseen_by_every_server_measured_on_them(tuned) -> None:
+    """At 2 clients the reference (AR at one client) runs on a server of its own: no measured
+    server answered a check request before its own level (as a first level of every server, it
+    let ngram-mod copy its own earlier answers: document-qa 2.14x in the check, 1.01x unseen)."""
+    doc, out, _ = tuned
+    from spectui.recording.reader import read_header
+
+    references = sorted(p.parent.parent.parent.name for p in (out / "check").rglob("c1/pass0/*.spectui"))
+    assert references and all("reference" in name for name in references), references  # one client: the reference alone
+    measured = [p for p in (out / "check").rglob("c2/pass0/*.spectui")]
+    assert len(measured) == 2 * (2 + len(doc["defaults"]))  # AR, the tuned and each default, on both check requests
+    for path in measured:
+        load = read_header(path).load
+        assert load is not None and load.clients == 2
+        # warm with the tuning half (2 requests), and never after answering the check half itself
+        assert 2 <= load.served_before < 2 + 2, (path, load.served_before)
 
 
 def test_everything_is_recorded_in_one_folder_and_analyze_prints_it_again(tuned) -> None:
