@@ -206,15 +206,17 @@ class LearnedLength:
         tokens under sampling matches it with the same chance, so the positions a short block
         (or none) never reached are learned at no cost: a prudent K that starts short would
         otherwise never see the later positions that would lengthen it."""
-        for token in emitted:
-            alive = []
-            for shadow in self._shadows:
+        alive = []  # one list a step, not one a token: this runs on every step of a run
+        for shadow in self._shadows:
+            for token in emitted:
                 hit = shadow.tokens[shadow.at] == token
                 self._learn(shadow.key, shadow.at, hit)
                 shadow.at += 1
-                if hit and shadow.at < len(shadow.tokens):
-                    alive.append(shadow)
-            self._shadows = alive
+                if not hit or shadow.at == len(shadow.tokens):
+                    break  # missed, or followed to its end
+            else:
+                alive.append(shadow)
+        self._shadows = alive
         # how long the oldest proposal still followed has held: the copy under way
         self._run = self._run + len(emitted) if self._shadows and self._shadows[0].at else 0
 
