@@ -40,6 +40,13 @@ from spectui.models.cost_curves import CostCurve, curve_key, load_curve, merge_r
 from spectui.recording.schema import Artifacts, BatchNoise, End, Event, Header, MemorySample, Step
 
 
+def _check_settings(config: RunConfig) -> None:
+    """The settings as typed, and a drafter's options against what its kind declares."""
+    config.validate()
+    if config.mode == "spec":
+        check_options(config.draft)
+
+
 class Engine:
     """The loaded target (and draft model, if any) for a configuration."""
 
@@ -71,9 +78,7 @@ class Engine:
         every check that can fail on bad input is done before a model loads."""
         if config.mode == "spec":  # a plugin's drafter is registered before its source is read as a model
             find_drafter(config.draft.flag)
-        config.validate()
-        if config.mode == "spec":
-            check_options(config.draft)
+        _check_settings(config)
         if config.backend.name == "server":  # a server is spectui.sessions.open_engine's to pick
             raise SpectuiError("a server is not an embedded backend: spectui.sessions opens it")
         opened = backend_kind(config.backend.name).open(config)
@@ -111,9 +116,7 @@ class Engine:
     def check(self, config: RunConfig) -> None:
         """Refuse ``config`` now if it cannot run here (bad settings, a prompt too long for
         the context), so a many-run command fails before its first run, not an hour in."""
-        config.validate()
-        if config.mode == "spec":
-            check_options(config.draft)
+        _check_settings(config)
         self.prepare_prompt(config)
 
     # -- per run ------------------------------------------------------------------------
