@@ -11,7 +11,8 @@ from collections.abc import Sequence
 import msgspec
 import pytest
 
-from spectui.engine.drafters.suffix import SuffixDrafter, SuffixIndex, match_bucket
+from spectui.engine.drafters.suffix import SuffixDrafter, match_bucket
+from spectui.engine.drafters.suffix_index import SuffixIndex
 from spectui.engine.drafters.suffix_memory import (
     FORMAT,
     FORMAT_VERSION,

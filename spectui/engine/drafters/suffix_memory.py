@@ -42,7 +42,7 @@ from typing import Annotated, TypeVar
 import msgspec
 
 from spectui import storage
-from spectui.engine.drafters.suffix import DEFAULT_MAX_DEPTH, SuffixIndex
+from spectui.engine.drafters.suffix_index import DEFAULT_MAX_DEPTH, SuffixIndex
 from spectui.paths import cache_dir
 
 FORMAT = "spectui-draft-memory"
