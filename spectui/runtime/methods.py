@@ -68,14 +68,15 @@ class MethodInfo:
         return bool(self.draft_arch)
 
 
-#: The knobs tune tries per family, beside the runtime's defaults: a shorter draft than the
-#: runtime's long n-gram blocks (a rejected block of 48 costs more than it saves on short
-#: answers), a shorter key (more matches), ngram-mod's n-min at 2 (its 48 drafts nothing on a
-#: short answer), and a draft model's n-max and confidence floor.
-NGRAM_MAP_SPACE: tuple[tuple[str, tuple[float | int | None, ...]], ...] = (("k", (None, 16)), ("lookup", (None, 6)))
+#: The knobs tune tries per family, beside the runtime's defaults (None), spread over the range
+#: where each was seen to matter: draft lengths well under the runtime's long n-gram blocks (a
+#: rejected block of 48 costs more than it saves on short answers), keys shorter than its 12 and
+#: 24 (more matches, more of them wrong), ngram-mod's n-min far under its 48 (which drafts
+#: nothing on a short answer), and a draft model's n-max around its 3 with a confidence floor.
+NGRAM_MAP_SPACE: tuple[tuple[str, tuple[float | int | None, ...]], ...] = (("k", (None, 8, 16)), ("lookup", (None, 4, 6, 8)))
 NGRAM_MOD_SPACE: tuple[tuple[str, tuple[float | int | None, ...]], ...] = (
-    ("k", (None, 16)), ("n_min", (None, 2)), ("lookup", (None, 12)))
-DRAFT_SPACE: tuple[tuple[str, tuple[float | int | None, ...]], ...] = (("k", (None, 8)), ("p_min", (None, 0.75)))
+    ("k", (None, 16, 32)), ("n_min", (None, 2, 8)), ("lookup", (None, 8, 12, 16)))
+DRAFT_SPACE: tuple[tuple[str, tuple[float | int | None, ...]], ...] = (("k", (None, 2, 5, 8)), ("p_min", (None, 0.5, 0.8)))
 
 
 def _model_drafter(name: str, *, draft_arch: tuple[str, ...] = (), needs_nextn: bool = False) -> MethodInfo:

@@ -7,11 +7,13 @@ share); the best third go on to three times the share, and so on up to the whole
 where the best is the winner. A candidate dropped at a rung has lost to at least twice as many
 others on the same requests, each paired with the runtime's AR over the same text on a server
 in the same state: at one request's noise it could still be a close second, never the best by a
-margin that would change the advice. Each measurement of a rung starts on a fresh server that
-first reads the prompts of the tuning half's other requests (prefill only): a method that
-learns from traffic (ngram-mod's pool) is measured as a server that has seen it, not cold
-(cold, the search ranked ngram-mod as shipped last on document-qa at 2 clients, where it was
-the grid's near-best), and a share of a few tokens still runs at the asked load.
+margin that would change the advice. Each measurement of a rung starts on a fresh server, cold,
+and every candidate of a rung is paired with one AR run of its share, so that run's luck moves
+them all alike. (Servers that first read the tuning half's other prompts, for what ngram-mod's
+pool learns from traffic, cost a third of a screen and changed no ranking beyond the AR run's
+own luck: on document-qa at one request a share, a pairing moved 0.85x to 1.44x with the AR it
+drew. The last rung runs the whole tuning half in order, so what a method learns from earlier
+requests counts there, as the check's warm servers count it.)
 
 Optuna's successive-halving pruner does the same with its own trial bookkeeping; the space
 here is a small finite grid and the resource is requests of one workload, so the loop is

@@ -109,8 +109,10 @@ def method_space(name: str) -> list[Candidate]:
 
 
 def build_space(where: Applicable, *, methods: Sequence[str] = (), chains: bool = True) -> list[Candidate]:
-    """The space: each applicable method's own (``methods`` narrows to those), then chains of
-    two applicable methods at their defaults. A method named that does not apply is one line."""
+    """The space: each applicable method's own (``methods`` narrows to those) and chains of two
+    applicable methods at their defaults, dealt in turn (every method's default, then each one's
+    next setting, ...): a search whose budget ends during its first rung has tried every method,
+    not the first few whole. A method named that does not apply is one line."""
     for m in methods:
         if m not in METHODS:
             raise SpectuiError(f"unknown llama-server method {m!r}: expected one of {', '.join(n for n in METHODS if n != 'none')}")
@@ -121,10 +123,10 @@ def build_space(where: Applicable, *, methods: Sequence[str] = (), chains: bool 
     names = list(methods) or [n for n in METHODS if where.applies(n)]
     if not names:
         raise SpectuiError("no speculative method of this llama-server applies to this target")
-    out = [c for n in names for c in method_space(n)]
+    streams = [method_space(n) for n in names]
     if chains:
-        out += [Candidate((a, b)) for a, b in itertools.combinations(names, 2)]
-    return out
+        streams.append([Candidate((a, b)) for a, b in itertools.combinations(names, 2)])
+    return [c for turn in itertools.zip_longest(*streams) for c in turn if c is not None]
 
 
 def _why_not(name: str) -> str:

@@ -48,8 +48,10 @@ def halves(workload: Workload) -> tuple[Workload, Workload]:
 
 def portion(workload: Workload, share: float, *, clients: int = 1) -> Workload:
     """The first ``share`` of a workload's units. Under ``clients`` units' worth, the first
-    ``clients`` units (each a client's stream, so the part still runs at the asked load) with
-    their share of each request's tokens, never under ``MIN_TOKENS``."""
+    request of each of the first ``clients`` units (a client's stream each, so the part still
+    runs at the asked load; a conversation's first turn, which its later turns only lengthen)
+    with its share of the tokens, never under ``MIN_TOKENS``: a share that small is a screen, and
+    what it costs is mostly the server's start, so it measures as little as can still rank."""
     units = workload.units()
     want = share * len(units)
     streams = max(1, min(clients, len(units)))
@@ -57,18 +59,9 @@ def portion(workload: Workload, share: float, *, clients: int = 1) -> Workload:
         taken = units[: max(streams, round(want))]
         return replace(workload, requests=tuple(r for u in taken for r in u))
     each = want / streams  # of one unit's tokens, per stream
-    cut = tuple(replace(r, max_tokens=min(r.max_tokens, max(MIN_TOKENS, math.ceil(each * r.max_tokens))))
-                for u in units[:streams] for r in u)
+    cut = tuple(replace(u[0], max_tokens=min(u[0].max_tokens, max(MIN_TOKENS, math.ceil(each * sum(r.max_tokens for r in u)))))
+                for u in units[:streams])
     return replace(workload, requests=cut)
-
-
-def seen_before(workload: Workload, part: Workload) -> Workload:
-    """The requests of ``workload`` outside ``part``, prompts only (one token each): what a
-    search's server reads before its share, so that what a deployed server learns from the
-    traffic's prompts (ngram-mod's pool, the prompt cache) is there when the share is measured,
-    at the cost of prefill alone."""
-    measured = {r.index for r in part.requests}
-    return replace(workload, requests=tuple(replace(r, max_tokens=1) for r in workload.requests if r.index not in measured))
 
 
 def tokens(workload: Workload) -> int:
@@ -171,14 +164,15 @@ class TrafficTune:
             self.on_trial(trial)
             return trial
 
-        # AR on each rung's share, on a server warmed as the candidates' are (the last rung's
-        # share is the whole tuning half, cold: the AR run above)
+        # AR on each rung's share, on a fresh server as the candidates' are; every candidate of a
+        # rung is paired with this one run, so its luck moves them all alike and no ranking (the
+        # last rung's share is the whole tuning half: the AR run above)
         ar_at: dict[float, LevelResult] = {1.0: ar_level}
 
-        def ar_for(rung: int, share: float, part: Workload, warm: Workload) -> LevelResult | None:
+        def ar_for(rung: int, share: float, part: Workload) -> LevelResult | None:
             if share not in ar_at:
-                level = self._at_load(self.run_settings(part, [ar_setting], search_folder / f"rung{rung + 1}" / "AR", judged=False,
-                                                        warm=warm), ar_setting.label)
+                level = self._at_load(self.run_settings(part, [ar_setting], search_folder / f"rung{rung + 1}" / "AR", judged=False),
+                                      ar_setting.label)
                 if level is None:
                     return None
                 ar_at[share] = level
@@ -186,14 +180,13 @@ class TrafficTune:
 
         def measure_one(c: Candidate, rung: int, share: float) -> Trial:
             part = portion(self.tuning, share, clients=self.clients)
-            warm = seen_before(self.tuning, part)
             setting = self._setting(c)
             try:
-                ar = ar_for(rung, share, part, warm)
+                ar = ar_for(rung, share, part)
                 t0 = time.monotonic()  # a trial's time is its own: the rung's AR is shared by all
                 level = None if ar is None else self._at_load(
-                    self.run_settings(part, [setting], search_folder / f"rung{rung + 1}" / setting_slug(c.label()), judged=False,
-                                      warm=warm), setting.label)
+                    self.run_settings(part, [setting], search_folder / f"rung{rung + 1}" / setting_slug(c.label()), judged=False),
+                    setting.label)
             except SpectuiError as exc:
                 return Trial(rung, c, share, math.nan, 0.0, len(part.requests), error=str(exc))
             if level is None or ar is None:

@@ -1,7 +1,7 @@
 """``spectui tune --workload`` on real llama-servers spectui starts: a tiny space (ngram-cache,
 ngram-simple's knobs and their chain) on a tiny workload of four short requests at two clients,
 searched on two of them and checked on the other two, then printed again by --analyze and saved
-as a profile in the user's own config file. One run serves every test here (about a minute)."""
+as a profile in the user's own config file. One run serves every test here (about two minutes)."""
 
 from __future__ import annotations
 
@@ -48,9 +48,9 @@ def tuned(llama_server_binary, tmp_path_factory) -> tuple[dict, Path, Path]:
 
 def test_the_space_is_searched_by_halving_and_checked_on_the_other_half(tuned) -> None:
     doc, _, _ = tuned
-    assert doc["space"] == 6  # ngram-cache 1, ngram-simple 2 x 2, their chain
+    assert doc["space"] == 14  # ngram-cache 1, ngram-simple 3 x 4, their chain
     assert doc["split"] == {"tuning": [0, 2], "check": [1, 3]}
-    assert doc["tried"] == 6 and doc["trials"] < 6 * 3  # dropped candidates stopped costing
+    assert doc["tried"] == 14 and doc["trials"] < 14 * 2  # dropped candidates stopped costing
     best = doc["best"]
     assert best["speedup"] is not None and best["speedup"] > 0
     assert sum(best["requests"][k] for k in ("identical", "near_tie", "batched", "defect", "unjudged")) == 2
@@ -85,6 +85,8 @@ def test_everything_is_recorded_in_one_folder_and_analyze_prints_it_again(tuned)
     doc, out, _ = tuned
     assert (out / "tune-traffic.json").is_file()
     assert list((out / "search").rglob("*.spectui")) and list((out / "check").rglob("*.spectui"))
+    # the search's servers start cold, its AR's too: one AR run a rung, every candidate paired with it
+    assert not list((out / "search").rglob("warmup/*.spectui"))
     # the check's servers were warm: each answered the tuning half first, in no figure
     warmed = {p.parent.parent.name: sorted(int(q.stem) for q in p.parent.glob("*.spectui")) for p in (out / "check").rglob("warmup/*.spectui")}
     assert warmed and all(indices == doc["split"]["tuning"] for indices in warmed.values()), warmed

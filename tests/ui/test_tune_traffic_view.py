@@ -35,12 +35,12 @@ def prepared(folder: Path) -> TrafficTune:
     workload = read_workload(prompts_dir() / "workloads" / "mixed-12.jsonl")
     cands = build_space(Applicable(accepted=NGRAM))
     return TrafficTune(base=RunConfig(), workload=workload, candidates=cands, folder=folder, budget_s=900.0,
-                       space_by_method={"ngram-mod": 8, "ngram-simple": 4})
+                       space_by_method={"ngram-mod": 36, "ngram-simple": 12})
 
 
 def first_rung(tune: TrafficTune) -> list[Trial]:
     """Rung 1 of 2 on a third of the tuning half: one setting leads, one fails to start."""
-    a, b, c, d = tune.candidates[1:5]  # each with a knob of its own: none is a method as shipped
+    a, b, c, d = [c for c in tune.candidates if not c.is_default][:4]  # each with a knob of its own
     return [Trial(0, a, 1 / 3, 1.30, 21.0, 3), Trial(0, b, 1 / 3, 0.90, 19.0, 3), Trial(0, c, 1 / 3, 1.10, 20.0, 3),
             Trial(0, d, 1 / 3, math.nan, 2.0, 3, error="llama-server exited before it was ready")]
 
@@ -57,7 +57,7 @@ def saved_result(folder: Path, trials: list[Trial]) -> TrafficResult:
                      command=COMMAND),
             CheckRow(role=DEFAULT, label="ngram-simple as shipped", speedup=0.81, requests=requests(0.81, "near-tie"))]
     result = TrafficResult(workload="mixed-12", path="w.jsonl", model="SmolLM2", clients=1, budget_s=900.0, search_s=240.0,
-                           check_s=120.0, space=31, space_by_method={"ngram-mod": 8}, tuning=[0, 2, 4, 6], check=[1, 3, 5, 7],
+                           check_s=120.0, space=83, space_by_method={"ngram-mod": 36}, tuning=[0, 2, 4, 6], check=[1, 3, 5, 7],
                            trials=[t.to_dict() for t in trials], rows=rows, complete=True)
     save(result, folder)
     return load(folder)
@@ -77,7 +77,7 @@ async def test_the_view_shows_the_search_as_the_tune_reports_it(tmp_path: Path) 
         screen = app.screen
         assert isinstance(screen, TrafficTuneScreen)
         text = text_of(screen)
-        assert "tune --workload mixed-12 · at 1 client · llama-server · SmolLM2" in text and "space 31 (ngram-mod 8, ngram-simple 4)" in text
+        assert "tune --workload mixed-12 · at 1 client · llama-server · SmolLM2" in text and "space 83 (ngram-mod 36, ngram-simple 12)" in text
         assert "now: AR on the tuning half (8 requests)" in text and "leading: none yet" in text
 
         tune.searching = True
@@ -85,14 +85,14 @@ async def test_the_view_shows_the_search_as_the_tune_reports_it(tmp_path: Path) 
         for t in rung1:
             tune.on_trial(t)
         a, b, c, d = (t.candidate for t in rung1)
-        tune.on_status(Status(rung=1, rungs=2, tried=4, eliminated=3, space=31, leading=a.label(), leading_speedup=1.30,
+        tune.on_status(Status(rung=1, rungs=2, tried=4, eliminated=3, space=83, leading=a.label(), leading_speedup=1.30,
                               budget_left_s=360.0))
         tune.on_trial(Trial(1, a, 1.0, 1.25, 60.0, 4))
         await pilot.pause()
         await pilot.pause()
         text = text_of(screen)
         assert "now: the search on the tuning half, rung 2 of 2" in text
-        assert "rung 2/2 · tried 4 of 31 · dropped 2 · 5 trials · budget left 6.0 min" in text
+        assert "rung 2/2 · tried 4 of 83 · dropped 2 · 5 trials · budget left 6.0 min" in text
         assert f"leading: {a.label()} 1.30x AR on the tuning half" in text
         assert screen.cells("#tt-trials") == [
             ["1", a.label(), "33%", "1.30x", "21 s", IN], ["1", b.label(), "33%", "0.90x", "19 s", DROPPED],
@@ -119,7 +119,7 @@ async def test_the_view_shows_the_search_as_the_tune_reports_it(tmp_path: Path) 
         assert rows[0][1] == "1.28x" and rows[0][3] == "4/0/0/0/0" and rows[1][3] == "0/4/0/0/0"
         assert screen.cells("#tt-trials")[-2:] == [["2", a.label(), "100%", "1.25x", "60 s", WINNER],
                                                    ["2", c.label(), "100%", "1.05x", "58 s", DROPPED]]
-        assert "search: 2 rungs · tried 4 of 31 · dropped 3 · 6 trials · took 6.0 of 15 min" in text and "done · recorded in" in text
+        assert "search: 2 rungs · tried 4 of 83 · dropped 3 · 6 trials · took 6.0 of 15 min" in text and "done · recorded in" in text
         await pilot.press("q")
     assert app.return_value == 0
 

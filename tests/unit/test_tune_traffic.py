@@ -32,7 +32,7 @@ from spectui.tune.traffic_search import Search, Status, Trial, check_budget, min
 from spectui.tune.traffic_space import Applicable, Candidate, build_space, candidate_config, defaults_of, method_space
 from spectui.tune.traffic_split import split_units
 from spectui.workload.source import read_workload
-from spectui.workload.tuning import halves, portion, seen_before, tokens
+from spectui.workload.tuning import halves, portion, tokens
 from tests.conftest import run_cli
 
 NGRAM = tuple(n for n in METHODS if n.startswith("ngram"))
@@ -80,23 +80,19 @@ def test_a_portion_takes_first_units_then_cuts_tokens():
     third = portion(tuning, 1 / 3)
     assert third.units() == units[: round(len(units) / 3)]
     tiny = portion(tuning, 1 / 81)
-    assert [r.index for r in tiny.requests] == [r.index for r in units[0]]
+    assert [r.index for r in tiny.requests] == [units[0][0].index]  # a conversation's first turn: a screen
     assert all(r.max_tokens == 24 for r in tiny.requests)  # never under MIN_TOKENS
     assert tokens(tiny) < tokens(tuning)
 
 
-def test_a_portion_at_a_load_keeps_a_stream_per_client_and_the_rest_is_read_before():
+def test_a_portion_at_a_load_keeps_a_stream_per_client():
     w = read_workload(SHIPPED / "mixed-12.jsonl")
     tuning, _ = halves(w)
     units = tuning.units()
     tiny = portion(tuning, 1 / 27, clients=2)
-    assert [r.index for r in tiny.requests] == [r.index for u in units[:2] for r in u]  # two clients, two streams
+    assert [r.index for r in tiny.requests] == [u[0].index for u in units[:2]]  # two clients, two streams
     assert tokens(tiny) < tokens(portion(tuning, 1 / 27, clients=1)) * 2 + 1
     assert portion(tuning, 1.0, clients=2).requests == tuning.requests
-    rest = seen_before(tuning, tiny)
-    assert {r.index for r in rest.requests} == {r.index for r in tuning.requests} - {r.index for r in tiny.requests}
-    assert all(r.max_tokens == 1 for r in rest.requests)  # prompts only: prefill is all it costs
-    assert seen_before(tuning, tuning).requests == ()
 
 
 # -- the space ---------------------------------------------------------------------------------
