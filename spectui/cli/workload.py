@@ -131,10 +131,9 @@ def analyze(args: argparse.Namespace) -> int:
 
     result = load_result(args.analyze)
     folder = Path(args.analyze) if Path(args.analyze).is_dir() else Path(args.analyze).parent
-    changed, missing = rejudge(folder, result)
-    if missing:
-        print(f"spectui: not judged again: {missing} recording(s) of this workload cannot be read; the verdicts are as recorded",
-              file=sys.stderr)
+    changed, why_not = rejudge(folder, result)
+    if why_not:
+        print(f"spectui: not judged again: {why_not}; the verdicts are as recorded", file=sys.stderr)
     elif changed:
         storage.write_atomic(folder / RESULT_NAME, msgspec.json.encode(result), RESULT_KIND)
         print(f"spectui: judged again from the recordings: {len(changed)} verdict(s) changed (kept in {folder / RESULT_NAME})",

@@ -89,7 +89,8 @@ class Load(msgspec.Struct, frozen=True, kw_only=True):
     ar_itself: str = ""
     #: AR under the same load parts at the same token, and the candidate follows it
     twin_parts_here: bool = False
-    #: the largest sum of margins at which AR parted from itself under load in this run, and where
+    #: the most load moved AR's logits in this run (the sum of margins where it parted from
+    #: itself, or the move of a top-two gap where it did not), and where
     moved: float | None = None
     moved_by: str = ""
 

@@ -118,6 +118,9 @@ class WorkloadResult(msgspec.Struct, kw_only=True):
     sampling: str = "greedy"
     started_at: str = ""
     levels: list[LevelResult] = msgspec.field(default_factory=list)
+    #: each family's reference run apart (``WorkloadPlan.reference_apart``): AR at one client on a
+    #: server of its own, in no figure, kept so that the folder can be judged again against it
+    references: list[LevelResult] = msgspec.field(default_factory=list)
     knees: dict[str, str] = msgspec.field(default_factory=dict)
     complete: bool = False
     stopped: str = ""
@@ -240,7 +243,7 @@ def _nan_for_null(doc: Any, kind: type) -> Any:
     field is a float, in the result and the levels and requests inside it."""
     if not isinstance(doc, dict):
         return doc
-    nested = {"levels": LevelResult, "requests": RequestOutcome}
+    nested = {"levels": LevelResult, "references": LevelResult, "requests": RequestOutcome}
     out = dict(doc)
     for f in msgspec.structs.fields(kind):
         value = out.get(f.encode_name)

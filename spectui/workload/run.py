@@ -169,7 +169,8 @@ class WorkloadRun:
     def _references(self) -> None:
         """Each family's AR at one client on a server of its own, closed once it has answered:
         every request's reference, and no measured server has seen the requests before its own
-        level (``WorkloadPlan.reference_apart``). Its level is in no figure."""
+        level (``WorkloadPlan.reference_apart``). Its level is in no figure, and kept among the
+        result's ``references`` for the judge."""
         for setting in self._ordered():
             if not setting.ar or self.stop.is_set():
                 continue
@@ -181,6 +182,8 @@ class WorkloadRun:
                     self._here(one.engine.close)
                 else:
                     one.engine.close()
+            with self._lock:
+                self.result.references.append(level)
             if level.stopped:
                 self.result.stopped = level.stopped
                 self.stop.set()

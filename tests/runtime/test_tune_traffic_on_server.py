@@ -81,6 +81,21 @@ def test_the_check_requests_are_unseen_by_every_server_measured_on_them(tuned) -
         assert 2 <= load.served_before < 2 + 2, (path, load.served_before)
 
 
+def test_the_check_judged_again_from_its_folder_keeps_every_verdict(tuned) -> None:
+    """The reference apart is kept in the check's result: judged again from the recordings (``spectui
+    workload --analyze``), every request meets the same reference and keeps its verdict (without
+    it, every request read identical)."""
+    from spectui.workload.result import load_result
+
+    _, out, _ = tuned
+    before = load_result(out / "check")
+    assert [lv.setting for lv in before.references] == ["llama-server AR (reference)"]
+    assert all(r.exact == "reference" for r in before.references[0].requests)
+    proc = run_cli("workload", "--analyze", str(out / "check"))
+    assert proc.returncode == 0, proc.stderr
+    assert "not judged again" not in proc.stderr and "verdict(s) changed" not in proc.stderr, proc.stderr
+
+
 def test_everything_is_recorded_in_one_folder_and_analyze_prints_it_again(tuned) -> None:
     doc, out, _ = tuned
     assert (out / "tune-traffic.json").is_file()

@@ -84,6 +84,27 @@ def test_a_parting_past_what_load_moved_ar_stays_a_defect_and_one_within_it_is_b
     assert wide.exact == DEFECT
 
 
+def test_a_top_two_gap_ar_moved_under_load_without_parting_bounds_what_load_moves():
+    """AR under load keeps every token, but the gap between its top two moved 0.600 at token 2
+    (0.300 at one client, 0.900 under 4 clients, the same runner-up): a speculative parting under
+    that load whose margins add up to 0.500 is the load's batching; one of 0.700 is a defect."""
+    judge = _judge()
+    kept, events = _run([1, 2, 3, 4], [900, 900, 900, 900], [9, 9, 5, 9], mode="ar")
+    judge(AR, kept, events, (4, 0.0, 0))
+    assert kept.exact == IDENTICAL and judge.load_forks["llama-server"][0] == pytest.approx(0.6)
+    within, events = _run([1, 2, 5, 4], [900, 900, 200, 900], [9, 9, 3, 9])  # 0.300 + 0.200
+    judge(SPEC, within, events, (4, 0.0, 0))
+    assert within.exact == BATCHED and "(0.600, AR at 4, request 0, a top-two gap)" in within.why
+    past, events = _run([1, 2, 5, 4], [900, 900, 400, 900], [9, 9, 3, 9])  # 0.300 + 0.400
+    judge(SPEC, past, events, (4, 0.0, 0))
+    assert past.exact == DEFECT
+    # a gap between other tokens (another runner-up) is no measure of this one
+    other = _judge()
+    moved, events = _run([1, 2, 3, 4], [900, 900, 900, 900], [9, 9, 6, 9], mode="ar")
+    other(AR, moved, events, (4, 0.0, 0))
+    assert other.load_forks["llama-server"][0] == 0.0  # the other tokens' gaps did not move
+
+
 def test_what_load_moved_ar_does_not_explain_a_parting_at_one_client():
     judge = _judge()
     forked, events = _run([1, 2, 7, 4], [900, 900, 300, 900], [9, 9, 3, 9], mode="ar")
@@ -170,8 +191,8 @@ EXPECTED = {0: IDENTICAL, 1: NEAR_TIE, 2: DEFECT, 3: UNJUDGED}
 
 def test_the_workload_judged_again_and_diff_give_every_parting_the_same_verdict(folder: Path):
     result = load_result(folder)
-    changed, missing = rejudge(folder, result)
-    assert missing == 0
+    changed, why_not = rejudge(folder, result)
+    assert why_not == ""
     assert sorted(changed) == ["llama-server ngram-mod at 1, request 1: defect -> near-tie",
                                "llama-server ngram-mod at 1, request 3: defect -> unjudged"]
     ar, spec = result.levels
@@ -217,7 +238,19 @@ def test_a_planted_defect_is_a_defect_in_every_command_with_its_reproduction(fol
 def test_a_folder_whose_recordings_are_gone_keeps_its_verdicts_and_says_so(folder: Path):
     (folder / "spec" / "0001.spectui").unlink()
     result = load_result(folder)
-    assert rejudge(folder, result) == ([], 1)
+    assert rejudge(folder, result) == ([], "1 recording(s) of this workload cannot be read")
     assert [r.exact for r in result.levels[1].requests] == [IDENTICAL, DEFECT, DEFECT, DEFECT]
     shown = run_cli("workload", "--analyze", str(folder))
     assert shown.returncode == 0 and "not judged again: 1 recording(s)" in shown.stderr
+
+
+def test_a_folder_without_its_reference_keeps_its_verdicts_and_says_so(folder: Path):
+    """A reference run apart that the result did not keep (as before it kept one): judged again
+    with no reference, every request would read identical; nothing is changed instead."""
+    result = load_result(folder)
+    result.levels = result.levels[1:]  # the spec level alone: its reference is not in the result
+    (folder / RESULT_NAME).write_bytes(msgspec.json.encode(result))
+    assert rejudge(folder, load_result(folder)) == ([], "no reference (AR at one client) of llama-server is in this folder's result")
+    shown = run_cli("workload", "--analyze", str(folder))
+    assert shown.returncode == 0 and "not judged again: no reference" in shown.stderr
+    assert [r.exact for r in load_result(folder).levels[0].requests] == [IDENTICAL, DEFECT, DEFECT, DEFECT]  # as recorded
