@@ -101,7 +101,7 @@ class Judge:
             self.load_forks[family] = (moved, where)
 
     def settle(self) -> None:
-        """Each defect so far judged again against what AR's own partings under load moved."""
+        """Each defect so far judged again against the most load moved AR in the whole run."""
         for family, out, p in self.defects:
             if out.exact == DEFECT and p.load is not None:
                 verdict = judge(msgspec.structs.replace(p, load=self._with_forks(family, p.load)))

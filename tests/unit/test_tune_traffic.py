@@ -109,6 +109,10 @@ def test_the_space_is_each_methods_declared_knobs_and_chains_of_two():
     assert len(set(cands)) == len(cands)
     assert defaults_of(cands) == [Candidate((n,)) for n in NGRAM]
     assert method_space("ngram-mod")[0].is_default
+    # dealt in turn: every method as shipped and the first chain, then each one's next setting
+    assert cands[: len(NGRAM) + 1] == [*(Candidate((n,)) for n in NGRAM), Candidate(NGRAM[:2])]
+    first_of_each = [next(i for i, c in enumerate(cands) if c.types == (n,) and not c.is_default) for n in NGRAM if METHODS[n].space]
+    assert max(first_of_each) < 2 * (len(NGRAM) + 1)  # a budget that ends early has tried every method's knobs
 
 
 def test_model_drafters_apply_only_with_their_draft_and_mtp_only_with_nextn():
