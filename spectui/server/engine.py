@@ -61,9 +61,10 @@ from spectui.recording.schema import (
     Step,
     TokenOrigin,
 )
-from spectui.server.client import READ_TIMEOUT_S, ServerClient, ServerError, SSEEvent, parse_server_url
+from spectui.server.client import READ_TIMEOUT_S, ServerClient, ServerError, parse_server_url
 from spectui.server.logprobs import MarginTally, Policy, TokenLogprobs, plan, request_fields, spelled_by_server, without_logprobs
 from spectui.server.probe import LLAMA_SERVER, ServerInfo, probe, read_metrics
+from spectui.server.sse import SSEEvent
 from spectui.server.vocabulary import LocalVocabulary
 from spectui.server.wire import REQUESTS_PROCESSING, Chunk, MalformedChunk, acceptance, counter_delta, error_message, parse_chunk
 

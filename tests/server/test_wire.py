@@ -16,8 +16,9 @@ import sys
 import pytest
 
 from spectui.errors import SpectuiError
-from spectui.server.client import SSEParser, parse_server_url
+from spectui.server.client import parse_server_url
 from spectui.server.probe import flatten
+from spectui.server.sse import SSEParser
 from spectui.server.wire import (
     ACCEPTED_TOKENS,
     DRAFT_TOKENS,
