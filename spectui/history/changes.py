@@ -26,7 +26,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from spectui.history.index import IndexedRun
+from spectui.history.row import IndexedRun
 from spectui.metrics.stats import nanmedian
 
 #: What may change inside a series: (IndexedRun field, label). A new target file (its sha256)

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from spectui.history.changes import LINE_CHANGE_FIELDS, WINDOW
-from spectui.history.index import IndexedRun
+from spectui.history.row import IndexedRun
 from spectui.history.trend import Group
 from spectui.metrics.stats import nanmedian
 

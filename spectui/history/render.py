@@ -17,7 +17,8 @@ from spectui.charts import Axis, Panel, Series, render, time_axis
 from spectui.format import NA, counted, num_or_na, pct, section_title, size, text_table
 from spectui.history.changes import Slowdown
 from spectui.history.hosts import SideBySide, host_summaries, side_by_side
-from spectui.history.index import IndexedRun, IndexUpdate
+from spectui.history.index import IndexUpdate
+from spectui.history.row import IndexedRun
 from spectui.history.trend import METRICS, Change, Group, parse_time
 
 #: Rows of a group's table in the text report (the charts and JSON have every run).

@@ -33,7 +33,8 @@ from dataclasses import dataclass, field
 from spectui.errors import SpectuiError
 from spectui.format import model_name
 from spectui.history.changes import CHANGE_FIELDS, FieldChange, Slowdown, describe, find_slowdowns, moved
-from spectui.history.index import HistoryIndex, IndexedRun, IndexUpdate, parse_time
+from spectui.history.index import HistoryIndex, IndexUpdate
+from spectui.history.row import IndexedRun, parse_time
 from spectui.metrics.stats import nanmedian
 
 DEFAULT_STALE_DAYS = 14.0

@@ -11,8 +11,8 @@ import pytest
 
 from spectui.charts import Axis, Panel, Series, nice_ticks, render, time_axis
 from spectui.format import EMBEDDED_MODEL_FILE, counted, model_name
-from spectui.history.index import IndexedRun
 from spectui.history.render import chart_panels, format_history, group_charts
+from spectui.history.row import IndexedRun
 from spectui.history.trend import Group
 
 #: what scientific notation looks like in a tick label: 7.42e-3, 1.0e4, 2E+05

@@ -10,7 +10,7 @@ import pytest
 
 from spectui.history.changes import MIN_NOISE, find_slowdowns, line_slowdowns
 from spectui.history.hosts import side_by_side
-from spectui.history.index import IndexedRun
+from spectui.history.row import IndexedRun
 from spectui.history.trend import build_groups
 
 
