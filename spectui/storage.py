@@ -18,7 +18,9 @@ with where it lives and what survives what, in docs/reference/files.md), and fol
 * ``locked`` serialises read-merge-write cycles between processes (two dashboards, a dashboard and
   a sweep) so neither drops the other's entries; ``prune_oldest`` keeps a folder's newest files.
 
-The bottom layer: it imports only the standard library and ``spectui.errors``.
+What a file at a path is (a ``Kind``: spectui's own, another's, or its own but unreadable) is
+``spectui.file_kinds``'s to say; this module acts on it. The bottom layer: it imports only the
+standard library, ``spectui.file_kinds`` and ``spectui.errors``.
 """
 
 from __future__ import annotations
@@ -26,24 +28,20 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import fnmatch
-import json
 import os
 import signal
-import sqlite3
 import stat
 import tempfile
 import warnings
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
 from spectui.errors import SpectuiError
+from spectui.file_kinds import CORRUPT, FOREIGN, Kind, head_of, refuse
 
 PRIVATE_FILE_MODE = 0o600
 PRIVATE_DIR_MODE = 0o700
-#: how much of an existing file is read to tell what it is
-_HEAD_BYTES = 1 << 16
 
 #: Test hook: ``SPECTUI_FAULT_KILL=<point>[@N]`` (a glob such as ``write:*.json`` or
 #: ``index-batch``) makes the process SIGKILL itself at that point, so the fault tests kill
@@ -77,154 +75,11 @@ def fault_point(point: str) -> None:
             os.kill(os.getpid(), signal.SIGKILL)
 
 
-# -- kinds of file -------------------------------------------------------------------------------
-
-MINE, FOREIGN, CORRUPT = "mine", "foreign", "corrupt"
-
-
-@dataclass(frozen=True)
-class Kind:
-    """What spectui expects at a path. ``check(path, head)`` says MINE, FOREIGN or CORRUPT (its
-    kind, but unreadable) for an existing non-empty file; ``private``: it holds user text."""
-
-    what: str
-    check: Callable[[Path, bytes], str]
-    private: bool = False
-
-
-def magic_kind(what: str, magic: bytes, *, private: bool = False, valid: Callable[[Path], bool] | None = None) -> Kind:
-    """Files that start with ``magic``; ``valid`` (optional) tells a readable one from a corrupt one."""
-
-    def check(path: Path, head: bytes) -> str:
-        if not head.startswith(magic):
-            return FOREIGN
-        return MINE if valid is None or valid(path) else CORRUPT
-
-    return Kind(what, check, private)
-
-
-def json_kind(what: str, is_mine: Callable[[object], bool], *, private: bool = False) -> Kind:
-    """A JSON document ``is_mine`` recognises; text that starts like JSON but does not parse is
-    a torn or damaged one of ours (CORRUPT), anything else FOREIGN."""
-
-    def check(path: Path, head: bytes) -> str:
-        if head.lstrip()[:1] not in (b"{", b"["):
-            return FOREIGN
-        try:
-            doc = json.loads(path.read_bytes())
-        except (ValueError, UnicodeDecodeError):
-            return CORRUPT
-        return MINE if is_mine(doc) else FOREIGN
-
-    return Kind(what, check, private)
-
-
-def jsonl_kind(what: str, is_mine: Callable[[object], bool], *, private: bool = False) -> Kind:
-    """JSON lines whose first line ``is_mine`` recognises."""
-
-    def check(path: Path, head: bytes) -> str:
-        first = head.split(b"\n", 1)[0]
-        if first.lstrip()[:1] != b"{":
-            return FOREIGN
-        try:
-            doc = json.loads(first)
-        except (ValueError, UnicodeDecodeError):
-            return CORRUPT if b"\n" not in head else FOREIGN
-        return MINE if is_mine(doc) else FOREIGN
-
-    return Kind(what, check, private)
-
-
-SQLITE_MAGIC = b"SQLite format 3\x00"
-
-
-def sqlite_kind(what: str, table: str, columns: tuple[str, ...], *, private: bool = False) -> Kind:
-    """An SQLite database holding ``table`` with ``columns``: another database is FOREIGN (a
-    user's own), one whose header is right but that cannot be read is CORRUPT."""
-
-    def check(path: Path, head: bytes) -> str:
-        if not head.startswith(SQLITE_MAGIC):
-            return FOREIGN
-        try:
-            db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
-            try:
-                db.execute("PRAGMA busy_timeout = 30000")
-                found = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
-                # no tables at all: a database another spectui is creating this instant (or
-                # an empty one): nothing in it to lose
-                empty = db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0
-            finally:
-                db.close()
-        except sqlite3.DatabaseError as exc:
-            # only a file SQLite calls damaged is; locked, busy, a full disk or a read-only
-            # folder say nothing about the file, and the real open reports them in one line
-            text = str(exc)
-            return CORRUPT if "malformed" in text or "not a database" in text or "corrupt" in text else MINE
-        return MINE if empty or set(columns) <= found else FOREIGN
-
-    return Kind(what, check, private)
-
-
-_KNOWN_MAGIC = [
-    (b"SPECTUI", "a spectui recording"),
-    (SQLITE_MAGIC, "an SQLite database"),
-    (b"GGUF", "a GGUF model"),
-    (b"PK\x03\x04", "a zip archive"),
-    (b"\x7fELF", "a program"),
-]
-
-
-def describe(head: bytes) -> str:
-    """A few words on what a file is, for a refusal."""
-    for magic, words in _KNOWN_MAGIC:
-        if head.startswith(magic):
-            return words
-    if head.lstrip()[:1] in (b"{", b"["):
-        return "a JSON file of something else"
-    try:
-        head.decode("utf-8")
-    except UnicodeDecodeError:
-        return "a binary file of something else"
-    return "a text file"
-
-
-def recognisable(head: bytes) -> bool:
-    """Whether ``head`` says what it is (a known format, JSON, text), as opposed to bytes that
-    say nothing: at a path only spectui names (a cache file), the latter is damage of its own."""
-    return describe(head) != "a binary file of something else"
-
-
-def _head(path: Path) -> bytes | None:
-    """The first bytes of ``path``; None when there is nothing there (missing or empty)."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(_HEAD_BYTES)
-    except FileNotFoundError:
-        return None
-    except IsADirectoryError:
-        raise SpectuiError(f"{path} is a folder; spectui needs a file path there") from None
-    except OSError as exc:
-        raise SpectuiError(f"cannot read {path}: {exc.strerror or exc}") from None
-    return head or None
-
-
-def classify(path: str | os.PathLike[str], kind: Kind) -> str | None:
-    """None (nothing there, or an empty placeholder), MINE, FOREIGN or CORRUPT."""
-    path = Path(path)
-    head = _head(path)
-    return None if head is None else kind.check(path, head)
-
-
-def refuse(path: Path, kind: Kind, head: bytes | None = None) -> SpectuiError:
-    head = _head(path) if head is None else head
-    return SpectuiError(f"{path} is {describe(head or b'')}, not {kind.what}; spectui leaves it as it is (give another path)")
-
-
 def claim(path: str | os.PathLike[str], kind: Kind) -> bool:
     """Make ``path`` safe to write as ``kind``: True when a usable file of that kind is there,
     False when nothing is (a corrupt one was moved aside); ``SpectuiError`` for another kind."""
     path = Path(path)
-    head = _head(path)
+    head = head_of(path)
     if head is None:
         return False
     found = kind.check(path, head)

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from spectui import storage
+from spectui import file_kinds
 from spectui.cli.host_flag import add_host_argument, host_engines
 from spectui.cli.parsing import add_old_spelling, otlp_endpoint, output_path
 from spectui.cli.run_flags import add_run_arguments, config_from_args
@@ -67,8 +67,8 @@ def headless(args: argparse.Namespace) -> int:
     if args.otel_file:  # a file of another kind there is refused before the run, not after it
         from spectui.telemetry.destination import OTEL_KIND
 
-        if storage.classify(args.otel_file, OTEL_KIND) == storage.FOREIGN:
-            raise storage.refuse(Path(args.otel_file), OTEL_KIND)
+        if file_kinds.classify(args.otel_file, OTEL_KIND) == file_kinds.FOREIGN:
+            raise file_kinds.refuse(Path(args.otel_file), OTEL_KIND)
     record_to = None if args.no_record else (args.output or default_recording_path)
     recorded: list[Path | None] = []  # filled by record_session once the engine accepted the run
     events: list[Event] = []

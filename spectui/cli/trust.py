@@ -27,13 +27,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from spectui import paths, storage
+from spectui import file_kinds, paths, storage
 from spectui.errors import SpectuiError
 
 #: The record of trusted files, in the state folder (``spectui.paths.state_dir``).
 TRUST_FILE = "trusted.json"
 _MARK = "spectui trusted config files"
-TRUST_KIND = storage.json_kind(
+TRUST_KIND = file_kinds.json_kind(
     "spectui's record of trusted config files", lambda doc: isinstance(doc, dict) and doc.get("what") == _MARK, private=True
 )
 #: A config file bigger than this is no config file (and a huge one is not read into memory).

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from spectui import paths, storage
+from spectui import file_kinds, paths, storage
 from spectui.errors import SpectuiError
 from spectui.history.row import IndexedRun, index_file
 from spectui.recording.writer import SUFFIX
@@ -41,7 +41,7 @@ WORKLOAD_RESULT = "workload.json"
 _BATCH = 500
 #: what may be at the index's path: an SQLite file with spectui's ``runs`` table (a corrupt
 #: one is moved aside; any other file, a recording or a user's database, is refused)
-INDEX_KIND = storage.sqlite_kind("a spectui history index", "runs", ("path", "size", "mtime_ns"), private=True)
+INDEX_KIND = file_kinds.sqlite_kind("a spectui history index", "runs", ("path", "size", "mtime_ns"), private=True)
 
 
 def default_index_path() -> Path:
@@ -97,13 +97,13 @@ class HistoryIndex:
             if self._read_only():
                 return self._in_memory(exc.strerror or str(exc))
             raise SpectuiError(f"cannot create the folder of the history index {self.path}: {exc.strerror or exc}") from None
-        found = storage.classify(self.path, INDEX_KIND)
-        if found == storage.FOREIGN:
-            raise storage.refuse(self.path, INDEX_KIND)
-        if found == storage.CORRUPT:
+        found = file_kinds.classify(self.path, INDEX_KIND)
+        if found == file_kinds.FOREIGN:
+            raise file_kinds.refuse(self.path, INDEX_KIND)
+        if found == file_kinds.CORRUPT:
             self._move_aside("is corrupt (SQLite cannot read it)")
         try:
-            if found == storage.MINE:
+            if found == file_kinds.MINE:
                 storage.tighten(self.path)  # the rows quote prompts' first words
             else:
                 os.close(storage.create_new(self.path, private=True))  # 0600 before SQLite opens it

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import msgspec
 
-from spectui import storage
+from spectui import file_kinds, storage
 from spectui.config import RunConfig
 from spectui.drafting import RUNTIME_PREFIX, migrate_config
 from spectui.engine.drafters import parse_drafter
@@ -224,7 +224,7 @@ def select_prompts(prompts: Sequence[PromptSpec], tiers: str = "", names: str = 
 
 
 #: the manifest beside a sweep's recordings (it names the prompts and settings: private too)
-MANIFEST_KIND = storage.json_kind(
+MANIFEST_KIND = file_kinds.json_kind(
     "a spectui sweep manifest", lambda doc: isinstance(doc, dict) and "plan" in doc and "runs" in doc, private=True
 )
 

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import msgspec
 
-from spectui import storage
+from spectui import file_kinds, storage
 from spectui.errors import SpectuiError
 from spectui.format import model_name
 from spectui.models.gguf import read_gguf
@@ -50,7 +50,7 @@ OLLAMA_MODEL_LAYER = "application/vnd.ollama.image.model"
 _LATER_SHARD = re.compile(r"-0*([2-9]|\d{2,})-of-\d+\.gguf$", re.IGNORECASE)
 #: bumped when the cached facts change shape
 _CACHE_VERSION = 2
-_CACHE_KIND = storage.json_kind("spectui's model catalogue cache", lambda doc: isinstance(doc, dict) and "facts" in doc)
+_CACHE_KIND = file_kinds.json_kind("spectui's model catalogue cache", lambda doc: isinstance(doc, dict) and "facts" in doc)
 
 
 class ModelEntry(msgspec.Struct, kw_only=True):

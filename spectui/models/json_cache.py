@@ -17,7 +17,7 @@ from typing import TypeVar
 
 import msgspec
 
-from spectui import storage
+from spectui import file_kinds, storage
 from spectui.paths import cache_dir
 
 T = TypeVar("T")
@@ -31,7 +31,7 @@ def _is_cache(doc: object) -> bool:
     return isinstance(doc, dict) and (isinstance(doc.get(MARK), str) or all(isinstance(v, (dict, str)) for v in doc.values()))
 
 
-KIND = storage.json_kind("a spectui cache file", _is_cache)
+KIND = file_kinds.json_kind("a spectui cache file", _is_cache)
 
 
 def cache_path(name: str, cache: Path | None = None) -> Path:

@@ -44,7 +44,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from spectui import storage, subprocesses
+from spectui import file_kinds, storage, subprocesses
 from spectui.paths import cache_dir
 from spectui.runtime.archive import UnsafeMember, extract_data
 from spectui.runtime.cmake import BuildError, ProgressFn, cmake_build, run_logged
@@ -78,7 +78,7 @@ _VENDOR = "vendor/llama.cpp"
 _GITDIR = ".git/modules/vendor/llama.cpp"
 
 
-_RECORD_KIND = storage.json_kind("spectui's llama-server build record", lambda doc: isinstance(doc, dict) and "llama_cpp_python" in doc)
+_RECORD_KIND = file_kinds.json_kind("spectui's llama-server build record", lambda doc: isinstance(doc, dict) and "llama_cpp_python" in doc)
 
 
 @dataclass(frozen=True)

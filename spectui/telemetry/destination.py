@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from spectui import __version__, storage
+from spectui import __version__, file_kinds, storage
 from spectui.errors import SpectuiError
 from spectui.recording.schema import Event
 from spectui.telemetry.otel import emit_session, require_otel
@@ -47,7 +47,7 @@ def _is_otel_line(doc: object) -> bool:
 
 
 #: what ``--otel-json FILE`` / ``export -o FILE`` may replace: an earlier export of spectui's
-OTEL_KIND = storage.jsonl_kind("an OpenTelemetry JSON-lines export", _is_otel_line)
+OTEL_KIND = file_kinds.jsonl_kind("an OpenTelemetry JSON-lines export", _is_otel_line)
 
 
 class OtelDestination:

@@ -13,12 +13,12 @@ import hashlib
 import json
 from pathlib import Path
 
-from spectui import storage
+from spectui import file_kinds, storage
 from spectui.paths import cache_dir
 from spectui.tune.report import to_json
 from spectui.tune.result import TuneResult
 
-KIND = storage.json_kind(
+KIND = file_kinds.json_kind(
     "a spectui tune result", lambda doc: isinstance(doc, dict) and "key" in doc and "measured_at" in doc, private=True
 )
 

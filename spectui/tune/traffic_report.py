@@ -22,7 +22,7 @@ from pathlib import Path
 import msgspec
 import numpy as np
 
-from spectui import storage
+from spectui import file_kinds, storage
 from spectui.errors import SpectuiError
 from spectui.format import text_table
 from spectui.metrics.stats import BOOTSTRAP_SEED, bootstrap, percentile_interval
@@ -229,7 +229,7 @@ def _ci_text(r: CheckRow) -> str:
     return f"{lo:.2f}-{hi:.2f}" if math.isfinite(lo) else "—"
 
 
-KIND = storage.json_kind("spectui tune traffic result", lambda doc: isinstance(doc, dict) and "rows" in doc and "trials" in doc)
+KIND = file_kinds.json_kind("spectui tune traffic result", lambda doc: isinstance(doc, dict) and "rows" in doc and "trials" in doc)
 
 
 def save(result: TrafficResult, folder: Path) -> None:

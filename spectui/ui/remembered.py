@@ -17,12 +17,12 @@ from pathlib import Path
 
 import msgspec
 
-from spectui import paths, storage
+from spectui import file_kinds, paths, storage
 from spectui.config import RunConfig
 from spectui.errors import SpectuiError
 
 _MAGIC = "spectui-dashboard-state"
-KIND = storage.json_kind("dashboard state", lambda doc: isinstance(doc, dict) and doc.get("kind") == _MAGIC)
+KIND = file_kinds.json_kind("dashboard state", lambda doc: isinstance(doc, dict) and doc.get("kind") == _MAGIC)
 #: The options whose values the dashboard remembers (their long names, as in the config files).
 REMEMBERED = ("theme", "k", "mode")
 

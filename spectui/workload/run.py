@@ -33,7 +33,7 @@ from typing import TypeVar
 import msgspec
 import psutil
 
-from spectui import storage
+from spectui import file_kinds, storage
 from spectui.metrics.conditions import LoadSpan, MachineLoad
 from spectui.metrics.energy import EnergyProbe, open_energy
 from spectui.metrics.processes import tree_cpu_s, tree_rss_mib
@@ -57,7 +57,7 @@ from spectui.workload.result import (
 )
 from spectui.workload.source import WorkRequest
 
-RESULT_KIND = storage.json_kind("spectui workload result", lambda doc: isinstance(doc, dict) and "workload" in doc and "levels" in doc)
+RESULT_KIND = file_kinds.json_kind("spectui workload result", lambda doc: isinstance(doc, dict) and "workload" in doc and "levels" in doc)
 @dataclass
 class _Live:
     """A setting's engine, kept up for the whole workload."""

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from spectui import storage
+from spectui import file_kinds, storage
 from spectui.errors import SpectuiError
 from tests.conftest import REPO
 from tests.faults import FAULT_ENV, fill, killed, read_only, small_disk
@@ -253,7 +253,7 @@ def test_create_new_is_0600_whatever_the_umask_and_never_replaces(tmp_path):
 
 
 def test_write_new_never_replaces_a_file_that_appeared(tmp_path):
-    kind = storage.magic_kind("a test file", b"T")
+    kind = file_kinds.magic_kind("a test file", b"T")
     storage.write_new(tmp_path / "out", b"T1", kind)
     with pytest.raises(SpectuiError, match="does not replace"):
         storage.write_new(tmp_path / "out", b"T2", kind)

@@ -41,7 +41,7 @@ from typing import Annotated, TypeVar
 
 import msgspec
 
-from spectui import storage
+from spectui import file_kinds, storage
 from spectui.engine.drafters.suffix_index import DEFAULT_MAX_DEPTH, SuffixIndex
 from spectui.paths import cache_dir
 
@@ -294,8 +294,8 @@ class SuffixMemory:
         if not data:
             return None
         if FORMAT.encode() not in data[:64]:
-            if storage.recognisable(data[:64]):  # a recording, a model, text: not ours to move
-                raise storage.refuse(self.path, _KIND, data[:64])
+            if file_kinds.recognisable(data[:64]):  # a recording, a model, text: not ours to move
+                raise file_kinds.refuse(self.path, _KIND, data[:64])
             self._ignore("is not a readable draft memory")  # bytes that say nothing: damage
             return None
         try:
@@ -362,4 +362,4 @@ class SuffixMemory:
 
 
 #: what may be at a memory's path (the file's own checks, in ``_read_file``, decide)
-_KIND = storage.Kind("a spectui draft memory", lambda path, head: storage.MINE, private=True)
+_KIND = file_kinds.Kind("a spectui draft memory", lambda path, head: file_kinds.MINE, private=True)

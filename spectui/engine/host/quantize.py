@@ -17,7 +17,7 @@ from pathlib import Path
 
 import llama_cpp as ll
 
-from spectui import storage
+from spectui import file_kinds, storage
 from spectui.engine.backends.llamacpp import _init_llama, _last_error, default_threads
 from spectui.errors import SpectuiError
 from spectui.models.artifacts import file_sha256
@@ -44,7 +44,7 @@ def ftype(type_name: str) -> int:
     raise SpectuiError(f"unknown weight type {type_name!r}; llama.cpp knows {', '.join(known_types())}")
 
 
-GGUF_KIND = storage.magic_kind("a GGUF model", b"GGUF")
+GGUF_KIND = file_kinds.magic_kind("a GGUF model", b"GGUF")
 
 
 def cached_copy(src: str | os.PathLike[str], type_name: str) -> Path:
