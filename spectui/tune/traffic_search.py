@@ -3,9 +3,9 @@ soon as the evidence says it cannot win.
 
 Every candidate first runs a small share of the tuning half (its first requests, or the first
 tokens of as many requests as the load has clients, where that is already more than the
-share); the best third go on to three times the share, and so on up to the whole tuning half,
-where the best is the winner. A candidate dropped at a rung has lost to at least twice as many
-others on the same requests, each paired with the runtime's AR over the same text on a server
+share); the best quarter go on to four times the share, and so on up to the whole tuning half,
+where the best is the winner. A candidate dropped at a rung has lost to at least three times as
+many others on the same requests, each paired with the runtime's AR over the same text on a server
 in the same state: at one request's noise it could still be a close second, never the best by a
 margin that would change the advice. Each measurement of a rung starts on a fresh server, cold,
 and every candidate of a rung is paired with one AR run of its share, so that run's luck moves
@@ -34,8 +34,11 @@ from dataclasses import dataclass, field
 from spectui.errors import SpectuiError
 from spectui.tune.traffic_space import Candidate
 
-#: keep the best 1/ETA of each rung, give them ETA times the requests
-ETA = 3
+#: keep the best 1/ETA of each rung, give them ETA times the requests. 4, not 3: on mixed-12 the
+#: later rungs of 83 settings (28, 10 and 4 candidates) cost as much as the first rung's 83
+#: screens and the check together, for a pick whose share of the grid's best moved by less than
+#: the host's noise (see ``benchmarks/results/tune-traffic-2026-12-03c.txt``)
+ETA = 4
 #: at most this many rungs (the first gets ETA**-(RUNGS-1) of the tuning half)
 MAX_RUNGS = 4
 #: a rung's share of a request's tokens is never below this (a shorter output says little)

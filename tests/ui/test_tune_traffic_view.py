@@ -39,10 +39,12 @@ def prepared(folder: Path) -> TrafficTune:
 
 
 def first_rung(tune: TrafficTune) -> list[Trial]:
-    """Rung 1 of 2 on a third of the tuning half: one setting leads, one fails to start."""
-    a, b, c, d = [c for c in tune.candidates if not c.is_default][:4]  # each with a knob of its own
-    return [Trial(0, a, 1 / 3, 1.30, 21.0, 3), Trial(0, b, 1 / 3, 0.90, 19.0, 3), Trial(0, c, 1 / 3, 1.10, 20.0, 3),
-            Trial(0, d, 1 / 3, math.nan, 2.0, 3, error="llama-server exited before it was ready")]
+    """Rung 1 of 2 on a quarter of the tuning half: one setting leads, one fails to start, and
+    the best quarter of the five (two) go on."""
+    a, b, c, d, e = [c for c in tune.candidates if not c.is_default][:5]  # each with a knob of its own
+    return [Trial(0, a, 1 / 4, 1.30, 21.0, 3), Trial(0, b, 1 / 4, 0.90, 19.0, 3), Trial(0, c, 1 / 4, 1.10, 20.0, 3),
+            Trial(0, d, 1 / 4, math.nan, 2.0, 3, error="llama-server exited before it was ready"),
+            Trial(0, e, 1 / 4, 0.85, 18.0, 3)]
 
 
 def saved_result(folder: Path, trials: list[Trial]) -> TrafficResult:
@@ -84,20 +86,21 @@ async def test_the_view_shows_the_search_as_the_tune_reports_it(tmp_path: Path) 
         rung1 = first_rung(tune)
         for t in rung1:
             tune.on_trial(t)
-        a, b, c, d = (t.candidate for t in rung1)
-        tune.on_status(Status(rung=1, rungs=2, tried=4, eliminated=3, space=83, leading=a.label(), leading_speedup=1.30,
+        a, b, c, d, e = (t.candidate for t in rung1)
+        tune.on_status(Status(rung=1, rungs=2, tried=5, eliminated=3, space=83, leading=a.label(), leading_speedup=1.30,
                               budget_left_s=360.0))
         tune.on_trial(Trial(1, a, 1.0, 1.25, 60.0, 4))
         await pilot.pause()
         await pilot.pause()
         text = text_of(screen)
         assert "now: the search on the tuning half, rung 2 of 2" in text
-        assert "rung 2/2 · tried 4 of 83 · dropped 2 · 5 trials · budget left 6.0 min" in text
+        assert "rung 2/2 · tried 5 of 83 · dropped 3 · 6 trials · budget left 6.0 min" in text
         assert f"leading: {a.label()} 1.30x AR on the tuning half" in text
         assert screen.cells("#tt-trials") == [
-            ["1", a.label(), "33%", "1.30x", "21 s", IN], ["1", b.label(), "33%", "0.90x", "19 s", DROPPED],
-            ["1", c.label(), "33%", "1.10x", "20 s", IN],  # the best third goes on, measured next
-            ["1", d.label(), "33%", "—", "2 s", f"{FAILED}: llama-server exited before it was ready"],
+            ["1", a.label(), "25%", "1.30x", "21 s", IN], ["1", b.label(), "25%", "0.90x", "19 s", DROPPED],
+            ["1", c.label(), "25%", "1.10x", "20 s", IN],  # the best quarter goes on, measured next
+            ["1", d.label(), "25%", "—", "2 s", f"{FAILED}: llama-server exited before it was ready"],
+            ["1", e.label(), "25%", "0.85x", "18 s", DROPPED],
             ["2", a.label(), "100%", "1.25x", "60 s", IN]]
         plot = screen.query_one("#tt-plot")
         drawn = str(plot.render())
@@ -119,7 +122,7 @@ async def test_the_view_shows_the_search_as_the_tune_reports_it(tmp_path: Path) 
         assert rows[0][1] == "1.28x" and rows[0][3] == "4/0/0/0/0" and rows[1][3] == "0/4/0/0/0"
         assert screen.cells("#tt-trials")[-2:] == [["2", a.label(), "100%", "1.25x", "60 s", WINNER],
                                                    ["2", c.label(), "100%", "1.05x", "58 s", DROPPED]]
-        assert "search: 2 rungs · tried 4 of 83 · dropped 3 · 6 trials · took 6.0 of 15 min" in text and "done · recorded in" in text
+        assert "search: 2 rungs · tried 5 of 83 · dropped 4 · 7 trials · took 6.0 of 15 min" in text and "done · recorded in" in text
         await pilot.press("q")
     assert app.return_value == 0
 
@@ -143,13 +146,13 @@ async def test_q_sets_the_tunes_stop_event_and_a_stopped_tune_exits_130(tmp_path
 
 
 def test_a_trials_mark_follows_the_searchs_rule(tmp_path: Path) -> None:
-    """Mid-rung, a setting of the best third that has not run yet at the next rung is in; once
+    """Mid-rung, a setting of the best quarter that has not run yet at the next rung is in; once
     the search stopped early, the best of its highest rung won and the rest are dropped."""
     tune = prepared(tmp_path)
     rung1 = first_rung(tune)
-    assert trial_marks(rung1, 0, over=False) == [IN, IN, IN, FAILED]
-    assert trial_marks(rung1, 1, over=False) == [IN, DROPPED, IN, FAILED]
-    assert trial_marks(rung1, 1, over=True) == [WINNER, DROPPED, DROPPED, FAILED]
+    assert trial_marks(rung1, 0, over=False) == [IN, IN, IN, FAILED, IN]
+    assert trial_marks(rung1, 1, over=False) == [IN, DROPPED, IN, FAILED, DROPPED]
+    assert trial_marks(rung1, 1, over=True) == [WINNER, DROPPED, DROPPED, FAILED, DROPPED]
 
 
 @pytest.mark.asyncio

@@ -40,7 +40,7 @@ CHECK_RIGHT = {1, 2}
 
 def trial_marks(trials: Sequence[Trial], rung_now: int, over: bool) -> list[str]:
     """Each trial's mark, by the search's own rule (``traffic_search``): a rung before the one
-    running is complete, and its best third went on (``survivors``), even those not measured at
+    running is complete, and its best quarter went on (``survivors``), even those not measured at
     the next rung yet; once the search is ``over``, the best of the highest rung won."""
     by_rung: dict[int, list[Trial]] = {}
     for t in trials:
