@@ -42,6 +42,8 @@ import numpy as np
 
 from spectui.config import BackendConfig
 from spectui.engine.backends.mlx_cache import PromptCache
+from spectui.engine.backends.mlx_device import device_info, memory_info, set_wired_limit, wired_limit
+from spectui.engine.backends.mlx_device import mlx_core as _mx
 from spectui.engine.backends.mlx_paths import is_gguf, resolve_mlx_model
 from spectui.engine.protocol import CacheRebuilt
 from spectui.errors import SpectuiError
@@ -54,12 +56,6 @@ from spectui.recording.schema import ModelArtifacts
 #: mlx-lm model types whose ``Model.__call__`` is exactly ``head(self.model(...))``: for them
 #: the head can be applied to the last position only (other types may post-process logits)
 _SPLIT_HEAD_TYPES = frozenset({"llama", "qwen2", "mistral"})
-
-
-def _mx() -> Any:
-    import mlx.core as mx
-
-    return mx
 
 
 def compute_dtype(dtype: str | None = "auto") -> Any:
@@ -350,7 +346,7 @@ class MLXBackend:
             "n_ctx": str(self.n_ctx),
             "n_batch": str(self.n_batch),
             "rollback": self.rollback + (f" ({self._cache.untrimmable})" if self._cache.untrimmable else ""),
-            "wired_limit_bytes": str(_wired_limit),
+            "wired_limit_bytes": str(wired_limit()),
         }
         info.update({k: str(v) for k, v in device_info().items()})
         info.update({k: str(v) for k, v in memory_info().items()})
@@ -388,52 +384,7 @@ def _same_path(a: str, b: str) -> bool:
         return os.path.abspath(a) == os.path.abspath(b)
 
 
-def device_info() -> dict[str, Any]:
-    """``mx.device_info()`` where this MLX has it (names, memory size, working-set limit)."""
-    mx = _mx()
-    fn = getattr(mx, "device_info", None) or getattr(getattr(mx, "metal", None), "device_info", None)
-    try:
-        return {f"device_{k}" if not k.startswith("device") else k: v for k, v in (fn() if fn else {}).items()}
-    except Exception:  # noqa: BLE001 - a device without the query  # pragma: no cover
-        return {}
-
-
-def memory_info() -> dict[str, int]:
-    """MLX's allocator figures in bytes: active, peak, cache and the configured limit."""
-    mx = _mx()
-    out: dict[str, int] = {}
-    for key, name in (
-        ("active_memory_bytes", "get_active_memory"),
-        ("peak_memory_bytes", "get_peak_memory"),
-        ("cache_memory_bytes", "get_cache_memory"),
-        ("memory_limit_bytes", "get_memory_limit"),
-    ):
-        fn = getattr(mx, name, None)
-        if fn is not None:
-            out[key] = int(fn())
-    return out
-
-
 # -- the engine's entry point ---------------------------------------------------------------
-
-
-#: the wired-memory limit set for the runs (bytes; 0: this device recommends none)
-_wired_limit = 0
-
-
-def set_wired_limit() -> int:
-    """Wire up to the device's recommended working set, as ``mlx_lm.generate`` does on macOS
-    15+ (``mlx_lm.utils.maybe_set_recommended_wired_limit``): the weights stay resident
-    instead of being paged out between tokens. Returns the limit (0: none recommended)."""
-    global _wired_limit
-    from mlx_lm.utils import maybe_set_recommended_wired_limit
-
-    try:
-        if maybe_set_recommended_wired_limit() is not None:
-            _wired_limit = int(_mx().device_info()["max_recommended_working_set_size"])
-    except Exception:  # noqa: BLE001 - a device or OS that cannot wire memory: nothing is wired
-        _wired_limit = 0
-    return _wired_limit
 
 
 def open_mlx_models(target: str, draft: str | None, config: BackendConfig) -> tuple[MLXBackend, MLXBackend | None]:
