@@ -242,7 +242,7 @@ FAST_MODULES = {
     "functional/test_diff_cli.py", "functional/test_outputs_unchanged.py", "functional/test_otel_cli.py",
     "functional/test_writes_survive.py", "functional/test_profiles.py",
     "ui/test_snapshots.py", "ui/test_live.py", "ui/test_history_screen.py", "ui/test_envelope_header.py",
-    "ui/test_workload_view.py",
+    "ui/test_workload_view.py", "ui/test_token_stream_follow.py",
 }
 #: fixtures that load a model (or start the engine thread on one)
 MODEL_FIXTURES = {"engine", "mlx_engine", "any_engine", "runner", "llama", "tuned", "calibrations"}

@@ -164,16 +164,16 @@ class TokenStream(ScrollView, can_focus=True):
         self._n = n_new
         self._tail_lines = self._wrap(self._tail)
 
-        # Follow the end of the stream unless the reader scrolled back.
-        follow = self.scroll_y >= self.max_scroll_y - 1
         old_total = old_done + len(old_tail)
         total = len(self._done) + len(self._tail_lines)
         self.virtual_size = Size(width, total)
-        if rebuilt or (follow and total != old_total):
-            if new_run:  # a new run (a chat's next turn under the earlier ones) starts at its end
-                self.call_after_refresh(lambda: self.scroll_to(y=self.max_scroll_y, animate=False))
-            elif follow:
-                self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True)
+        if new_run:
+            # A new run (a chat's next turn under the earlier ones) shows its end and follows
+            # it until the reader scrolls back. Textual's anchor keeps the end in view through
+            # every layout (a scrollbar appearing narrows the stream and re-wraps it): a
+            # scroll_to aimed at max_scroll_y before that layout lands at a stale end.
+            self.anchor()
+        if rebuilt or total != old_total:
             self.refresh()
             return
         # Most repaints add a few tokens to the last line: repaint from the first line that
