@@ -7,9 +7,11 @@ tuning half) are shown as what they are, the search's trail. The advice is the s
 runs fastest on the check half among the tuned one and the defaults, and "run AR" where none
 beats AR by the noise margin (``GAIN``).
 
-A speedup is the workload's own (``spectui.workload.result.pair_speedup``): the AR twins'
-summed time over the setting's, over the text each request shares with its twin. Its 95%
-interval is a percentile bootstrap over requests of that ratio of sums.
+A speedup is the workload's own kind (``spectui.workload.result.pair_speedup``): the AR twins'
+summed time over the setting's, over the text each request shares with its twin, where a
+request's AR time is the mean of the check's two AR runs (one before the settings, one after).
+Its 95% interval is a percentile bootstrap over requests of that ratio of sums: it holds what
+the requests vary, not what this host moves between runs of the same setting.
 """
 
 from __future__ import annotations
@@ -43,7 +45,9 @@ class RequestRow(msgspec.Struct, kw_only=True):
     exact: str
     why: str = ""
     ms: float | None = None  # the setting's time to the last token in common with its AR twin
-    ar_ms: float | None = None  # the twin's time to the same token
+    #: AR's time to the same token: the mean of the check's two AR runs (before the settings and
+    #: after them; the first alone in a result from before 2026-12-03, or where the second failed)
+    ar_ms: float | None = None
 
     @property
     def speedup(self) -> float:
@@ -101,6 +105,13 @@ class TrafficResult(msgspec.Struct, kw_only=True):
 
     def trial_list(self) -> list[Trial]:
         return [Trial.from_dict(t) for t in self.trials]
+
+
+def ratio_of_sums(requests: Sequence[RequestRow]) -> float:
+    """A setting's speedup over its requests: their AR times summed over theirs, as
+    ``pair_speedup`` sums a level (NaN where none has both)."""
+    known = [(r.ar_ms, r.ms) for r in requests if r.ar_ms and r.ms and math.isfinite(r.ar_ms) and math.isfinite(r.ms)]
+    return sum(a for a, _ in known) / sum(m for _, m in known) if known else math.nan
 
 
 def ratio_ci(pairs: Sequence[tuple[float, float]], seed: int = BOOTSTRAP_SEED) -> tuple[float, float]:

@@ -108,10 +108,10 @@ def survivors(trials: Sequence[Trial], keep: int) -> list[Candidate]:
 
 
 def min_budget_s(tuning_tokens: int, check_tokens: int, n_defaults: int) -> float:
-    """The least a tune can take: AR and one candidate on the tuning half, then AR, the winner
-    and each default on the check half, at ``FAST_TOK_S`` with a server start each."""
-    runs = 2 + 2 + n_defaults
-    return (2 * tuning_tokens + (2 + n_defaults) * check_tokens) / FAST_TOK_S + runs * START_S
+    """The least a tune can take: AR and one candidate on the tuning half, then AR (twice), the
+    winner and each default on the check half, at ``FAST_TOK_S`` with a server start each."""
+    runs = 2 + 3 + n_defaults
+    return (2 * tuning_tokens + (3 + n_defaults) * check_tokens) / FAST_TOK_S + runs * START_S
 
 
 def check_budget(budget_s: float, least_s: float) -> None:

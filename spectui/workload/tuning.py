@@ -5,7 +5,9 @@ load, every request recorded) and every speedup its AR pairing (``pair_speedup``
 figure and a ``spectui workload`` figure are the same kind of number. The search's candidates
 each run alone (one server up at a time, whatever the space's size), against one AR run of the
 whole tuning half; the check runs AR, the tuned setting and the defaults in one
-``WorkloadRun`` with the workload's judge (AR at one client is every request's reference).
+``WorkloadRun`` with the workload's judge (AR at one client is every request's reference), then
+AR once more on a server of its own, so that each request's AR time is two runs' mean, one
+before the settings and one after.
 
 The space, the split, the halving and the report are ``spectui.tune``'s (``traffic_*``): they
 know nothing of servers; this module is where they meet the workload's runner.
@@ -16,7 +18,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -25,7 +27,7 @@ from spectui.errors import SpectuiError
 from spectui.format import model_name
 from spectui.recording.schema import BatchNoise
 from spectui.tune.runtime import paste_command
-from spectui.tune.traffic_report import AR, DEFAULT, TUNED, CheckRow, RequestRow, TrafficResult, save
+from spectui.tune.traffic_report import AR, DEFAULT, TUNED, CheckRow, RequestRow, TrafficResult, ratio_of_sums, save
 from spectui.tune.traffic_search import MIN_TOKENS, Search, Status, Trial, check_budget, min_budget_s
 from spectui.tune.traffic_space import Candidate, candidate_config, defaults_of
 from spectui.tune.traffic_split import split_units
@@ -155,8 +157,9 @@ class TrafficTune:
             save(self.result, self.folder)
             return self.result
         ar_s = time.monotonic() - started
-        # the check: AR, the winner and each default (and the reference apart) on a half of about the tuning half's size
-        runs = 2 + len(self.defaults) + self.reference_apart
+        # the check: AR (twice), the winner and each default (and the reference apart) on a half
+        # of about the tuning half's size
+        runs = 3 + len(self.defaults) + self.reference_apart
         reserve = ar_s * runs * max(tokens(self.check), 1) / max(tokens(self.tuning), 1)
 
         def measure(c: Candidate, rung: int, share: float) -> Trial:
@@ -222,11 +225,19 @@ class TrafficTune:
         roles: list[tuple[str, Candidate | None]] = [(AR, None), (TUNED, winner)]
         roles += [(DEFAULT, d) for d in self.defaults if d != winner]
         settings = [self._setting(c) for _, c in roles]
-        self.progress(f"the check half ({len(self.check.requests)} requests): AR, {winner.label()} and {len(roles) - 2} default(s)")
+        self.progress(f"the check half ({len(self.check.requests)} requests): AR, {winner.label()} and {len(roles) - 2}"
+                      " default(s), then AR again")
         # warm, as deployed: each server has answered the tuning half before the check's requests
         levels = self.run_settings(self.check, settings, self.folder / "check", judged=True, warm=self.tuning)
         ar = self._at_load(levels, settings[0].label)
         by_index = {r.index: r for r in ar.requests} if ar is not None else {}
+        # AR once more, after every setting, on a fresh server warmed alike: each request's AR
+        # time is the mean of the run before the settings and this one. One AR run is one draw of
+        # what this host does over a few seconds: on document-qa at 2 clients the check's AR took
+        # 5.2 s where ten other runs of it took 5.6-8.3 s, and every setting read 0.87-0.97x AR
+        # there, 1.04-1.22x head to head (benchmarks/results/tune-traffic-2026-12-03d.txt).
+        again = self._ar_again(settings[0]) if ar is not None and not self.stop.is_set() else None
+        again_by_index = {r.index: r for r in again.requests} if again is not None else {}
         rows = []
         for (role, c), s in zip(roles, settings):
             level = self._at_load(levels, s.label)
@@ -234,14 +245,26 @@ class TrafficTune:
                 continue
             requests = []
             for r in level.requests:
-                twin = by_index.get(r.index)
-                ar_ms = time_to(twin, r.common) if twin is not None and r.common else math.nan
+                ar_ms = _mean_finite(time_to(t, r.common) for t in (by_index.get(r.index), again_by_index.get(r.index))
+                                     if t is not None and r.common)
                 requests.append(RequestRow(index=r.index, exact=r.exact, why=r.why, ms=_num(r.common_ms), ar_ms=_num(ar_ms)))
             rows.append(CheckRow(role=role, label="AR" if c is None else c.label(), candidate=None if c is None else c.to_dict(),
-                                 command=self._command(level), speedup=None if role == AR else _num(level.speedup),
+                                 command=self._command(level), speedup=None if role == AR else _num(ratio_of_sums(requests)),
                                  requests=requests))
         self.result.rows = rows
         self.result.check_s = time.monotonic() - t0
+
+    def _ar_again(self, ar: Setting) -> LevelResult | None:
+        """AR over the check half at the asked load once more, after the settings, in a folder of
+        its own (``check-AR-again``); None if it did not run (stopped, or its server failed: the
+        first AR run alone is then every request's AR time)."""
+        again = replace(ar, label=f"{ar.label} again")
+        try:
+            levels = self.run_settings(self.check, [again], self.folder / "check-AR-again", judged=False, warm=self.tuning)
+        except SpectuiError as exc:
+            self.progress(f"AR again on the check half did not run ({exc}): the first AR run alone is the reference")
+            return None
+        return self._at_load(levels, again.label)
 
     def _command(self, level: LevelResult) -> str:
         """The command line the server ran as, host and port left off: the one to paste."""
@@ -260,3 +283,8 @@ class TrafficTune:
 
 def _num(v: float) -> float | None:
     return v if math.isfinite(v) else None
+
+
+def _mean_finite(values: Iterable[float]) -> float:
+    known = [v for v in values if math.isfinite(v)]
+    return sum(known) / len(known) if known else math.nan

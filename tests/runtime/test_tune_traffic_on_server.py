@@ -96,6 +96,32 @@ def test_the_check_judged_again_from_its_folder_keeps_every_verdict(tuned) -> No
     assert "not judged again" not in proc.stderr and "verdict(s) changed" not in proc.stderr, proc.stderr
 
 
+def test_each_requests_ar_time_is_the_mean_of_a_run_before_the_settings_and_one_after(tuned) -> None:
+    """AR runs twice on the check half: with the settings (first), and once more after them on a
+    server of its own, warmed alike; a request's AR time is the two runs' mean, and a setting's
+    speedup the summed AR times over its own."""
+    from spectui.tune.traffic_report import load
+    from spectui.workload.result import load_result, time_to
+
+    doc, out, _ = tuned
+    first = next(lv for lv in load_result(out / "check").levels if lv.setting == "llama-server AR" and lv.clients == 2)
+    (again,) = [lv for lv in load_result(out / "check-AR-again").levels if lv.clients == 2]
+    assert again.setting == "llama-server AR again" and sorted(r.index for r in again.requests) == doc["split"]["check"]
+    warmed = sorted(int(p.stem) for p in (out / "check-AR-again").rglob("warmup/*.spectui"))
+    assert warmed == doc["split"]["tuning"]
+    result = load(out)
+    tuned_row = next(r for r in result.rows if r.role == "tuned")
+    for row in tuned_row.requests:
+        if row.ms is None:
+            continue
+        n = next(r.common for lv in load_result(out / "check").levels if lv.setting == f"llama-server {tuned_row.label}"
+                 and lv.clients == 2 for r in lv.requests if r.index == row.index)
+        before, after = (time_to(next(r for r in lv.requests if r.index == row.index), n) for lv in (first, again))
+        assert row.ar_ms == pytest.approx((before + after) / 2)
+    known = [(r.ar_ms, r.ms) for r in tuned_row.requests if r.ar_ms and r.ms]
+    assert doc["best"]["speedup"] == pytest.approx(sum(a for a, _ in known) / sum(m for _, m in known))
+
+
 def test_everything_is_recorded_in_one_folder_and_analyze_prints_it_again(tuned) -> None:
     doc, out, _ = tuned
     assert (out / "tune-traffic.json").is_file()

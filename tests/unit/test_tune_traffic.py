@@ -25,6 +25,7 @@ from spectui.tune.traffic_report import (
     format_text,
     load,
     ratio_ci,
+    ratio_of_sums,
     save,
     to_json,
 )
@@ -276,6 +277,14 @@ def test_json_has_the_issues_shape_with_check_half_figures():
     assert doc["defaults"][1]["requests"]["near_tie"] == 3
     assert isinstance(doc["advice"], str) and doc["advised"] == best["setting"]
     json.dumps(doc, allow_nan=False)
+
+
+def test_a_speedup_is_the_summed_ar_times_over_the_settings_own():
+    rows = [RequestRow(index=0, exact="identical", ms=100.0, ar_ms=150.0),
+            RequestRow(index=1, exact="identical", ms=200.0, ar_ms=210.0),
+            RequestRow(index=2, exact="unjudged", ms=None, ar_ms=90.0)]  # no figure: left out of both sums
+    assert ratio_of_sums(rows) == pytest.approx(360 / 300)
+    assert math.isnan(ratio_of_sums(rows[2:]))
 
 
 def test_ratio_ci_brackets_the_ratio_of_sums():
