@@ -1,4 +1,4 @@
-"""The live dashboard's Textual app: keys, timers, the repaint budget and the screens.
+"""The live dashboard's Textual app: keys, timers, the repaints and the screens.
 
 What the dashboard knows and does (runs, notes, folding, comparisons, baselines, replay)
 lives in ``spectui.ui.controller`` and its run kinds (``spectui.ui.runs``), without Textual;
@@ -14,7 +14,8 @@ Threads and timing:
   the UI and costs ~100x more per token: never used here).
 * Events reach the controller's outboxes without a message each; it folds them on the
   ``SessionEvents`` wake-up and on every repaint tick. A timer repaints at ``REPAINT_HZ`` at
-  most, the details at ``DETAIL_HZ``, within ``UI_CPU_BUDGET`` while a session decodes.
+  most, the details at ``DETAIL_HZ``, within the UI's CPU budget while a session decodes
+  (``spectui.ui.cpu_budget``).
 * Quitting stops the run, and the engine thread closes the engine and exits before the app
   does.
 """
@@ -37,6 +38,7 @@ from spectui.sessions.notes import Note
 from spectui.sessions.open import EngineFactory
 from spectui.ui.backends import engine_label
 from spectui.ui.controller import TEMPERATURE_STEP, DashboardController
+from spectui.ui.cpu_budget import CpuBudget
 from spectui.ui.messages import (
     CompareRequested,
     DiffRequested,
@@ -63,15 +65,6 @@ REPAINT_HZ = 12
 #: dashboard vs headless decode speed); numbers that change 12 times a second cannot be read
 #: anyway.
 DETAIL_HZ = 3
-#: While a session decodes, the UI thread may use this share of one core, measured with
-#: ``time.thread_time`` (everything: message handling, our redraws, Textual's compositor).
-#: A repaint that would overdraw the allowance waits, so the stream then updates less often
-#: instead of slowing the engine: on a two-core machine llama.cpp's threads own both cores,
-#: and every millisecond the UI takes is a millisecond of decode lost (the benchmark holds
-#: dashboard decode speed to >= 0.98 of headless). A fast machine never reaches the budget.
-UI_CPU_BUDGET = 0.02
-#: The most allowance saved up while idle, so a burst of repaints after a quiet spell is short.
-UI_CPU_BURST_S = 0.05
 #: A settings change during a run restarts it after this pause, so a burst of K presses
 #: costs one restart instead of one per key.
 RESTART_DEBOUNCE_S = 0.4
@@ -154,8 +147,7 @@ class SpectuiApp(App[int]):
         self._dirty = True  # a change of Textual's own (a theme): everything needs a repaint
         self._details_owed = False  # events drawn in the stream, not yet in the details
         self._detailed_at = -1e9
-        self._cpu_allowance = UI_CPU_BURST_S
-        self._cpu_mark = (time.monotonic(), time.thread_time())
+        self._cpu_budget = CpuBudget()
         self._themes = register_themes(self)
 
     # -- the controller's host ------------------------------------------------------------
@@ -212,22 +204,10 @@ class SpectuiApp(App[int]):
         self._touch()
         self.memory.keep(theme=theme.name)
 
-    def _within_cpu_budget(self) -> bool:
-        """Charge the UI thread's CPU since the last tick against ``UI_CPU_BUDGET``."""
-        now, cpu = time.monotonic(), time.thread_time()
-        then, cpu_then = self._cpu_mark
-        self._cpu_mark = (now, cpu)
-        if not self.controller.state.busy:
-            self._cpu_allowance = UI_CPU_BURST_S  # nothing to take CPU from
-            return True
-        earned = (now - then) * UI_CPU_BUDGET
-        self._cpu_allowance = min(UI_CPU_BURST_S, self._cpu_allowance + earned - (cpu - cpu_then))
-        return self._cpu_allowance > 0
-
     def _repaint(self, *, force: bool = False) -> None:
         ctl = self.controller
         ctl.drain(clear_wake=True)
-        if not self._within_cpu_budget() and not force:
+        if not self._cpu_budget.allows(busy=ctl.state.busy) and not force:
             return
         live = ctl.live
         painted = (id(live), live.version)
