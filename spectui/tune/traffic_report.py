@@ -69,7 +69,7 @@ class CheckRow(msgspec.Struct, kw_only=True):
         return math.nan if self.speedup is None else self.speedup
 
     def ci(self) -> tuple[float, float]:
-        return ratio_ci([(r.ar_ms or math.nan, r.ms or math.nan) for r in self.requests])
+        return ratio_ci(timed_pairs(self.requests))
 
     def counts(self) -> dict[str, int]:
         return {key: sum(1 for r in self.requests if r.exact == verdict) for verdict, key in VERDICTS}
@@ -107,10 +107,16 @@ class TrafficResult(msgspec.Struct, kw_only=True):
         return [Trial.from_dict(t) for t in self.trials]
 
 
+def timed_pairs(requests: Sequence[RequestRow]) -> list[tuple[float, float]]:
+    """(AR ms, setting ms) of each request that has both figures."""
+    return [(r.ar_ms, r.ms) for r in requests
+            if r.ar_ms is not None and r.ms is not None and math.isfinite(r.ar_ms) and math.isfinite(r.ms) and r.ms > 0]
+
+
 def ratio_of_sums(requests: Sequence[RequestRow]) -> float:
     """A setting's speedup over its requests: their AR times summed over theirs, as
     ``pair_speedup`` sums a level (NaN where none has both)."""
-    known = [(r.ar_ms, r.ms) for r in requests if r.ar_ms and r.ms and math.isfinite(r.ar_ms) and math.isfinite(r.ms)]
+    known = timed_pairs(requests)
     return sum(a for a, _ in known) / sum(m for _, m in known) if known else math.nan
 
 

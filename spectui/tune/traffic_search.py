@@ -107,11 +107,17 @@ def survivors(trials: Sequence[Trial], keep: int) -> list[Candidate]:
     return [t.candidate for t in ranked[:keep] if math.isfinite(t.speedup)]
 
 
+def check_runs(n_defaults: int) -> int:
+    """The check's runs over the check half: AR twice (before the settings and after), the
+    winner and each default."""
+    return 3 + n_defaults
+
+
 def min_budget_s(tuning_tokens: int, check_tokens: int, n_defaults: int) -> float:
-    """The least a tune can take: AR and one candidate on the tuning half, then AR (twice), the
-    winner and each default on the check half, at ``FAST_TOK_S`` with a server start each."""
-    runs = 2 + 3 + n_defaults
-    return (2 * tuning_tokens + (3 + n_defaults) * check_tokens) / FAST_TOK_S + runs * START_S
+    """The least a tune can take: AR and one candidate on the tuning half, then the check's runs
+    (``check_runs``), at ``FAST_TOK_S`` with a server start each."""
+    checks = check_runs(n_defaults)
+    return (2 * tuning_tokens + checks * check_tokens) / FAST_TOK_S + (2 + checks) * START_S
 
 
 def check_budget(budget_s: float, least_s: float) -> None:

@@ -28,7 +28,7 @@ from spectui.format import model_name
 from spectui.recording.schema import BatchNoise
 from spectui.tune.runtime import paste_command
 from spectui.tune.traffic_report import AR, DEFAULT, TUNED, CheckRow, RequestRow, TrafficResult, ratio_of_sums, save
-from spectui.tune.traffic_search import MIN_TOKENS, Search, Status, Trial, check_budget, min_budget_s
+from spectui.tune.traffic_search import MIN_TOKENS, Search, Status, Trial, check_budget, check_runs, min_budget_s
 from spectui.tune.traffic_space import Candidate, candidate_config, defaults_of
 from spectui.tune.traffic_split import split_units
 from spectui.workload.engines import embedded_noise, open_setting
@@ -157,9 +157,8 @@ class TrafficTune:
             save(self.result, self.folder)
             return self.result
         ar_s = time.monotonic() - started
-        # the check: AR (twice), the winner and each default (and the reference apart) on a half
-        # of about the tuning half's size
-        runs = 3 + len(self.defaults) + self.reference_apart
+        # the check's runs (and the reference apart) on a half of about the tuning half's size
+        runs = check_runs(len(self.defaults)) + self.reference_apart
         reserve = ar_s * runs * max(tokens(self.check), 1) / max(tokens(self.tuning), 1)
 
         def measure(c: Candidate, rung: int, share: float) -> Trial:
