@@ -8,10 +8,18 @@ runs fastest on the check half among the tuned one and the defaults, and "run AR
 beats AR by the noise margin (``GAIN``).
 
 A speedup is the workload's own kind (``spectui.workload.result.pair_speedup``): the AR twins'
-summed time over the setting's, over the text each request shares with its twin, where a
-request's AR time is the mean of the check's two AR runs (one before the settings, one after).
-Its 95% interval is a percentile bootstrap over requests of that ratio of sums: it holds what
-the requests vary, not what this host moves between runs of the same setting.
+summed time over the setting's, over the text each request shares with its twin. The check runs
+every setting twice, in mirrored order (AR, the tuned one, the defaults; then the defaults
+backwards, the tuned one, AR), so a request's time is the mean of its two runs and a drift that
+runs one way through the check moves every setting alike.
+
+Its 95% interval holds two things. What the requests vary: a percentile bootstrap over requests
+of that ratio of sums. And what this host moves between runs of the same setting on the same
+requests (``run_spread``): every setting's two runs differ by that much, pooled over the settings
+as a standard deviation of a run's log time, with Student's t for how few settings gave it. A
+setting is advised only when the whole interval is above AR: one run of a setting is one draw of
+a few seconds of a shared machine (on mixed-12 at one client, ngram-mod as shipped read 1.14x in
+one check, 0.85x in another and 1.01x in the grid).
 """
 
 from __future__ import annotations
@@ -27,7 +35,7 @@ import numpy as np
 from spectui import file_kinds, storage
 from spectui.errors import SpectuiError
 from spectui.format import text_table
-from spectui.metrics.stats import BOOTSTRAP_SEED, bootstrap, percentile_interval
+from spectui.metrics.stats import BOOTSTRAP_SEED, bootstrap, percentile_interval, t_quantile_975
 from spectui.tune.runtime import GAIN
 from spectui.tune.traffic_search import Trial
 
@@ -48,6 +56,10 @@ class RequestRow(msgspec.Struct, kw_only=True):
     #: AR's time to the same token: the mean of the check's two AR runs (before the settings and
     #: after them; the first alone in a result from before 2026-12-03, or where the second failed)
     ar_ms: float | None = None
+    #: each run's time to that token, the setting's and AR's: ``ms`` and ``ar_ms`` are their means
+    #: (one run each in a result from before 2026-12-04; None where a run has no such token)
+    runs_ms: list[float | None] = msgspec.field(default_factory=list)
+    ar_runs_ms: list[float | None] = msgspec.field(default_factory=list)
 
     @property
     def speedup(self) -> float:
@@ -68,8 +80,10 @@ class CheckRow(msgspec.Struct, kw_only=True):
     def value(self) -> float:
         return math.nan if self.speedup is None else self.speedup
 
-    def ci(self) -> tuple[float, float]:
-        return ratio_ci(timed_pairs(self.requests))
+    @property
+    def runs(self) -> int:
+        """How many runs of this setting its figures are the mean of."""
+        return max((len(r.runs_ms) for r in self.requests), default=0) or 1
 
     def counts(self) -> dict[str, int]:
         return {key: sum(1 for r in self.requests if r.exact == verdict) for verdict, key in VERDICTS}
@@ -106,6 +120,57 @@ class TrafficResult(msgspec.Struct, kw_only=True):
     def trial_list(self) -> list[Trial]:
         return [Trial.from_dict(t) for t in self.trials]
 
+    def spread(self) -> Spread:
+        return run_spread(self.rows)
+
+    def interval(self, row: CheckRow) -> tuple[float, float]:
+        """``row``'s 95% interval: its requests' bootstrap, widened by the host's run-to-run
+        spread where the check measured it (``run_spread``)."""
+        return widened(row.value, ratio_ci(timed_pairs(row.requests)), self.spread(), row.runs, (self.row(AR) or row).runs)
+
+
+class Spread(msgspec.Struct, frozen=True):
+    """What this host moves between two runs of one setting over the same requests: the
+    standard deviation of a run's summed log time (``sd``), from ``settings`` settings run twice."""
+
+    sd: float = math.nan
+    settings: int = 0
+
+    @property
+    def known(self) -> bool:
+        return self.settings > 0 and math.isfinite(self.sd)
+
+
+def run_spread(rows: Sequence[CheckRow]) -> Spread:
+    """Every row run twice gives one difference of log summed times, over the requests both of
+    its runs timed; a run's variance is half the mean squared difference (AR's own two runs
+    count as one row)."""
+    diffs = []
+    for row in rows:
+        both = [(a, b) for q in row.requests if len(q.runs_ms) == 2 for a, b in [q.runs_ms]
+                if a is not None and b is not None and _pos(a) and _pos(b)]
+        if both:
+            diffs.append(math.log(sum(a for a, _ in both) / sum(b for _, b in both)))
+    if not diffs:
+        return Spread()
+    return Spread(sd=math.sqrt(sum(d * d for d in diffs) / (2 * len(diffs))), settings=len(diffs))
+
+
+def widened(value: float, ci: tuple[float, float], spread: Spread, runs: int, ar_runs: int) -> tuple[float, float]:
+    """``ci`` (the requests' interval of ``value``) with the run-to-run spread added on the log
+    scale: a speedup of a mean of ``runs`` runs over a mean of ``ar_runs`` of AR moves by
+    sd * sqrt(1/runs + 1/ar_runs) between checks, at Student's t for the settings the sd came from."""
+    lo, hi = ci
+    if not spread.known or not (math.isfinite(value) and math.isfinite(lo) and math.isfinite(hi)) or min(value, lo) <= 0:
+        return lo, hi
+    run = t_quantile_975(spread.settings) * spread.sd * math.sqrt(1 / runs + 1 / ar_runs)
+    below, above = math.log(value / lo), math.log(hi / value)
+    return value * math.exp(-math.hypot(below, run)), value * math.exp(math.hypot(above, run))
+
+
+def _pos(v: float | None) -> bool:
+    return v is not None and math.isfinite(v) and v > 0
+
 
 def timed_pairs(requests: Sequence[RequestRow]) -> list[tuple[float, float]]:
     """(AR ms, setting ms) of each request that has both figures."""
@@ -133,10 +198,23 @@ def ratio_ci(pairs: Sequence[tuple[float, float]], seed: int = BOOTSTRAP_SEED) -
 
 def advised(result: TrafficResult) -> CheckRow | None:
     """The setting to run: the fastest on the check half of the tuned one and the defaults,
-    when it beats AR by ``GAIN``; None: run AR."""
+    when it beats AR by ``GAIN`` and its whole interval (requests and runs) is above AR; None:
+    run AR."""
     options = [r for r in result.rows if r.role in (TUNED, DEFAULT) and math.isfinite(r.value)]
     best = max(options, key=lambda r: (r.value, r.role == TUNED), default=None)
-    return best if best is not None and best.value >= GAIN else None
+    if best is None or best.value < GAIN:
+        return None
+    lo, _ = result.interval(best)
+    return best if not math.isfinite(lo) or lo > 1.0 else None
+
+
+def noise_words(result: TrafficResult) -> str:
+    """How much this host moved between runs of one setting, as the advice states it."""
+    spread = result.spread()
+    if not spread.known:
+        return "the check ran each setting once: its interval holds the requests' spread, not the host's from run to run"
+    return (f"a run of one setting moved {math.expm1(spread.sd):.0%} (one sd) from its twin on this host,"
+            f" over {spread.settings} setting{'s' * (spread.settings != 1)} run twice")
 
 
 def _x(v: float) -> str:
@@ -162,10 +240,11 @@ def advice(result: TrafficResult) -> str:
     if tuned is None:
         return f"{head}: nothing measured on the check half ({result.stopped or 'the search found no setting'})"
     if pick is None:
-        others = "; ".join(f"{r.label}: {_x(r.value)}" for r in result.rows if r.role in (TUNED, DEFAULT))
-        return (f"{head}: run AR: no setting beat AR by {GAIN - 1:.0%} on {n} request{'s' * (n != 1)} it never saw"
-                f" ({others})")
-    lo, hi = pick.ci()
+        others = "; ".join(f"{r.label}: {_x(r.value)}" + ("" if _ci_text(result, r) == "—" else f" ({_ci_text(result, r)})")
+                           for r in result.rows if r.role in (TUNED, DEFAULT))
+        return (f"{head}: run AR: no setting beat AR by {GAIN - 1:.0%} with its 95% interval above AR on {n}"
+                f" request{'s' * (n != 1)} it never saw ({others})")
+    lo, hi = result.interval(pick)
     ci = f" (95% CI {lo:.2f}-{hi:.2f})" if math.isfinite(lo) else ""
     which = "" if pick.role == TUNED else f" (the tuned {tuned.label} ran {_x(tuned.value)} there)"
     line = (f"{head}: {pick.label}: {_x(pick.value)} AR on {n} request{'s' * (n != 1)} it never saw{ci}, {exactness(pick)}"
@@ -175,13 +254,13 @@ def advice(result: TrafficResult) -> str:
 
 def to_json(result: TrafficResult) -> dict[str, object]:
     """The ``--json`` object: every speedup measured on the check half."""
-    tuned, pick = result.row(TUNED), advised(result)
+    tuned, pick, spread = result.row(TUNED), advised(result), result.spread()
 
     def finite(v: float) -> float | None:
         return v if math.isfinite(v) else None
 
     def one(r: CheckRow) -> dict[str, object]:
-        lo, hi = r.ci()
+        lo, hi = result.interval(r)
         return {"setting": r.label, "command": r.command, "speedup": finite(r.value), "ci": [finite(lo), finite(hi)],
                 "requests": r.counts(), "candidate": r.candidate,
                 "per_request": [{"index": q.index, "exact": q.exact, "why": q.why, "speedup": finite(q.speedup)} for q in r.requests]}
@@ -195,6 +274,7 @@ def to_json(result: TrafficResult) -> dict[str, object]:
         "defaults": [{"setting": r.label, "speedup": finite(r.value), "command": r.command, "requests": r.counts()}
                      for r in result.rows if r.role == DEFAULT],
         "advice": advice(result), "advised": None if pick is None else pick.label,
+        "run_spread": {"sd": finite(spread.sd), "settings": spread.settings},
         "command": "" if pick is None else pick.command,
         "search_s": result.search_s, "check_s": result.check_s, "budget_s": result.budget_s, "stopped": result.stopped,
     }
@@ -216,9 +296,10 @@ def format_text(result: TrafficResult, folder: str = "") -> str:
     elif tuned is not None:
         out.append("  run the server without --spec-type (AR)")
     if result.rows:
-        table = [[r.label if r.role != TUNED else f"{r.label} (tuned)", _x(r.value), _ci_text(r),
+        table = [[r.label if r.role != TUNED else f"{r.label} (tuned)", _x(r.value), _ci_text(result, r),
                   "/".join(str(c) for c in r.counts().values())] for r in result.rows if r.role != AR]
-        out += ["", "on the check half (requests the search never saw), each over the runtime's AR on the same text:",
+        out += ["", "on the check half (requests the search never saw), each over the runtime's AR on the same text;"
+                f" the interval holds the requests and the runs ({noise_words(result)}):",
                 text_table(["setting", "speedup", "95% CI", "identical/near-tie/batched/defect/unjudged"], table,
                            right={1, 2}, rules_before={0})]
         out += ["", "every check-half request, as the workload judges it against AR at one client:"]
@@ -241,8 +322,8 @@ def format_text(result: TrafficResult, folder: str = "") -> str:
     return "\n".join(out)
 
 
-def _ci_text(r: CheckRow) -> str:
-    lo, hi = r.ci()
+def _ci_text(result: TrafficResult, r: CheckRow) -> str:
+    lo, hi = result.interval(r)
     return f"{lo:.2f}-{hi:.2f}" if math.isfinite(lo) else "—"
 
 

@@ -108,9 +108,8 @@ def survivors(trials: Sequence[Trial], keep: int) -> list[Candidate]:
 
 
 def check_runs(n_defaults: int) -> int:
-    """The check's runs over the check half: AR twice (before the settings and after), the
-    winner and each default."""
-    return 3 + n_defaults
+    """The check's runs over the check half: AR, the winner and each default, twice each."""
+    return 2 * (2 + n_defaults)
 
 
 def min_budget_s(tuning_tokens: int, check_tokens: int, n_defaults: int) -> float:

@@ -6,8 +6,8 @@ figure and a ``spectui workload`` figure are the same kind of number. The search
 each run alone (one server up at a time, whatever the space's size), against one AR run of the
 whole tuning half; the check runs AR, the tuned setting and the defaults in one
 ``WorkloadRun`` with the workload's judge (AR at one client is every request's reference), then
-AR once more on a server of its own, so that each request's AR time is two runs' mean, one
-before the settings and one after.
+each of them once more in the other order on servers of their own, so that each request's time is
+two runs' mean and the host's run-to-run spread is measured where it is reported.
 
 The space, the split, the halving and the report are ``spectui.tune``'s (``traffic_*``): they
 know nothing of servers; this module is where they meet the workload's runner.
@@ -33,7 +33,7 @@ from spectui.tune.traffic_space import Candidate, candidate_config, defaults_of
 from spectui.tune.traffic_split import split_units
 from spectui.workload.engines import embedded_noise, open_setting
 from spectui.workload.plan import LLAMA_SERVER, Setting, WorkloadPlan
-from spectui.workload.result import LevelResult, pair_speedup, time_to
+from spectui.workload.result import LevelResult, RequestOutcome, pair_speedup, time_to
 from spectui.workload.run import Opener, WorkloadRun, setting_slug
 from spectui.workload.source import Workload, WorkRequest
 
@@ -225,45 +225,58 @@ class TrafficTune:
         roles += [(DEFAULT, d) for d in self.defaults if d != winner]
         settings = [self._setting(c) for _, c in roles]
         self.progress(f"the check half ({len(self.check.requests)} requests): AR, {winner.label()} and {len(roles) - 2}"
-                      " default(s), then AR again")
+                      " default(s), then each again in the other order")
         # warm, as deployed: each server has answered the tuning half before the check's requests
         levels = self.run_settings(self.check, settings, self.folder / "check", judged=True, warm=self.tuning)
-        ar = self._at_load(levels, settings[0].label)
-        by_index = {r.index: r for r in ar.requests} if ar is not None else {}
-        # AR once more, after every setting, on a fresh server warmed alike: each request's AR
-        # time is the mean of the run before the settings and this one. One AR run is one draw of
-        # what this host does over a few seconds: on document-qa at 2 clients the check's AR took
-        # 5.2 s where ten other runs of it took 5.6-8.3 s, and every setting read 0.87-0.97x AR
-        # there, 1.04-1.22x head to head (benchmarks/results/tune-traffic-2026-12-03d.txt).
-        again = self._ar_again(settings[0]) if ar is not None and not self.stop.is_set() else None
-        again_by_index = {r.index: r for r in again.requests} if again is not None else {}
+        first = {s.label: lv for s in settings if (lv := self._at_load(levels, s.label)) is not None}
+        # every setting once more, mirrored: the settings backwards on fresh servers warmed alike,
+        # then AR, so each request's time is two runs' mean, a drift through the check moves every
+        # setting alike, and the two runs of each say how far this host moves between runs. One
+        # run is one draw of a few seconds of a shared machine: on document-qa at 2 clients the
+        # check's one AR took 5.2 s where ten other runs of it took 5.6-8.3 s; on mixed-12 at one
+        # client ngram-mod as shipped read 1.14x in one check, 0.85x in another, 1.01x in the grid
+        # (benchmarks/results/tune-traffic-2026-12-03d.txt).
+        second: dict[str, LevelResult] = {}
+        if settings[0].label in first and not self.stop.is_set():
+            second.update(self._again(settings[:0:-1], "check-again"))
+            if not self.stop.is_set():
+                second.update(self._again(settings[:1], "check-AR-again"))
+        ar_runs = [_by_index(runs.get(settings[0].label)) for runs in (first, second)]
         rows = []
         for (role, c), s in zip(roles, settings):
-            level = self._at_load(levels, s.label)
+            level = first.get(s.label)
             if level is None:
                 continue
+            again = _by_index(second.get(s.label))
             requests = []
             for r in level.requests:
-                ar_ms = _mean_finite(time_to(t, r.common) for t in (by_index.get(r.index), again_by_index.get(r.index))
-                                     if t is not None and r.common)
-                requests.append(RequestRow(index=r.index, exact=r.exact, why=r.why, ms=_num(r.common_ms), ar_ms=_num(ar_ms)))
+                twin = again.get(r.index)
+                # AR's own row: the tokens both its runs reached; a setting's: those it shares with AR
+                n = min(len(r.token_ms), len(twin.token_ms) if twin is not None else len(r.token_ms)) if role == AR else r.common
+                runs = [_num(time_to(t, n)) for t in (r, twin) if t is not None]
+                ar = [_num(time_to(t, n)) for t in (runs_of.get(r.index) for runs_of in ar_runs) if t is not None]
+                requests.append(RequestRow(index=r.index, exact=r.exact, why=r.why, ms=_mean_known(runs) if n else None,
+                                           ar_ms=_mean_known(ar) if n else None, runs_ms=runs if n else [],
+                                           ar_runs_ms=ar if n else []))
             rows.append(CheckRow(role=role, label="AR" if c is None else c.label(), candidate=None if c is None else c.to_dict(),
                                  command=self._command(level), speedup=None if role == AR else _num(ratio_of_sums(requests)),
                                  requests=requests))
         self.result.rows = rows
         self.result.check_s = time.monotonic() - t0
 
-    def _ar_again(self, ar: Setting) -> LevelResult | None:
-        """AR over the check half at the asked load once more, after the settings, in a folder of
-        its own (``check-AR-again``); None if it did not run (stopped, or its server failed: the
-        first AR run alone is then every request's AR time)."""
-        again = replace(ar, label=f"{ar.label} again")
+    def _again(self, settings: Sequence[Setting], folder: str) -> dict[str, LevelResult]:
+        """``settings`` over the check half at the asked load once more, in this order, each on a
+        fresh server warmed alike, in ``folder``: their levels by the first run's labels (none
+        where it did not run: stopped, or a server failed, and the first run alone is then that
+        setting's figure)."""
+        named = {f"{s.label} again": s.label for s in settings}
         try:
-            levels = self.run_settings(self.check, [again], self.folder / "check-AR-again", judged=False, warm=self.tuning)
+            levels = self.run_settings(self.check, [replace(s, label=f"{s.label} again") for s in settings], self.folder / folder,
+                                       judged=False, warm=self.tuning)
         except SpectuiError as exc:
-            self.progress(f"AR again on the check half did not run ({exc}): the first AR run alone is the reference")
-            return None
-        return self._at_load(levels, again.label)
+            self.progress(f"the check's second run ({folder}) did not run ({exc}): the first run alone is those settings' figure")
+            return {}
+        return {named[lv.setting]: lv for lv in levels if lv.setting in named}
 
     def _command(self, level: LevelResult) -> str:
         """The command line the server ran as, host and port left off: the one to paste."""
@@ -284,6 +297,10 @@ def _num(v: float) -> float | None:
     return v if math.isfinite(v) else None
 
 
-def _mean_finite(values: Iterable[float]) -> float:
-    known = [v for v in values if math.isfinite(v)]
-    return sum(known) / len(known) if known else math.nan
+def _mean_known(values: Iterable[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None
+
+
+def _by_index(level: LevelResult | None) -> dict[int, RequestOutcome]:
+    return {r.index: r for r in level.requests} if level is not None else {}

@@ -96,30 +96,44 @@ def test_the_check_judged_again_from_its_folder_keeps_every_verdict(tuned) -> No
     assert "not judged again" not in proc.stderr and "verdict(s) changed" not in proc.stderr, proc.stderr
 
 
-def test_each_requests_ar_time_is_the_mean_of_a_run_before_the_settings_and_one_after(tuned) -> None:
-    """AR runs twice on the check half: with the settings (first), and once more after them on a
-    server of its own, warmed alike; a request's AR time is the two runs' mean, and a setting's
-    speedup the summed AR times over its own."""
+def test_every_setting_runs_twice_in_mirrored_order_and_each_time_is_the_two_runs_mean(tuned) -> None:
+    """The check runs AR, the tuned setting and the defaults, then each once more the other way
+    round (the defaults backwards, the tuned one, AR) on servers of their own warmed alike; a
+    request's time is its two runs' mean, a setting's speedup the summed AR times over its own,
+    and the runs' differences are the host's spread the interval holds."""
     from spectui.tune.traffic_report import load
     from spectui.workload.result import load_result, time_to
 
     doc, out, _ = tuned
-    first = next(lv for lv in load_result(out / "check").levels if lv.setting == "llama-server AR" and lv.clients == 2)
-    (again,) = [lv for lv in load_result(out / "check-AR-again").levels if lv.clients == 2]
-    assert again.setting == "llama-server AR again" and sorted(r.index for r in again.requests) == doc["split"]["check"]
-    warmed = sorted(int(p.stem) for p in (out / "check-AR-again").rglob("warmup/*.spectui"))
-    assert warmed == doc["split"]["tuning"]
+    first = [lv for lv in load_result(out / "check").levels if lv.clients == 2]
+    again = [lv for lv in load_result(out / "check-again").levels if lv.clients == 2]
+    (ar_again,) = [lv for lv in load_result(out / "check-AR-again").levels if lv.clients == 2]
     result = load(out)
+    order = [f"llama-server {r.label}" for r in result.rows if r.role != "AR"]
+    assert [lv.setting for lv in first] == ["llama-server AR", *order]
+    assert [lv.setting for lv in again] == [f"{label} again" for label in reversed(order)]
+    assert ar_again.setting == "llama-server AR again" and sorted(r.index for r in ar_again.requests) == doc["split"]["check"]
+    for folder in ("check-again", "check-AR-again"):
+        warmed = {int(p.stem) for p in (out / folder).rglob("warmup/*.spectui")}
+        assert warmed == set(doc["split"]["tuning"]), folder
+    ar_first = next(lv for lv in first if lv.setting == "llama-server AR")
     tuned_row = next(r for r in result.rows if r.role == "tuned")
+    one = next(lv for lv in first if lv.setting == f"llama-server {tuned_row.label}")
+    two = next(lv for lv in again if lv.setting == f"llama-server {tuned_row.label} again")
+    timed = 0
     for row in tuned_row.requests:
-        if row.ms is None:
+        n = next(r.common for r in one.requests if r.index == row.index)
+        if not n or row.ms is None:
             continue
-        n = next(r.common for lv in load_result(out / "check").levels if lv.setting == f"llama-server {tuned_row.label}"
-                 and lv.clients == 2 for r in lv.requests if r.index == row.index)
-        before, after = (time_to(next(r for r in lv.requests if r.index == row.index), n) for lv in (first, again))
-        assert row.ar_ms == pytest.approx((before + after) / 2)
+        runs = [time_to(next(r for r in lv.requests if r.index == row.index), n) for lv in (one, two)]
+        ar_runs = [time_to(next(r for r in lv.requests if r.index == row.index), n) for lv in (ar_first, ar_again)]
+        assert row.runs_ms == pytest.approx(runs) and row.ms == pytest.approx(sum(runs) / 2)
+        assert row.ar_runs_ms == pytest.approx(ar_runs) and row.ar_ms == pytest.approx(sum(ar_runs) / 2)
+        timed += 1
+    assert timed
     known = [(r.ar_ms, r.ms) for r in tuned_row.requests if r.ar_ms and r.ms]
     assert doc["best"]["speedup"] == pytest.approx(sum(a for a, _ in known) / sum(m for _, m in known))
+    assert doc["run_spread"]["settings"] == len(result.rows) and doc["run_spread"]["sd"] > 0
 
 
 def test_everything_is_recorded_in_one_folder_and_analyze_prints_it_again(tuned) -> None:

@@ -26,8 +26,10 @@ from spectui.tune.traffic_report import (
     load,
     ratio_ci,
     ratio_of_sums,
+    run_spread,
     save,
     to_json,
+    widened,
 )
 from spectui.tune.traffic_search import ETA, Search, Status, Trial, check_budget, min_budget_s, shares
 from spectui.tune.traffic_space import Applicable, Candidate, build_space, candidate_config, defaults_of, method_space
@@ -256,9 +258,51 @@ def test_the_advice_names_the_setting_its_figures_and_every_default():
 
 def test_run_ar_where_nothing_beats_ar_by_the_noise_margin():
     line = advice(result(tuned=1.01, mod=0.95, simple=0.9))
-    assert line.startswith("at 1 client: run AR: no setting beat AR by 3% on 3 requests it never saw")
+    assert line.startswith("at 1 client: run AR: no setting beat AR by 3% with its 95% interval above AR on 3 requests it never saw")
     doc = to_json(result(tuned=1.01, mod=0.95, simple=0.9))
     assert doc["advised"] is None and doc["command"] == ""
+
+
+def twice(result: TrafficResult, moved: float) -> TrafficResult:
+    """``result`` as a check of two runs a setting, each setting's second run ``moved`` times
+    its first (AR's the other way), every request's figure the two runs' mean."""
+    for row in result.rows:
+        factor = 1 / moved if row.role == AR else moved
+        for q in row.requests:
+            a, b = 2 * q.ms / (1 + factor), 2 * q.ms * factor / (1 + factor)
+            q.runs_ms = [a, b]
+            q.ar_runs_ms = [2 * q.ar_ms / (1 + 1 / moved), 2 * q.ar_ms / moved / (1 + 1 / moved)]
+    return result
+
+
+def test_the_run_spread_is_pooled_over_every_setting_run_twice():
+    spread = run_spread(twice(result(), 1.1).rows)
+    assert spread.settings == 4  # AR, the tuned one and both defaults
+    assert spread.sd == pytest.approx(math.log(1.1) / math.sqrt(2))
+    assert not run_spread(result().rows).known  # one run each: no spread to pool
+
+
+def test_the_interval_holds_the_runs_spread_besides_the_requests():
+    lo, hi = ratio_ci([(130.0, 100.0), (135.0, 100.0), (128.0, 100.0)])
+    value = 393 / 300
+    wide_lo, wide_hi = widened(value, (lo, hi), run_spread(twice(result(), 1.1).rows), 2, 2)
+    assert wide_lo < lo and wide_hi > hi
+    assert widened(value, (lo, hi), run_spread(result().rows), 1, 1) == (lo, hi)
+
+
+def test_a_gain_inside_the_hosts_run_to_run_noise_is_run_ar():
+    """1.10x on every request clears the margin on the requests alone, and not once the
+    settings' second runs moved 15% from their first: the advice is AR."""
+    steady = result(tuned=1.10, mod=0.95, simple=0.9)
+    assert to_json(steady)["advised"] == "ngram-mod n-max 16, n-min 2"
+    noisy = twice(result(tuned=1.10, mod=0.95, simple=0.9), 1.15)
+    doc = to_json(noisy)
+    assert doc["advised"] is None and doc["best"]["ci"][0] < 1.0 < doc["best"]["ci"][1]
+    assert doc["run_spread"]["settings"] == 4 and doc["run_spread"]["sd"] == pytest.approx(math.log(1.15) / math.sqrt(2))
+    assert "run AR" in doc["advice"] and "interval above AR" in doc["advice"]
+    assert "moved 10% (one sd) from its twin on this host, over 4 settings run twice" in format_text(noisy)
+    quiet = twice(result(tuned=1.10, mod=0.95, simple=0.9), 1.01)
+    assert to_json(quiet)["advised"] == "ngram-mod n-max 16, n-min 2"
 
 
 def test_a_default_that_does_better_on_the_check_half_is_what_is_advised():

@@ -89,7 +89,7 @@ def check_rows(result: TrafficResult) -> list[tuple[str, ...]]:
     for r in result.rows:
         if r.role == AR:
             continue
-        lo, hi = r.ci()
+        lo, hi = result.interval(r)
         ci = f"{lo:.2f}-{hi:.2f}" if math.isfinite(lo) else DASH
         label = f"{r.label} (tuned)" if r.role == TUNED else r.label
         out.append((label, _x(r.value), ci, "/".join(str(c) for c in r.counts().values())))
