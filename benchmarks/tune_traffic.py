@@ -40,7 +40,7 @@ from spectui.cli import build_parser
 from spectui.cli.profiles import parse_args
 from spectui.cli.tune_traffic import prepare
 from spectui.tune.runtime import GAIN
-from spectui.tune.traffic_report import TUNED, advice, advised, load, ratio_ci
+from spectui.tune.traffic_report import TUNED, advice, advised, load, noise_words, ratio_ci
 from spectui.tune.traffic_space import Candidate
 from spectui.workload.result import pair_speedup, time_to
 from spectui.workload.tuning import TrafficTune
@@ -175,7 +175,9 @@ def main() -> int:
 
     lines = [f"workload {a.workload} at {a.clients} client(s), {len(tune.check.requests)} check-half requests,"
              f" space {len(tune.candidates)}",
-             f"tune: {tune_s:.0f} s; grid: {grid_s:.0f} s ({tune_s / grid_s:.0%} of the grid's time)",
+             f"tune: {tune_s:.0f} s (search {result.search_s:.0f} + check {result.check_s:.0f}); grid: {grid_s:.0f} s"
+             f" ({tune_s / grid_s:.0%} of the grid's time)",
+             f"the check's runs: {noise_words(result)}",
              f"tuned {tuned.label}: {mine:.3f}x in the grid (its own check: {tuned.value:.3f}x)",
              f"grid's best {best_label}: {best.speedup:.3f}x; tuned at {share:.1%} of it",
              f"head to head ({a.rounds} rounds, alternating, medians): "
