@@ -7,10 +7,11 @@ same space, on the same workload at the same load, both judged on the check half
 1. **The tune**, as ``spectui tune --workload`` runs it (the same parser, the same space, the
    same split): successive halving on the tuning half within ``--budget`` minutes, then the
    check half. Its wall time is the tune's time.
-2. **The grid**: AR and every candidate of the space on the check half at the same load, in one
-   run (each setting on its own server, warmed with the tuning half as the tune's check is, the
-   workload's runner pairing each with AR). Its wall
-   time is the grid's time: what measuring every setting on that many requests costs.
+2. **The grid**: AR and every candidate of the space on the check half at the same load, each
+   measured as the tune's check measures its few (each setting on its own server, warmed with
+   the tuning half, twice, the second time in the other order, a request's time the two runs'
+   mean). Its wall time is the grid's time: what measuring every setting on that many requests
+   with the check's evidence costs.
 
 3. **Head to head**: the grid's best of 31 single runs is flattered by its own luck (the
    largest of many noisy figures; the grid moves 10-15% between runs on this shared host). So
@@ -40,9 +41,9 @@ from spectui.cli import build_parser
 from spectui.cli.profiles import parse_args
 from spectui.cli.tune_traffic import prepare
 from spectui.tune.runtime import GAIN
-from spectui.tune.traffic_report import TUNED, advice, advised, load, noise_words, ratio_ci
+from spectui.tune.traffic_report import AR, DEFAULT, TUNED, CheckRow, advice, advised, load, noise_words, row_interval, run_spread
 from spectui.tune.traffic_space import Candidate
-from spectui.workload.result import pair_speedup, time_to
+from spectui.workload.result import pair_speedup
 from spectui.workload.tuning import TrafficTune
 
 
@@ -57,38 +58,30 @@ class Figure:
 
 
 def grid(tune: TrafficTune, folder: Path, chunk: int) -> tuple[dict[str, Figure], float]:
-    """AR and every candidate on the check half at the tune's load: each label's speedup, its
-    95% interval over requests, and the exactness counts. ``chunk`` candidates at a time, each
-    chunk with its own AR: a workload keeps every server of a run up at once, and 27 servers of
-    the 1.5B (with its draft) did not fit in 24 GiB (the 28th was not ready within 180 s)."""
+    """AR and every candidate on the check half at the tune's load, each measured as the tune's
+    check measures (``TrafficTune.measure_twice``: two runs, the second in the other order, a
+    request's time their mean): each label's speedup, its 95% interval (the requests' and this
+    host's run-to-run spread, pooled over the whole grid), and the exactness counts. ``chunk``
+    candidates at a time, each chunk with its own AR: a workload keeps every server of a run up
+    at once, and 27 servers of the 1.5B (with its draft) did not fit in 24 GiB (the 28th was not
+    ready within 180 s). One run a setting would make the grid's best the luckiest of eighty-odd
+    single draws and the grid half the evidence the check gives its few settings."""
     t0 = time.monotonic()
-    out: dict[str, Figure] = {}
+    rows: list[tuple[CheckRow, CheckRow]] = []  # (a setting, its chunk's AR)
     for i in range(0, len(tune.candidates), chunk):
         part = tune.candidates[i:i + chunk]
-        out.update(_grid_part(tune, part, folder / f"part{i // chunk + 1}" if chunk < len(tune.candidates) else folder))
-    return out, time.monotonic() - t0
-
-
-def _grid_part(tune: TrafficTune, candidates: list[Candidate], folder: Path) -> dict[str, Figure]:
-    settings = [tune._setting(None)] + [tune._setting(c) for c in candidates]
-    levels = tune.run_settings(tune.check, settings, folder, judged=True, warm=tune.tuning)
-    ar = tune._at_load(levels, settings[0].label)
-    if ar is None:
-        raise SystemExit("tune_traffic: AR on the check half did not run")
-    by_index = {r.index: r for r in ar.requests}
+        where = folder / f"part{i // chunk + 1}" if chunk < len(tune.candidates) else folder
+        measured = tune.measure_twice([(AR, None)] + [(DEFAULT if c.is_default else "candidate", c) for c in part], where)
+        ar = next((r for r in measured if r.role == AR), None)
+        if ar is None:
+            raise SystemExit("tune_traffic: AR on the check half did not run")
+        rows += [(r, ar) for r in measured if r.role != AR]
+    spread = run_spread([r for r, _ in rows] + list({id(ar): ar for _, ar in rows}.values()))
     out: dict[str, Figure] = {}
-    for c, s in zip(candidates, settings[1:]):
-        level = tune._at_load(levels, s.label)
-        if level is None:
-            continue
-        pair_speedup(level, ar)
-        pairs = [(time_to(by_index[r.index], r.common), r.common_ms) for r in level.requests if r.index in by_index and r.common]
-        lo, hi = ratio_ci(pairs)
-        counts: dict[str, int] = {}
-        for r in level.requests:
-            counts[r.exact] = counts.get(r.exact, 0) + 1
-        out[c.label()] = Figure(level.speedup, (lo, hi), counts, c.is_default and len(c.types) == 1)
-    return out
+    for row, ar in rows:
+        c = Candidate.from_dict(row.candidate or {})
+        out[row.label] = Figure(row.value, row_interval(row, spread, ar.runs), row.counts(), c.is_default and len(c.types) == 1)
+    return out, time.monotonic() - t0
 
 
 def head_to_head(tune: TrafficTune, candidates: list[Candidate], folder: Path, rounds: int) -> dict[str, float]:
@@ -96,13 +89,16 @@ def head_to_head(tune: TrafficTune, candidates: list[Candidate], folder: Path, r
     candidates in one order, then the reverse (each round paired with its own AR, the servers
     warmed with the tuning half as the grid's are)."""
     speedups: dict[str, list[float]] = {c.label(): [] for c in candidates}
+    ar_setting = tune._setting(None)
     for i in range(rounds):
-        order = candidates if i % 2 == 0 else candidates[::-1]
-        settings = [tune._setting(None)] + [tune._setting(c) for c in order]
-        if i % 2:
-            settings = settings[1:] + settings[:1]  # AR last on the way back
-        levels = tune.run_settings(tune.check, settings, folder / f"round{i + 1}", judged=False, warm=tune.tuning)
-        ar = tune._at_load(levels, tune._setting(None).label)
+        here = folder / f"round{i + 1}"
+        if i % 2 == 0:
+            levels = tune.run_settings(tune.check, [ar_setting] + [tune._setting(c) for c in candidates], here, judged=False,
+                                       warm=tune.tuning)
+        else:  # AR last on the way back: a run puts its AR first, so AR runs on its own after the candidates
+            levels = tune.run_settings(tune.check, [tune._setting(c) for c in candidates[::-1]], here, judged=False, warm=tune.tuning)
+            levels += tune.run_settings(tune.check, [ar_setting], here / "AR", judged=False, warm=tune.tuning)
+        ar = tune._at_load(levels, ar_setting.label)
         for c in candidates:
             level = tune._at_load(levels, tune._setting(c).label)
             if ar is not None and level is not None:

@@ -126,7 +126,7 @@ class TrafficResult(msgspec.Struct, kw_only=True):
     def interval(self, row: CheckRow) -> tuple[float, float]:
         """``row``'s 95% interval: its requests' bootstrap, widened by the host's run-to-run
         spread where the check measured it (``run_spread``)."""
-        return widened(row.value, ratio_ci(timed_pairs(row.requests)), self.spread(), row.runs, (self.row(AR) or row).runs)
+        return row_interval(row, self.spread(), (self.row(AR) or row).runs)
 
 
 class Spread(msgspec.Struct, frozen=True):
@@ -154,6 +154,12 @@ def run_spread(rows: Sequence[CheckRow]) -> Spread:
     if not diffs:
         return Spread()
     return Spread(sd=math.sqrt(sum(d * d for d in diffs) / (2 * len(diffs))), settings=len(diffs))
+
+
+def row_interval(row: CheckRow, spread: Spread, ar_runs: int) -> tuple[float, float]:
+    """A setting's 95% interval over AR run ``ar_runs`` times: its requests' bootstrap of the
+    ratio of sums, widened by ``spread``."""
+    return widened(row.value, ratio_ci(timed_pairs(row.requests)), spread, row.runs, ar_runs)
 
 
 def widened(value: float, ci: tuple[float, float], spread: Spread, runs: int, ar_runs: int) -> tuple[float, float]:

@@ -223,11 +223,18 @@ class TrafficTune:
         t0 = time.monotonic()
         roles: list[tuple[str, Candidate | None]] = [(AR, None), (TUNED, winner)]
         roles += [(DEFAULT, d) for d in self.defaults if d != winner]
-        settings = [self._setting(c) for _, c in roles]
         self.progress(f"the check half ({len(self.check.requests)} requests): AR, {winner.label()} and {len(roles) - 2}"
                       " default(s), then each again in the other order")
-        # warm, as deployed: each server has answered the tuning half before the check's requests
-        levels = self.run_settings(self.check, settings, self.folder / "check", judged=True, warm=self.tuning)
+        self.result.rows = self.measure_twice(roles, self.folder)
+        self.result.check_s = time.monotonic() - t0
+
+    def measure_twice(self, roles: Sequence[tuple[str, Candidate | None]], folder: Path) -> list[CheckRow]:
+        """AR (``roles[0]``) and the settings on the check half at the asked load, judged, in
+        ``folder/check``; then each once more the other way round, each request's time the mean
+        of its two runs. Every server is warm, as deployed: it has answered the tuning half
+        before the check's requests."""
+        settings = [self._setting(c) for _, c in roles]
+        levels = self.run_settings(self.check, settings, folder / "check", judged=True, warm=self.tuning)
         first = {s.label: lv for s in settings if (lv := self._at_load(levels, s.label)) is not None}
         # every setting once more, mirrored: the settings backwards on fresh servers warmed alike,
         # then AR, so each request's time is two runs' mean, a drift through the check moves every
@@ -238,9 +245,9 @@ class TrafficTune:
         # (benchmarks/results/tune-traffic-2026-12-03d.txt).
         second: dict[str, LevelResult] = {}
         if settings[0].label in first and not self.stop.is_set():
-            second.update(self._again(settings[:0:-1], "check-again"))
+            second.update(self._again(settings[:0:-1], folder / "check-again"))
             if not self.stop.is_set():
-                second.update(self._again(settings[:1], "check-AR-again"))
+                second.update(self._again(settings[:1], folder / "check-AR-again"))
         ar_runs = [_by_index(runs.get(settings[0].label)) for runs in (first, second)]
         rows = []
         for (role, c), s in zip(roles, settings):
@@ -259,32 +266,31 @@ class TrafficTune:
                                            ar_ms=_mean_known(ar) if n else None, runs_ms=runs if n else [],
                                            ar_runs_ms=ar if n else []))
             rows.append(CheckRow(role=role, label="AR" if c is None else c.label(), candidate=None if c is None else c.to_dict(),
-                                 command=self._command(level), speedup=None if role == AR else _num(ratio_of_sums(requests)),
-                                 requests=requests))
-        self.result.rows = rows
-        self.result.check_s = time.monotonic() - t0
+                                 command=self._command(level, folder / "check"),
+                                 speedup=None if role == AR else _num(ratio_of_sums(requests)), requests=requests))
+        return rows
 
-    def _again(self, settings: Sequence[Setting], folder: str) -> dict[str, LevelResult]:
+    def _again(self, settings: Sequence[Setting], folder: Path) -> dict[str, LevelResult]:
         """``settings`` over the check half at the asked load once more, in this order, each on a
         fresh server warmed alike, in ``folder``: their levels by the first run's labels (none
         where it did not run: stopped, or a server failed, and the first run alone is then that
         setting's figure)."""
         named = {f"{s.label} again": s.label for s in settings}
         try:
-            levels = self.run_settings(self.check, [replace(s, label=f"{s.label} again") for s in settings], self.folder / folder,
+            levels = self.run_settings(self.check, [replace(s, label=f"{s.label} again") for s in settings], folder,
                                        judged=False, warm=self.tuning)
         except SpectuiError as exc:
-            self.progress(f"the check's second run ({folder}) did not run ({exc}): the first run alone is those settings' figure")
+            self.progress(f"the check's second run ({folder.name}) did not run ({exc}): the first run alone is those settings' figure")
             return {}
         return {named[lv.setting]: lv for lv in levels if lv.setting in named}
 
-    def _command(self, level: LevelResult) -> str:
+    def _command(self, level: LevelResult, folder: Path) -> str:
         """The command line the server ran as, host and port left off: the one to paste."""
         from spectui.recording.reader import read_header
 
         for r in level.requests:
             try:
-                header = read_header(self.folder / "check" / r.recording)
+                header = read_header(folder / r.recording)
             except (SpectuiError, OSError):
                 continue
             server = header.artifacts.server
