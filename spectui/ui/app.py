@@ -435,7 +435,7 @@ class SpectuiApp(App[int]):
             self.pop_screen()
             return
         self.push_screen(CompareScreen(self.view))
-        if self.controller.compare is None:
+        if self.controller.side_by_side.pair is None:
             self.controller.run_compare()
 
     def on_compare_requested(self, _msg: CompareRequested) -> None:
@@ -446,7 +446,7 @@ class SpectuiApp(App[int]):
             self.notify("two nodes run one after the other: interleaving shares one engine", timeout=4)
             return
         self.controller.toggle_interleave()
-        how = "interleaved block by block" if self.controller.compare_interleave else "one after the other"
+        how = "interleaved block by block" if self.controller.side_by_side.interleave else "one after the other"
         self.notify(f"live compare: {how} (r runs it)", timeout=3)
 
     def open_compare(self, baseline: str | Path, candidate: str | Path) -> bool:
@@ -460,7 +460,7 @@ class SpectuiApp(App[int]):
     def on_diff_requested(self, _msg: DiffRequested) -> None:
         from spectui.ui.screens.diff import DiffScreen, diff_text
 
-        paths = self.controller.compare_paths()
+        paths = self.controller.side_by_side.paths()
         if paths is None:
             self.notify("the diff needs two finished, recorded runs", severity="warning", timeout=4)
             return

@@ -1,9 +1,9 @@
 """The dashboard's state and everything that changes it, without Textual.
 
 ``DashboardController`` keeps the settings of the next run, the run on screen (``live`` on the
-main screen, the ``compare`` pair on the compare screen), the header's ``RunState``, the AR
-baselines, the envelope breaches and the conversation typed in the composer
-(``spectui.ui.chat``). The runs themselves belong to run kinds (``spectui.ui.runs``: a plain
+main screen), the header's ``RunState``, the AR baselines, the envelope breaches, the
+conversation typed in the composer (``spectui.ui.chat``) and the compare screen's pair
+(``spectui.ui.side_by_side``, which also says which runs a live pair is). The runs themselves belong to run kinds (``spectui.ui.runs``: a plain
 run, a chat turn, a sequential or interleaved pair, a replay), one object per run started,
 each owning its run ids, outboxes and stop event. The controller hands out the run ids and
 routes every note from the engine thread to the kind that took its id; a kind superseded by
@@ -40,6 +40,7 @@ from spectui.ui.runs.base import ControllerHost, RecordingNamer, RunKind
 from spectui.ui.runs.live import ChatTurn, SingleRun
 from spectui.ui.runs.pairs import InterleavedPair, NodePair, QueuedRun, SequentialPair
 from spectui.ui.runs.replay import Replay
+from spectui.ui.side_by_side import SideBySide, ar_then_spec, node_runs, read_pair, turn_reruns
 from spectui.ui.state import Baselines, RunState
 
 __all__ = ["ControllerHost", "DashboardController", "MAX_TEMPERATURE", "TEMPERATURE_STEP"]
@@ -84,12 +85,8 @@ class DashboardController:
         #: a settings change stopped the run; the app's debounce timer starts the next one
         self.restart_pending = False
         self.recording_path: Path | None = None  # the recording of the run on the main screen
-        #: the compare screen's pair (baseline, candidate), the files it came from, and how the
-        #: next live pair runs
-        self.compare: tuple[LiveRun, LiveRun] | None = None
-        self.compare_files: tuple[str, str] | None = None
-        self.compare_interleave = False
-        self._recorded: dict[int, Path | None] = {}  # id(LiveRun) -> its recording
+        #: the compare screen's pair, the recordings behind it, how the next live pair runs
+        self.side_by_side = SideBySide()
         self.baselines = Baselines()
         #: target spec -> (name, quant) once loaded: the header names a model before its next run
         self.models: dict[str, tuple[str, str]] = {}
@@ -158,7 +155,7 @@ class DashboardController:
         self.recording_path = None
         # keep the envelope folds of the runs still on screen only: a new run starts with no
         # breach marked (and a new ``LiveRun`` that reuses a freed one's ``id`` inherits none)
-        kept = {id(run) for run in self.compare or ()} - {id(live)}
+        kept = {id(run) for run in self.side_by_side.pair or ()} - {id(live)}
         self.envelopes = {key: m for key, m in self.envelopes.items() if key in kept}
         self.changed = True
 
@@ -184,7 +181,7 @@ class DashboardController:
                 self.host.notify(f"{b.text} at {b.t_s:.1f} s", title=title, severity="warning", timeout=10)
 
     def recorded(self, live: LiveRun, path: Path | None) -> None:
-        self._recorded[id(live)] = path
+        self.side_by_side.recorded(live, path)
         if live is self.live:
             self.recording_path = path
 
@@ -339,91 +336,55 @@ class DashboardController:
         for owner in dict.fromkeys(self._owners.values()):
             owner.drain(clear_wake=clear_wake)
 
-    # -- side by side ---------------------------------------------------------------------
+    # -- side by side (``spectui.ui.side_by_side``) ----------------------------------------
 
     def run_compare(self) -> None:
         """AR then speculative, same prompt and settings, one after the other, or interleaved
-        (``compare_interleave``). On a finished turn of a conversation: that turn against the
-        conversation re-run in the other mode up to it (``Conversation.rerun``), into the
-        conversation's folder."""
+        (``side_by_side.interleave``). On a finished turn of a conversation: that turn against
+        the conversation re-run in the other mode up to it, into the conversation's folder."""
         turn = self.chat.turn_of(self.live)
-        if turn:
-            self._compare_turn(turn)
-            return
-        if self.versus is not None:
-            self._compare_nodes(self.versus)
-            return
-        base = msgspec.structs.replace(self.config, mode="ar")
-        cand = msgspec.structs.replace(self.config, mode="spec")
-        if not self.compare_interleave:
+        conv = self.chat.conversation
+        if turn and conv is not None:
+            pair, runs = turn_reruns(conv, turn, self.live)
+            self.side_by_side.show(pair)
+            self._start(SequentialPair(self, runs))
+        elif self.versus is not None:
+            self.run_pair(*node_runs(self.config, self.versus, self.runner))
+        elif not self.side_by_side.interleave:
+            base, cand = ar_then_spec(self.config)
             self.run_pair(QueuedRun(base, LiveRun()), QueuedRun(cand, LiveRun()))
-            return
-        self.compare = (LiveRun(), LiveRun())
-        self.compare_files = None
-        self._start(InterleavedPair(self, (base, cand), self.compare))
+        else:
+            pair = (LiveRun(), LiveRun())
+            self.side_by_side.show(pair)
+            self._start(InterleavedPair(self, ar_then_spec(self.config), pair))
 
     def run_pair(self, baseline: QueuedRun, candidate: QueuedRun) -> None:
         """Two runs on the compare screen, one after the other; each runs on the engine
         service it names (``QueuedRun.runner``: two engine sources, two nodes say), else on
         the dashboard's."""
-        self.compare = (baseline.live, candidate.live)
-        self.compare_files = None
+        self.side_by_side.show((baseline.live, candidate.live))
         self._start(SequentialPair(self, [baseline, candidate]))
-
-    def _compare_nodes(self, versus: NodePair) -> None:
-        """The same settings on node A, then on node B (never both at once: two nodes may share
-        a link, or be one machine, and would measure each other's load)."""
-        namers = versus.record_to or (None, None)
-        runners = (self.runner, versus.runner)
-        self.run_pair(*(QueuedRun(self.config, LiveRun(), namer, runner) for namer, runner in zip(namers, runners)))
 
     @property
     def runners(self) -> tuple[SessionRunner, ...]:
         """Every engine service this dashboard serves: its own, and node B's for ``versus``."""
         return (self.runner,) if self.versus is None else (self.runner, self.versus.runner)
 
-    def _compare_turn(self, turn: int) -> None:
-        conv = self.chat.conversation
-        assert conv is not None
-        shown = self.live
-        reruns = conv.rerun(turn)
-        rerun = LiveRun()
-        self.compare = (rerun, shown) if reruns[-1].mode == "ar" else (shown, rerun)
-        self.compare_files = None
-        record_to = conv.record_path if conv.folder is not None else None
-        # the earlier turns are re-run too (their runs are not shown): see Conversation.rerun
-        runs = [QueuedRun(c, LiveRun(), record_to) for c in reruns[:-1]] + [QueuedRun(reruns[-1], rerun, record_to)]
-        self._start(SequentialPair(self, runs))
-
     def toggle_interleave(self) -> None:
-        self.compare_interleave = not self.compare_interleave
+        self.side_by_side.interleave = not self.side_by_side.interleave
         self.touch()
 
     def open_compare(self, baseline: str | Path, candidate: str | Path) -> bool:
-        """Two recordings side by side (baseline first)."""
-        from spectui.recording.reader import read_recording
-
-        runs = []
-        for path in (baseline, candidate):
-            try:
-                runs.append(LiveRun.from_events(read_recording(path).events))
-            except (SpectuiError, OSError) as exc:
-                self.host.notify(f"{path}: {exc}", title="cannot open recording", severity="error", timeout=8)
-                return False
+        """Two recordings side by side (baseline first); one that cannot be read is a notice."""
+        try:
+            pair = read_pair(baseline, candidate)
+        except SpectuiError as exc:
+            self.host.notify(str(exc), title="cannot open recording", severity="error", timeout=8)
+            return False
         self.stop_run()  # a pair in flight stops there, half done
-        self.compare = (runs[0], runs[1])
-        self.compare_files = (str(baseline), str(candidate))
+        self.side_by_side.show(pair, (str(baseline), str(candidate)))
         self.touch()
         return True
-
-    def compare_paths(self) -> tuple[str, str] | None:
-        """The recordings behind the compared pair (files, or the live pair's recordings)."""
-        if self.compare_files is not None:
-            return self.compare_files
-        if self.compare is None:
-            return None
-        paths = tuple(self._recorded.get(id(live)) for live in self.compare)
-        return (str(paths[0]), str(paths[1])) if all(paths) and all(live.end for live in self.compare) else None
 
     # -- recordings and replay ------------------------------------------------------------
 

@@ -155,7 +155,7 @@ def run_compare(
     or (``versus``) the same session on the engine factory's node and on node B, live."""
     app = make_app(config or RunConfig(prompt="(compare)"), record=record and not files, theme=theme,
                    engine_factory=engine_factory, versus=versus)
-    app.controller.compare_interleave = interleave
+    app.controller.side_by_side.interleave = interleave
     if files:
         app.on_mount_open = functools.partial(app.open_compare, files[0], files[1])
     else:

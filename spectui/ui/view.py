@@ -45,7 +45,7 @@ class DashboardView:
     @property
     def compare(self) -> tuple[LiveRun, LiveRun] | None:
         """The compared pair (baseline, candidate), once there is one."""
-        return self._ctl.compare
+        return self._ctl.side_by_side.pair
 
     def turns(self) -> list[ShownTurn] | None:
         """The conversation's turns down to the run on screen (its own last), or None when
@@ -121,16 +121,16 @@ class DashboardView:
 
     def compare_title(self) -> str:
         ctl = self._ctl
-        if ctl.compare_files is not None:
-            return f"compare · files {ctl.compare_files[0]}  vs  {ctl.compare_files[1]}"
-        if ctl.compare is None:
+        if ctl.side_by_side.files is not None:
+            return f"compare · files {ctl.side_by_side.files[0]}  vs  {ctl.side_by_side.files[1]}"
+        if ctl.side_by_side.pair is None:
             return "compare · press r to run AR, then speculative"
-        base, cand = ctl.compare
+        base, cand = ctl.side_by_side.pair
         if ctl.versus is not None:  # compare --hosts: node A, then node B, same settings
             which = ctl.live.header.node if ctl.live.header is not None else ""  # the side running now
             state = f"{ctl.state}: {which}" if ctl.running and which else str(ctl.state)
             return f"compare · live, node A then node B · {state}"
-        if ctl.pair_in_flight or ctl.compare_interleave:
+        if ctl.pair_in_flight or ctl.side_by_side.interleave:
             how = "live, interleaved block by block (each clock without the other's time)"
             state = str(ctl.state)
         else:

@@ -86,12 +86,12 @@ async def test_a_two_turn_chat_reuses_the_cache_copies_and_equals_ar(tmp_path):
         await pilot.press("v")
         # the engine thread is free a tick before the screen has folded the re-run's last events
         await wait_until(pilot, lambda: len(rerun_paths(chat)) == 2 and not app.controller.runner.busy
-                         and all(run.end is not None for run in app.controller.compare or ()), "the AR re-run", timeout=300)
+                         and all(run.end is not None for run in app.controller.side_by_side.pair or ()), "the AR re-run", timeout=300)
         ar_first, ar_second = sorted(rerun_paths(chat))
         assert read_recording(ar_second).header.config.mode == "ar"
         assert tokens(ar_first) == tokens(first) and tokens(ar_second) == tokens(second)
         assert prefill(ar_second).n_cached == p2.n_cached
-        base, cand = app.controller.compare
+        base, cand = app.controller.side_by_side.pair
         assert cand.tokens == tokens(second) and base.tokens == tokens(ar_second)
 
         await pilot.press("v")  # back to the chat

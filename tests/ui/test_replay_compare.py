@@ -206,7 +206,7 @@ async def test_compare_live_runs_ar_then_speculative(tmp_path):
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("v")
         assert isinstance(app.screen, CompareScreen)
-        base, cand = app.controller.compare
+        base, cand = app.controller.side_by_side.pair
         await wait_until(pilot, lambda: base.end is not None and cand.end is not None, "both runs")
         await wait_until(pilot, lambda: not app.controller.runner.busy, "the engine thread")
         assert base.header.config.mode == "ar" and cand.header.config.mode == "spec"
@@ -247,13 +247,13 @@ async def test_compare_live_interleaved(tmp_path):
 
     app = make_app(real_config(max_tokens=24), recordings_dir=str(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
-        app.controller.compare = (app.controller.live, app.controller.live)  # something on screen: `v` then opens without running
+        app.controller.side_by_side.pair = (app.controller.live, app.controller.live)  # something on screen: `v` then opens without running
         await pilot.press("v")
         await pilot.press("i")
-        assert app.controller.compare_interleave
+        assert app.controller.side_by_side.interleave
         t0 = time.monotonic()
         await pilot.press("r")
-        base, cand = app.controller.compare
+        base, cand = app.controller.side_by_side.pair
         await wait_until(pilot, lambda: base.end is not None and cand.end is not None, "both runs")
         await wait_until(pilot, lambda: not app.controller.runner.busy, "the engine thread")
         wall_s = time.monotonic() - t0

@@ -210,7 +210,7 @@ def test_compare_runs_ar_then_speculative_and_keeps_the_baseline(runner, tmp_pat
     ctl, host = controller(runner, tmp_path, max_tokens=16)
     assert DashboardView(ctl).compare_title() == "compare · press r to run AR, then speculative"
     ctl.run_compare()
-    base, cand = ctl.compare
+    base, cand = ctl.side_by_side.pair
     assert ctl.live is base and DashboardView(ctl).compare_title() == "compare · live, one after the other · starting: AR"
     host.pump(ctl, lambda: base.end is not None and cand.end is not None, "both runs")
     host.finish(ctl)
@@ -219,7 +219,7 @@ def test_compare_runs_ar_then_speculative_and_keeps_the_baseline(runner, tmp_pat
     assert cand.header.started_at >= base.header.started_at  # one after the other
     n = min(len(base.tokens), len(cand.tokens))
     assert n > 0 and base.tokens[:n] == cand.tokens[:n]  # greedy: the same text
-    paths = ctl.compare_paths()
+    paths = ctl.side_by_side.paths()
     assert paths is not None and [recorded(Path(p))[0] for p in paths] == [base.tokens, cand.tokens]
     baseline = DashboardView(ctl).baseline_for(cand)
     assert baseline == Baseline(base.decode_tok_s(), base.mean_ar_step_us)
@@ -230,12 +230,12 @@ def test_compare_interleaved_runs_both_on_two_contexts(runner, tmp_path):
     ctl, host = controller(runner, tmp_path, max_tokens=12)
     ctl.toggle_interleave()
     ctl.run_compare()
-    base, cand = ctl.compare
+    base, cand = ctl.side_by_side.pair
     host.pump(ctl, lambda: base.end is not None and cand.end is not None, "both runs")
     host.finish(ctl)
     assert ctl.state is RunState.DONE, ctl.detail
     assert "interleaved block by block" in DashboardView(ctl).compare_title()
-    recs = [read_recording(Path(p)) for p in ctl.compare_paths()]
+    recs = [read_recording(Path(p)) for p in ctl.side_by_side.paths()]
     assert all(r.header.clock == INTERLEAVED_CLOCK for r in recs)
     assert [[t for e in r.events if type(e) is Step for t in e.tokens] for r in recs] == [base.tokens, cand.tokens]
 
@@ -258,7 +258,7 @@ def test_a_pair_runs_each_side_on_the_engine_service_it_names(runner, tmp_path):
                                   versus=NodePair(other, record_to=namers))
         assert ctl.runners == (runner, other)
         ctl.run_compare()
-        base, cand = ctl.compare
+        base, cand = ctl.side_by_side.pair
         assert ctl.live is base
         host.pump(ctl, lambda: base.end is not None and cand.end is not None, "both runs")
         host.pump(ctl, lambda: ctl.state in ENDED and not other.busy and host.notes.empty(), "the pair to end")
@@ -270,7 +270,7 @@ def test_a_pair_runs_each_side_on_the_engine_service_it_names(runner, tmp_path):
     assert cand.header.started_at >= base.header.started_at
     assert base.header.config == cand.header.config  # the same settings on both sides
     assert base.tokens and base.tokens == cand.tokens
-    assert ctl.compare_paths() == (str(tmp_path / "node-a.spectui"), str(tmp_path / "node-b.spectui"))
+    assert ctl.side_by_side.paths() == (str(tmp_path / "node-a.spectui"), str(tmp_path / "node-b.spectui"))
     assert recorded(tmp_path / "node-b.spectui")[0] == cand.tokens
 
 
@@ -386,15 +386,15 @@ def test_open_failures_are_one_notice_and_change_nothing(tmp_path):
     assert not ctl.open_recording(cut)
     assert not ctl.open_compare(FIXED_AR, cut)
     assert [(s, t) for s, t, _ in host.notices] == [("error", "cannot open recording")] * 3
-    assert ctl.state is RunState.IDLE and ctl.player is None and ctl.compare is None
+    assert ctl.state is RunState.IDLE and ctl.player is None and ctl.side_by_side.pair is None
 
 
 def test_two_recordings_side_by_side():
     ctl, _ = idle_controller()
     assert ctl.open_compare(FIXED_AR, FIXED_SPEC)
-    base, cand = ctl.compare
+    base, cand = ctl.side_by_side.pair
     assert base.header.config.mode == "ar" and cand.header.config.mode == "spec"
-    assert ctl.compare_paths() == (str(FIXED_AR), str(FIXED_SPEC))
+    assert ctl.side_by_side.paths() == (str(FIXED_AR), str(FIXED_SPEC))
     assert DashboardView(ctl).compare_title() == f"compare · files {FIXED_AR}  vs  {FIXED_SPEC}"
 
 
