@@ -3,9 +3,9 @@
 ``DashboardController`` keeps the settings of the next run, the run on screen (``live`` on the
 main screen), the header's ``RunState``, the AR baselines, the envelope breaches, the
 conversation typed in the composer (``spectui.ui.chat``) and the compare screen's pair
-(``spectui.ui.side_by_side``, which also says which runs a live pair is). The runs themselves belong to run kinds (``spectui.ui.runs``: a plain
-run, a chat turn, a sequential or interleaved pair, a replay), one object per run started,
-each owning its run ids, outboxes and stop event. The controller hands out the run ids and
+(``spectui.ui.side_by_side``, which also says which runs a live pair is). The runs
+themselves belong to run kinds (``spectui.ui.runs``: a plain run, a chat turn, a sequential
+or interleaved pair, a replay), one object per run started, each owning its run ids, outboxes and stop event. The controller hands out the run ids and
 routes every note from the engine thread to the kind that took its id; a kind superseded by
 the next run is forgotten with its ids, so what it still had in flight is dropped.
 
