@@ -386,6 +386,7 @@ def test_open_failures_are_one_notice_and_change_nothing(tmp_path):
     assert not ctl.open_recording(cut)
     assert not ctl.open_compare(FIXED_AR, cut)
     assert [(s, t) for s, t, _ in host.notices] == [("error", "cannot open recording")] * 3
+    assert str(cut) in host.notices[2][2]  # the pair's notice names the file it could not read
     assert ctl.state is RunState.IDLE and ctl.player is None and ctl.side_by_side.pair is None
 
 
