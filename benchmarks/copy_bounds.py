@@ -27,13 +27,22 @@ the ceiling:
   benchmark's order and repetitions, the stored calibration carried).
 * **learner**: the same, the draft length learned per position and keyed by how long the
   copy has held (``--learned-k``, ``engine/loop/learned_length.py``), its memory carried.
-  Each category's line ends with the defaults' and the learner's share of the lookup bound.
+* **told whether**, **told how long**: the learner told one of the two things the lookup bound
+  knows. Told whether: it drafts exactly where the proposal's first token survives, as long as
+  it would have (at least one token). Told how long: where it drafts and the proposal's first
+  token survives, it drafts exactly the tokens that survive; where it holds back it still
+  does, and a proposal that fails at once still costs the block it chose. **Told both**: it
+  drafts exactly the tokens that survive, nothing where none do: near the lookup bound (which
+  also plans where blocks start), a check that these two things are the whole gap.
+  Each category's line ends with the defaults', the learner's and the told learners' share of
+  the lookup bound: the lookup bound is reached by knowing both, and what each alone reaches
+  says what learning where copies end, or whether they start, could be worth.
 
 The gaps read: ceiling to context-led is copies nothing written points to (the first tokens
 of a quote, the text after an edit); context-led to prompt lookup is the choice among
 occurrences; prompt lookup to the rules and the defaults is not knowing where a copy ends.
 The kind's rule beside the one rule is what knowing the kind of text is worth to a fixed
-setting.
+setting. The told learners bound what a learner can gain on one side without the other.
 """
 
 from __future__ import annotations
@@ -50,6 +59,7 @@ from categories import CATEGORIES, RESULTS
 from pricing_replay import predict
 
 from spectui.engine.loop.learned_length import LearnedLength, SurvivalMemory
+from spectui.engine.loop.length import Learned, LengthContext, Outcome
 from spectui.metrics.predict import seeded_cost
 from spectui.tune.ceiling import copy_ceiling, lookup_bound, lookup_sources, planned_speedup
 from spectui.tune.replay import common_prefix
@@ -59,7 +69,55 @@ K_MAX = 16
 RULES = list(itertools.product((1, 2, 3, 4, 6), (2, 3, 4, 8, 12, 16), (0.5, 1.0, 2.0, float(K_MAX))))
 TRACES = ("pricing-traces-embedded.json", "pricing-traces-embedded-q4_1.json",
           "pricing-traces-qwen-1.5b.json", "pricing-traces-embedded-held-out.json")
-COLUMNS = ("ceiling", "context-led", "lookup", "rule a prompt", "rule a kind", "one rule", "defaults", "learner")
+COLUMNS = ("ceiling", "context-led", "lookup", "rule a prompt", "rule a kind", "one rule", "defaults", "learner",
+           "told whether", "told how long", "told both")
+#: the columns priced against the lookup bound at each category's line end
+LEARNED = ("defaults", "learner", "told whether", "told how long", "told both")
+
+
+class Told:
+    """The learner over one trace, told what a drafter cannot know (see the module docstring):
+    ``whether`` a proposal's first token survives, ``how long`` it survives, or ``both``. It
+    follows the output through the emitted tokens the loop reports, as the learner does."""
+
+    sees_proposal = True
+
+    def __init__(self, learner: LearnedLength, output: Sequence[int], told: str) -> None:
+        self.learner, self.output, self.told = learner, output, told
+        self.k_max = learner.k_max
+        self.at = 1  # the output position the next proposal starts at (0 came from the prefill)
+
+    def propose(self, context: LengthContext) -> int:
+        k = self.learner.propose(context)
+        proposal = context.proposal
+        if proposal is None:
+            return k
+        n = min(len(proposal.tokens), self.k_max, context.room)
+        survives = common_prefix(proposal.tokens[:n], self.output[self.at:])
+        if self.told == "whether":
+            return max(k, 1) if survives else 0
+        if self.told == "how long":
+            return survives if k and survives else k
+        return survives  # both: every surviving token, in a block each step (the bound plans, so it may do better)
+
+    def observe(self, outcome: Outcome) -> None:
+        self.learner.observe(outcome)
+        self.at += len(outcome.emitted)
+
+    def learned(self) -> Learned:
+        return self.learner.learned()
+
+
+def learned_ratios(data: dict, told: str = "") -> dict[str, float]:
+    """Each prompt's predicted speedup under the learner (told ``whether``, ``how long`` or
+    ``both``, or nothing), its memory carried from prompt to prompt as the defaults carry theirs."""
+    memory = SurvivalMemory()
+
+    def make(seed: Sequence[float], trace: dict) -> LearnedLength | Told:
+        learner = LearnedLength(seed=seed, memory=memory)
+        return Told(learner, trace["output"], told) if told else learner
+
+    return {r["prompt"]: r["ratio"] for r in predict(data, deterministic=False, length=make)}
 
 
 def context_keepable(hist: Sequence[int], ahead: Sequence[int]) -> int:
@@ -111,16 +169,15 @@ def main() -> int:
             return 2
         cost = seeded_cost(data["curves"]["default"])
         defaults = {r["prompt"]: r["ratio"] for r in predict(data, deterministic=False)}
-        memory = SurvivalMemory()  # what each prompt's run learned, carried to the next, as the defaults carry theirs
-        learner = {r["prompt"]: r["ratio"]
-                   for r in predict(data, deterministic=False, length=lambda seed, memory=memory: LearnedLength(seed=seed, memory=memory))}
+        learned = {"learner": learned_ratios(data), **{f"told {told}": learned_ratios(data, told)
+                                                        for told in ("whether", "how long", "both")}}
         rows: dict[str, list[dict[str, float]]] = {}
         rules: dict[str, list[dict[tuple, float]]] = {}
         for trace in data["traces"]["default"]:
             if not wanted or trace["category"] in wanted:
                 row, each = bounds(trace, cost)
                 rows.setdefault(trace["category"], []).append({**row, "defaults": defaults[trace["prompt"]],
-                                                               "learner": learner[trace["prompt"]]})
+                                                               **{c: ratios[trace["prompt"]] for c, ratios in learned.items()}})
                 rules.setdefault(trace["category"], []).append(each)
         every = [each for kind in rules.values() for each in kind]
         one = max(RULES, key=lambda r: statistics.mean(each[r] for each in every))
@@ -137,7 +194,7 @@ def main() -> int:
             medians = {c: statistics.median(r[c] for r in mine) for c in COLUMNS}
             cells = [f"x{medians[c]:.2f}" + ("" if c == "ceiling" else f" ({medians[c] / medians['ceiling']:.0%})") for c in COLUMNS]
             worst = " / ".join(f"x{min(r[c] for r in mine):.2f}" for c in ("rule a kind", "one rule", "defaults", "learner"))
-            of_lookup = " ".join(f"{c} {medians[c] / medians['lookup']:.0%}" for c in ("defaults", "learner"))
+            of_lookup = ", ".join(f"{c} {medians[c] / medians['lookup']:.0%}" for c in LEARNED)
             print(f"  {CATEGORIES.get(category, category):22} " + "  ".join(f"{cell:>13}" for cell in cells)
                   + f"  worst {worst}; of lookup: {of_lookup}")
         print()

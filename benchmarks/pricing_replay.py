@@ -120,12 +120,12 @@ def record(model: str, max_tokens: int, prompt_set: str) -> int:
 
 def predict(data: dict, *, deterministic: bool, categories: list[str] | None = None,
             curve: list[float] | None = None, passes: int = 1,
-            length: Callable[[Sequence[float]], LengthPolicy] | None = None) -> list[dict]:
+            length: Callable[[Sequence[float], dict], LengthPolicy] | None = None) -> list[dict]:
     """Each prompt's predicted speedups over the benchmark's runs, in its order; ``curve``:
     relative verify costs to price by instead of the recorded ones; ``passes``: the benchmark
     run this many times in a row, the stored calibration carried over (a real run starts from
     what earlier runs of the model stored), the last one reported; ``length``: a draft length
-    under study, made per prompt from the curve (None: the defaults' own)."""
+    under study, made per prompt from the curve and the trace (None: the defaults' own)."""
     mode = "deterministic" if deterministic else "default"
     curve = curve or data["curves"][mode]
     flags = ["--max-tokens", str(data["max_tokens"]), *(["--deterministic"] if deterministic else [])]
@@ -141,7 +141,7 @@ def predict(data: dict, *, deterministic: bool, categories: list[str] | None = N
         nonlocal stored
         cost = VerifyCost(draft.k_range[1], curve)
         r = replay(trace["tokens"], trace["output"], cost, draft, data["max_tokens"], prices=None if deterministic else stored,
-                   eog=eog, seed=curve, length=length(curve) if length is not None else None)
+                   eog=eog, seed=curve, length=length(curve, trace) if length is not None else None)
         if not deterministic:
             stored = merge(stored, r.counts)
         return r.speedup if r.cost else 1.0

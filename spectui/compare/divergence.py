@@ -22,8 +22,10 @@ difference moves by at most ``2 * noise``. The verdicts:
   gate accepts it);
 * **batched** (under load only: the workload): the candidate is AR itself under load, or AR
   under the same load parts at the same token and the candidate follows it, or the margins add
-  up to no more than load moved AR itself in the same run: the server's batching of several
-  clients' tokens, which the one-sequence calibration does not measure, not speculation;
+  up to no more than twice what a neighbouring request in the batch was calibrated to move the
+  logits at that depth (``BatchNoise.beside_by_depth``, measured where the server's slots
+  are), or no more than load moved AR itself in the same run: the server's batching of several
+  clients' tokens, not speculation;
 * **defect**: past all of that, speculation changed the output; its reason ends with the one
   command that shows it (``spectui diff`` of the two recordings), evidence to send upstream;
 * **unjudged**: nothing decides it. One run has no token there (it stopped: a stop records no
@@ -93,6 +95,9 @@ class Load(msgspec.Struct, frozen=True, kw_only=True):
     #: itself, or the move of a top-two gap where it did not), and where
     moved: float | None = None
     moved_by: str = ""
+    #: the candidate shared the server's batch with other requests (more than one client, or
+    #: an open loop): what a neighbour moves (``BatchNoise.beside_at``) explains a parting too
+    beside: bool = False
 
 
 class Parting(msgspec.Struct, frozen=True, kw_only=True):
@@ -176,6 +181,17 @@ def calibrated_noise(calibrations: Sequence[BatchNoise | None], depth: int) -> t
     return max(v for v in values if v is not None), ""
 
 
+def beside_noise(calibrations: Sequence[BatchNoise | None], depth: int | None) -> float | None:
+    """The larger calibrated move of a neighbour in the batch at ``depth``; None unless every
+    calibration given measured it that deep."""
+    if depth is None:
+        return None
+    values = [c.beside_at(depth) if c is not None else None for c in calibrations]
+    if not values or any(v is None for v in values):
+        return None
+    return max(v for v in values if v is not None)
+
+
 def judge(p: Parting) -> Judgement:
     """The verdict on one parting: identical, near-tie, batched, defect or unjudged (see the
     module's docstring for why each)."""
@@ -225,6 +241,10 @@ def judge(p: Parting) -> Judgement:
     if moved <= j.bound:
         j.verdict = NEAR_TIE
         j.reason = f"{margins} = {moved:.3f} <= {j.bound:.3f} ({where}): within what numerics alone move{swap}"
+    elif load.beside and (neighbour := beside_noise(p.calibrations, p.depth)) is not None and moved <= 2 * neighbour:
+        j.verdict = BATCHED
+        j.reason = (f"{margins} = {moved:.3f} <= {2 * neighbour:.3f} (2 x {neighbour:.3f}, what a neighbouring request in the"
+                    f" batch moves the logits at depth {p.depth}, calibrated): the load's batching, not shown to be speculation{swap}")
     elif load.moved is not None and moved <= load.moved:
         j.verdict = BATCHED
         j.reason = (f"{margins} = {moved:.3f}, within what load moved AR itself in this run ({load.moved:.3f}, "

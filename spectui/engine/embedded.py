@@ -174,11 +174,13 @@ class Engine:
             self._suffix_memory = SuffixMemory.open(self.target.artifacts().vocab_sha256 or self.target.artifacts().sha256)
         return self._suffix_memory
 
-    def calibrate(self, config: RunConfig, *, before: Callable[[], object] | None = None, prompt_tokens: int = 0) -> BatchNoise | None:
+    def calibrate(self, config: RunConfig, *, before: Callable[[], object] | None = None, prompt_tokens: int = 0,
+                  beside: bool = False) -> BatchNoise | None:
         """The batch-shape noise a greedy run of ``config`` is judged against (None for a
         sampled one): cached, or measured now after calling ``before`` (the first greedy run
         at these settings; ~8 s on the embedded model). A ``--deterministic`` run, sampled too,
-        is refused here where the noise measured is not nil (``noise.require_invariant``)."""
+        is refused here where the noise measured is not nil (``noise.require_invariant``).
+        ``beside``: what a neighbouring request in the batch moves too (a server's slots)."""
         deterministic = config.backend.deterministic
         if not config.sampling.greedy and not deterministic:
             return None
@@ -186,7 +188,7 @@ class Engine:
         # a conversation's caches hold its turns: measure in a second context, not in them
         scratch = (lambda: self.target.second_context(self.config.backend)) if self.reuses_cache(config) else None
         artifacts = self.target.artifacts()
-        noise = batch_noise(self.target, artifacts.sha256, reach, before=before, measure_on=scratch)
+        noise = batch_noise(self.target, artifacts.sha256, reach, before=before, measure_on=scratch, beside=beside)
         if deterministic:
             require_invariant(noise, f"{os.path.basename(artifacts.path) or artifacts.name} ({artifacts.quant or 'its weight type'})")
         return noise if config.sampling.greedy else None

@@ -30,7 +30,7 @@ from spectui.recording.load_tag import LoadTag
 from spectui.recording.watch_records import WatchInfo, WatchReading
 
 #: ``major.minor``. Readers refuse a newer *major*; minor bumps only add optional fields.
-SCHEMA_VERSION = "2.0"  # 1.8: Header.load; 2.0: the typed DraftConfig, Header.pricing (1.x read by migration)
+SCHEMA_VERSION = "2.1"  # 1.8: Header.load; 2.0: the typed DraftConfig, Header.pricing (1.x read by migration); 2.1: BatchNoise.beside_by_depth
 MAJOR = int(SCHEMA_VERSION.partition(".")[0])
 
 
@@ -182,15 +182,26 @@ class BatchNoise(msgspec.Struct, kw_only=True):
     note: str = ""
     measured_at: str = ""  # wall clock, ISO 8601 UTC
     seconds: float = 0.0  # what the calibration took
+    #: 2.1: how far a neighbouring request in the same batch moves the logits, as llama-server
+    #: batches its slots (``engine.host.noise.measure_beside_noise``): per bucket as ``by_depth``,
+    #: against the request evaluated alone; empty where it was not measured (a single-request run)
+    beside_by_depth: list[float] = msgspec.field(default_factory=list)
 
     def at(self, depth: int) -> float | None:
         """The largest logit difference seen up to ``depth`` (a position in the sequence:
         prompt and output); None where the calibration did not measure it (noise grows with
         depth, so a shallower bucket's value is never read for a deeper position)."""
-        bucket = depth // self.depth_step if self.depth_step > 0 else len(self.by_depth)
-        if depth < 0 or depth >= self.depth or bucket >= len(self.by_depth):
+        return self._bucket(self.by_depth, depth)
+
+    def beside_at(self, depth: int) -> float | None:
+        """``at`` for a neighbour in the batch: None where that was not measured to ``depth``."""
+        return self._bucket(self.beside_by_depth, depth)
+
+    def _bucket(self, values: list[float], depth: int) -> float | None:
+        bucket = depth // self.depth_step if self.depth_step > 0 else len(values)
+        if depth < 0 or depth >= self.depth or bucket >= len(values):
             return None
-        return self.by_depth[bucket]
+        return values[bucket]
 
     @property
     def invariant(self) -> bool:

@@ -203,10 +203,11 @@ def ratio_ci(pairs: Sequence[tuple[float, float]], seed: int = BOOTSTRAP_SEED) -
 
 
 def advised(result: TrafficResult) -> CheckRow | None:
-    """The setting to run: the fastest on the check half of the tuned one and the defaults,
-    when it beats AR by ``GAIN`` and its whole interval (requests and runs) is above AR; None:
-    run AR."""
-    options = [r for r in result.rows if r.role in (TUNED, DEFAULT) and math.isfinite(r.value)]
+    """The setting to run: the fastest on the check half of the tuned one and the defaults
+    whose requests the judge found no defect in (one output speculation changed is never
+    advised, however fast), when it beats AR by ``GAIN`` and its whole interval (requests and
+    runs) is above AR; None: run AR."""
+    options = [r for r in result.rows if r.role in (TUNED, DEFAULT) and math.isfinite(r.value) and not r.counts()["defect"]]
     best = max(options, key=lambda r: (r.value, r.role == TUNED), default=None)
     if best is None or best.value < GAIN:
         return None
@@ -236,6 +237,12 @@ def exactness(row: CheckRow) -> str:
     return ", ".join(f"{c} {v}" for v, c in counts.items() if c) or "none judged"
 
 
+def _defects(row: CheckRow) -> str:
+    """`` with 1 defect: never advised`` where the judge found one, else nothing."""
+    n = row.counts()["defect"]
+    return f" with {n} defect{'s' * (n != 1)}: never advised" if n else ""
+
+
 def advice(result: TrafficResult) -> str:
     """The one line a person acts on."""
     tuned, pick = result.row(TUNED), advised(result)
@@ -247,7 +254,7 @@ def advice(result: TrafficResult) -> str:
         return f"{head}: nothing measured on the check half ({result.stopped or 'the search found no setting'})"
     if pick is None:
         others = "; ".join(f"{r.label}: {_x(r.value)}" + ("" if _ci_text(result, r) == "—" else f" ({_ci_text(result, r)})")
-                           for r in result.rows if r.role in (TUNED, DEFAULT))
+                           + _defects(r) for r in result.rows if r.role in (TUNED, DEFAULT))
         return (f"{head}: run AR: no setting beat AR by {GAIN - 1:.0%} with its 95% interval above AR on {n}"
                 f" request{'s' * (n != 1)} it never saw ({others})")
     lo, hi = result.interval(pick)

@@ -172,7 +172,9 @@ def embedded_noise(setting: Setting, reach: int) -> BatchNoise | None:
     """The batch-shape noise a greedy parting of ``setting`` is judged against: the llama.cpp
     calibration of the same GGUF at the same threads and flash attention (llama-server runs the
     same ggml kernels: it is built from the llama.cpp llama-cpp-python vendors, and by default
-    linked to its libraries). None for a server spectui did not start (its kernels are unknown)."""
+    linked to its libraries), with what a neighbouring request in the batch moves (a request
+    under load shares the server's batch with the others). None for a server spectui did not
+    start (its kernels are unknown)."""
     if setting.family not in (EMBEDDED, LLAMA_SERVER) or setting.config.backend.name not in ("llamacpp", "llama-server"):
         return None
     import msgspec
@@ -185,6 +187,6 @@ def embedded_noise(setting: Setting, reach: int) -> BatchNoise | None:
     config = msgspec.structs.replace(setting.config, mode="ar", backend=backend, draft=DraftConfig())
     try:
         with Engine.load(config) as engine:
-            return engine.calibrate(config, prompt_tokens=max(reach - config.max_tokens, 1))
+            return engine.calibrate(config, prompt_tokens=max(reach - config.max_tokens, 1), beside=setting.family == LLAMA_SERVER)
     except SpectuiError:
         return None

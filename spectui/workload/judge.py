@@ -4,7 +4,10 @@ output at one client (the reference), by the one judge every command uses
 from ``spectui diff``, which a defect's reason names as its reproduction.
 
 What the workload adds is what load alone did (``Load``): under load the server evaluates
-several clients' tokens in one batch, and llama.cpp's evaluation is not batch-invariant. AR
+several clients' tokens in one batch, and llama.cpp's evaluation is not batch-invariant. The
+calibration of a server spectui starts measures that too (``BatchNoise.beside_by_depth``: a
+request walked alone, then beside a neighbour's tokens, as the server's slots share a batch),
+and a parting under load within twice that is ``BATCHED``. AR
 itself may part from AR at one client (``BATCHED``). A speculative request that parts where its
 AR twin under the same load parts, and follows that twin, moved with the load: ``BATCHED`` too.
 And AR under load measures how far load moves the logits: where AR parted from itself at
@@ -87,7 +90,8 @@ class Judge:
             out.exact = IDENTICAL
             return
         out.parted_at = n
-        load = Load(ar_itself=f"AR at {_load(at)}" if s.ar else "", twin_parts_here=not s.ar and self._twin_parts(s, out, at, mine, n))
+        load = Load(ar_itself=f"AR at {_load(at)}" if s.ar else "", twin_parts_here=not s.ar and self._twin_parts(s, out, at, mine, n),
+                    beside=under_load)
         p = parting(ref, mine, index=n, load=self._with_forks(s.family, load) if under_load else load)
         verdict = judge(p)
         out.exact, out.why = verdict.verdict, f"parts from AR at one client at token {n}: {verdict.reason}"

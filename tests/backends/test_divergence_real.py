@@ -143,3 +143,47 @@ def test_the_engine_thread_says_when_a_run_waits_for_its_calibration(model_path,
         thread.join(60)
     assert (1, "loading", CALIBRATING) in seen
     assert (2, "loading", CALIBRATING) not in seen
+
+
+def test_a_request_beside_a_neighbour_is_measured_against_itself_alone(engine):
+    """llama-server's slots, on the real weights: each slot's rows are its own sequence's (a
+    neighbour's tokens in the batch do not change which token wins), a slot alone evaluates
+    as the one-request context does, and the calibration of what a neighbour moves is per
+    depth bucket, never decreasing."""
+    import numpy as np
+
+    from spectui.engine.backends.llamacpp_slots import Slots
+    from spectui.engine.host.noise import DEPTH_STEP, _text_tokens, measure_beside_noise
+
+    backend = engine.target
+    tokens = _text_tokens(backend, 2 * DEPTH_STEP)
+    other = tokens[DEPTH_STEP:] + tokens[:DEPTH_STEP]
+    backend.truncate(0)
+    single = np.stack([backend.eval((t,), all_logits=False)[-1].copy() for t in tokens])
+    backend.truncate(0)
+    with Slots(backend, 2) as slots:
+        alone = np.stack([slots.eval([(0, (t,))])[0][-1] for t in tokens])
+        slots.clear()
+        mine, theirs = [], []
+        for i in range(0, len(tokens), 4):  # a block of 4 beside the neighbour's single tokens
+            rows = slots.eval([(0, tokens[i:i + 4]), (1, (other[i // 4],))])
+            mine.extend(rows[0])
+            theirs.append(rows[1][0])
+        slots.clear()
+        neighbour_alone = np.stack([slots.eval([(1, (t,))])[0][-1] for t in other[: len(theirs)]])
+    def clear_winners(rows: np.ndarray) -> np.ndarray:
+        """Where the best token leads the next by more than the neighbours were measured to move."""
+        top2 = np.sort(rows, axis=1)[:, -2:]
+        return top2[:, 1] - top2[:, 0] > 1.5
+
+    # a slot alone is the one-request context, bit for bit
+    assert np.array_equal(alone, single)
+    # beside a neighbour, the request's rows are its own text's, and so are the neighbour's
+    sure = clear_winners(alone)
+    assert sure.sum() >= 8  # enough of them to say something
+    assert (np.stack(mine).argmax(1)[sure] == alone.argmax(1)[sure]).all()
+    sure = clear_winners(neighbour_alone)
+    assert (np.stack(theirs).argmax(1)[sure] == neighbour_alone.argmax(1)[sure]).all()
+    assert not (np.stack(theirs).argmax(1) == alone[: len(theirs)].argmax(1)).all()
+    beside = measure_beside_noise(backend, tokens)
+    assert len(beside) == 2 and beside == sorted(beside) and min(beside) >= 0.0

@@ -152,6 +152,22 @@ def test_what_load_did_makes_a_parting_batched():
     assert _judge(2500, None, load=Load(moved=0.1)).verdict == UNJUDGED
 
 
+def test_a_parting_under_load_within_what_a_neighbour_moves_is_batched():
+    # the embedded model at 2 threads: bit for bit in blocks at depth 316, but a neighbouring request in the
+    # server's batch moves the logits (the 2-client partings of 0.285-0.307 once called defects)
+    neighbour = BatchNoise(depth_step=32, by_depth=[0.0] * 16, depth=512, beside_by_depth=[0.05] * 8 + [0.2] * 8)
+    assert neighbour.beside_at(316) == 0.2 and neighbour.beside_at(512) is None and NOISE.beside_at(316) is None
+    within = _judge(200, 100, calibrations=(neighbour, neighbour), load=Load(beside=True))
+    assert within.verdict == BATCHED and "0.300 <= 0.400 (2 x 0.200, what a neighbouring request in the batch moves" in within.reason
+    # past it, or at one client (nothing shares the batch), or where one side's calibration never measured it: a defect
+    assert _judge(300, 150, calibrations=(neighbour, neighbour), load=Load(beside=True)).verdict == DEFECT
+    assert _judge(200, 100, calibrations=(neighbour, neighbour), load=Load()).verdict == DEFECT
+    one_sided = BatchNoise(depth_step=32, by_depth=[0.0] * 16, depth=512)
+    assert _judge(200, 100, calibrations=(neighbour, one_sided), load=Load(beside=True)).verdict == DEFECT
+    # the larger of what load moved AR and what a neighbour moves is what explains it
+    assert _judge(200, 100, calibrations=(one_sided, one_sided), load=Load(beside=True, moved=0.35, moved_by="AR at 2")).verdict == BATCHED
+
+
 def test_outputs_that_do_not_part_are_identical_and_sampled_ones_are_not_judged():
     a = RunOutput(tokens=[1, 2, 3], top=[(900, 9)] * 3, prompt=10, calibration=NOISE)
     j = judge_outputs(a, a)

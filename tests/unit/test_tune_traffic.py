@@ -310,6 +310,18 @@ def test_a_default_that_does_better_on_the_check_half_is_what_is_advised():
     assert line.startswith("at 1 client: ngram-mod as shipped: 1.20x") and "the tuned ngram-mod n-max 16, n-min 2 ran 1.05x" in line
 
 
+def test_a_setting_with_a_defect_is_never_advised_however_fast():
+    """Speculation that changed one output on the check half rules a setting out: the next
+    fastest that clears the bar is advised, or AR, and the line says why."""
+    fast_but_wrong = result(tuned=1.40, mod=1.20, simple=0.9)
+    fast_but_wrong.rows[1].requests[0].exact = "defect"
+    assert advice(fast_but_wrong).startswith("at 1 client: ngram-mod as shipped: 1.20x")
+    fast_but_wrong.rows[2].requests[2].exact = "defect"
+    line = advice(fast_but_wrong)
+    assert line.startswith("at 1 client: run AR: ") and "ngram-mod n-max 16, n-min 2: 1.40x" in line
+    assert line.count("with 1 defect: never advised") == 2 and to_json(fast_but_wrong)["advised"] is None
+
+
 def test_json_has_the_issues_shape_with_check_half_figures():
     doc = to_json(result())
     assert doc["space"] == 31 and doc["tried"] == 1

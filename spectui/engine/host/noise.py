@@ -17,6 +17,11 @@ too and the differences it leaves accumulate: on the embedded model, 16-token wi
 -token pass) are compared: a near-tie is decided among the best tokens, and keeping whole
 rows of a 49k vocabulary to depth 1024 would take 200 MB.
 
+A server batches several requests (llama-server's slots, ``--parallel``): a request's logits
+then move with its neighbours' tokens in the batch, which one request's blocks never show.
+Where requests are judged under load, the calibration also walks the text beside a
+neighbour in a context of two slots, against the same text alone (``measure_beside_noise``).
+
 Calibrations are cached per model, backend and the settings that change the kernels
 (``spectui.models.json_cache``); a run needs one as deep as its prompt plus its budget,
 rounded up to a power of two (at most ``MAX_DEPTH``).
@@ -135,6 +140,88 @@ def measure_batch_noise(backend: Backend, tokens: Sequence[int], *, budget_s: fl
     )
 
 
+def _has_slots(backend: Backend) -> bool:
+    """``backend`` can hold several requests in one batch (llama.cpp, as llama-server does)."""
+    from spectui.engine.backends.llamacpp import LlamaCppBackend
+
+    return isinstance(backend, LlamaCppBackend)
+
+
+#: block sizes a request and its neighbour cycle through when measured side by side: an AR
+#: step's one token beside another's, and verification's blocks beside either
+BESIDE_BLOCKS = (1, *BLOCKS)
+#: the neighbour's tokens that share the batch of the request's prompt (a decode step's one
+#: is not enough: 3 moved later logits by up to 1.2 on the embedded model, 1 by nothing)
+PREFILL_NEIGHBOURS = 3
+
+
+def measure_beside_noise(backend: Backend, tokens: Sequence[int], *, budget_s: float = BUDGET_S) -> list[float]:
+    """How far neighbouring requests in the batch move a request's logits, as llama-server
+    batches its slots (``engine/backends/llamacpp_slots``). A prompt's KV is computed by a
+    matrix product whose kernel depends on how many rows the batch holds: on the embedded model
+    at 2 threads a prompt of 100-200 tokens prefilled with 3 of a neighbour's tokens in its
+    batch, or in two chunks, moved the logits of every later token by up to 1.2, where a
+    single context's blocks move nothing below depth 256. So the text's first 1, 2, 4, ...
+    tokens are each a prompt, prefilled and decoded up to twice its length two ways: alone in
+    one batch, then one token at a time (a request at one client); and in two chunks, the first
+    with ``PREFILL_NEIGHBOURS`` of a neighbour's tokens in its batch, then in blocks cycling
+    through ``BESIDE_BLOCKS`` beside the neighbour's, out of step (a request under load). Per
+    ``DEPTH_STEP`` bucket, the largest difference of the best logits (``TOP``), never
+    decreasing; as deep as ``budget_s`` allows. Empty for a backend that holds one request
+    (MLX): nothing else shares its batch."""
+    if not _has_slots(backend):
+        return []
+    from spectui.engine.backends.llamacpp import LlamaCppBackend
+    from spectui.engine.backends.llamacpp_slots import Slots
+
+    assert isinstance(backend, LlamaCppBackend)
+    t0 = time.perf_counter()
+    neighbour = [*tokens[len(tokens) // 2:], *tokens[:len(tokens) // 2]]  # another text at every position
+    top = min(TOP, backend.n_vocab)
+    with Slots(backend, 2) as slots:
+
+        def walk(prompt_batches: Sequence[int], extra: int, blocks: Sequence[int], end: int) -> np.ndarray:
+            """The logits of the prompt's last token and of every later one before ``end``: the
+            prompt in batches of ``prompt_batches`` tokens, the first with ``extra`` of the
+            neighbour's (none: alone), then blocks cycling through ``blocks`` (``[]``: one token
+            at a time), each beside the neighbour's next ones where it has any."""
+            slots.clear()
+            if extra:
+                slots.eval([(1, neighbour[:DEPTH_STEP])])  # the neighbour is under way
+            at, rows = 0, []
+            for b, n in enumerate(prompt_batches):
+                parts = [(0, tokens[at:at + n]), *([(1, neighbour[DEPTH_STEP:DEPTH_STEP + extra])] if extra and b == 0 else [])]
+                last = slots.eval(parts)[0][-1]
+                at += n
+            rows.append(last)
+            other, b = DEPTH_STEP + extra, 0
+            while at < end:
+                size = min(blocks[b % len(blocks)] if blocks else 1, end - at)
+                parts = [(0, tokens[at:at + size])]
+                if extra:
+                    beside = blocks[(b + 1) % len(blocks)] if blocks else 1
+                    parts.append((1, neighbour[other % len(neighbour):other % len(neighbour) + beside]))
+                    other += beside
+                rows.extend(slots.eval(parts)[0])
+                at, b = at + size, b + 1
+            return np.stack(rows)
+
+        depth = len(tokens) - 1
+        worst = np.full(depth, np.nan)  # per position: what the neighbours moved its best logits
+        prompt = 1
+        while prompt < depth and not (prompt > DEPTH_STEP and time.perf_counter() - t0 > budget_s):
+            end = min(2 * prompt, depth)
+            alone = walk([prompt], 0, [], end)
+            idx = np.argpartition(alone, -top, axis=1)[:, -top:]
+            values = np.take_along_axis(alone, idx, 1)
+            moved = walk([prompt // 2, prompt - prompt // 2] if prompt > 1 else [prompt], PREFILL_NEIGHBOURS, BESIDE_BLOCKS, end)
+            worst[prompt - 1:end] = np.abs(np.take_along_axis(moved, idx, 1) - values).max(axis=1)
+            prompt = end
+        reached = int(np.argmax(np.isnan(worst))) if np.isnan(worst).any() else depth
+        buckets = [float(np.nanmax(worst[s:min(s + DEPTH_STEP, reached)], initial=0.0)) for s in range(0, reached, DEPTH_STEP)]
+    return [round(x, 4) for x in np.maximum.accumulate(buckets).tolist()] if buckets else []
+
+
 def noise_key(sha256: str, settings: dict[str, str]) -> str:
     return f"{sha256}|{json.dumps(settings, sort_keys=True)}"
 
@@ -153,6 +240,7 @@ def batch_noise(
     before: Callable[[], object] | None = None,
     measure_on: Callable[[], Backend] | None = None,
     budget_s: float = BUDGET_S,
+    beside: bool = False,
 ) -> BatchNoise:
     """The backend's calibration for a run reaching ``reach`` tokens: cached, or measured now
     (then cached). A measurement is announced first: by calling ``before`` (the dashboard posts
@@ -160,22 +248,33 @@ def batch_noise(
     line, so a headless run never sits silent for seconds.
     ``measure_on`` opens a second context of the same settings to measure in (closed after),
     leaving ``backend``'s cache as it is. ``budget_s`` bounds a measurement's time (a user's
-    first run waits for it; a cached one that ran out is reused as far as it went)."""
+    first run waits for it; a cached one that ran out is reused as far as it went).
+    ``beside``: requests are judged under load too (the workload's server at several clients),
+    so what a neighbour in the batch moves is measured as well (``measure_beside_noise``),
+    once, into the same cached entry."""
     depth = calibration_depth(reach, backend.n_ctx)
     key = noise_key(sha256, noise_settings(backend))
     noise = cached_noise(key, depth)
-    if noise is None:
-        if before is not None:
-            before()
-        else:
-            warnings.warn(CALIBRATION_NOTICE, CalibrationNotice, stacklevel=2)
-        scratch = measure_on() if measure_on is not None else None
-        try:
-            noise = measure_batch_noise(scratch or backend, _text_tokens(backend, depth), budget_s=budget_s)
-        finally:
-            if scratch is not None:
-                scratch.close()
-        write_entry(CACHE_NAME, key, msgspec.to_builtins(noise))
+    beside_short = noise is None or len(noise.beside_by_depth) * noise.depth_step < min(noise.depth, depth)
+    measure_beside = beside and beside_short and _has_slots(backend)
+    if noise is not None and not measure_beside:
+        return noise
+    if before is not None:
+        before()
+    else:
+        warnings.warn(CALIBRATION_NOTICE, CalibrationNotice, stacklevel=2)
+    scratch = measure_on() if measure_on is not None else None
+    try:
+        on = scratch or backend
+        if noise is None:
+            noise = measure_batch_noise(on, _text_tokens(backend, depth), budget_s=budget_s)
+        if measure_beside:
+            # as deep as this run needs (a deeper cached calibration need not be matched)
+            noise.beside_by_depth = measure_beside_noise(on, _text_tokens(backend, min(noise.depth, depth)), budget_s=budget_s)
+    finally:
+        if scratch is not None:
+            scratch.close()
+    write_entry(CACHE_NAME, key, msgspec.to_builtins(noise))
     return noise
 
 
