@@ -151,17 +151,18 @@ def _has_slots(backend: Backend) -> bool:
 #: step's one token beside another's, and verification's blocks beside either
 BESIDE_BLOCKS = (1, *BLOCKS)
 #: the neighbour's tokens that share the batch of the request's prompt (a decode step's one
-#: is not enough: 3 moved later logits by up to 1.2 on the embedded model, 1 by nothing)
+#: is not enough: on the embedded Q4_1, 3 moved later logits by up to 1.2, 1 by nothing)
 PREFILL_NEIGHBOURS = 3
 
 
 def measure_beside_noise(backend: Backend, tokens: Sequence[int], *, budget_s: float = BUDGET_S) -> list[float]:
     """How far neighbouring requests in the batch move a request's logits, as llama-server
     batches its slots (``engine/backends/llamacpp_slots``). A prompt's KV is computed by a
-    matrix product whose kernel depends on how many rows the batch holds: on the embedded model
-    at 2 threads a prompt of 100-200 tokens prefilled with 3 of a neighbour's tokens in its
-    batch, or in two chunks, moved the logits of every later token by up to 1.2, where a
-    single context's blocks move nothing below depth 256. So the text's first 1, 2, 4, ...
+    matrix product whose kernel depends on how many rows the batch holds: on the embedded
+    model's shipped Q4_1 at 2 threads, a prompt of 100-200 tokens prefilled with 3 of a
+    neighbour's tokens in its batch, or in two chunks, moved the logits of every later token by
+    up to 1.2, where a single context's blocks move nothing below depth 256 (its F16: 0.03-0.07
+    beside a neighbour, as in blocks). So the text's first 1, 2, 4, ...
     tokens are each a prompt, prefilled and decoded up to twice its length two ways: alone in
     one batch, then one token at a time (a request at one client); and in two chunks, the first
     with ``PREFILL_NEIGHBOURS`` of a neighbour's tokens in its batch, then in blocks cycling
