@@ -13,8 +13,9 @@ same space, on the same workload at the same load, both judged on the check half
    mean). Its wall time is the grid's time: what measuring every setting on that many requests
    with the check's evidence costs.
 
-3. **Head to head**: the grid's best of 31 single runs is flattered by its own luck (the
-   largest of many noisy figures; the grid moves 10-15% between runs on this shared host). So
+3. **Head to head**: the grid's best is flattered by its own luck, even with two runs a
+   setting (the largest of 83 noisy figures: 1.22x in the grid, 0.996x head to head on
+   mixed-12 at 2 clients, results/tune-traffic-2026-12-04b.txt). So
    the grid's best, the tuned setting and the advised one run again on the check half with AR,
    ``--rounds`` times in alternating order, each round paired with its own AR; the share that
    counts is the median of the tuned setting's speedups over the median of the grid's best's.

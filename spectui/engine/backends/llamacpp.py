@@ -50,7 +50,7 @@ def _init_llama() -> None:
             _initialised = True
 
 
-def _last_error() -> str:
+def last_error() -> str:
     for line in reversed(_log_lines):
         if "error" in line.lower() or "failed" in line.lower():
             return line.strip()
@@ -88,6 +88,31 @@ def deterministic_guarantee(config: BackendConfig) -> str:
     )
 
 
+def context_params(config: BackendConfig, model: LlamaModel, n_threads: int, *, n_ctx: int, n_seq_max: int) -> ll.llama_context_params:
+    """The settings of every context spectui opens over ``model`` (a run's, or the slots that
+    measure what a neighbour moves: the same kernels either way): ``n_ctx`` cells for
+    ``n_seq_max`` sequences, ``config``'s batch and flash attention, ``n_threads``."""
+    params: ll.llama_context_params = ll.llama_context_default_params()
+    params.n_ctx = n_ctx
+    params.n_batch = params.n_ubatch = config.n_batch
+    params.n_seq_max = n_seq_max
+    # a sliding-window cache of window + batch cells reuses the cells that slid out of the
+    # window; a rollback would then find the tokens it needs overwritten. The full cache keeps
+    # them (llama-server's --swa-full).
+    params.swa_full = bool(model.n_swa)
+    params.n_threads = params.n_threads_batch = n_threads
+    params.no_perf = True
+    params.flash_attn_type = _FLASH_ATTN[config.flash_attn]
+    return params
+
+
+def free_context(ctx: ll.llama_context_p, batch: ll.llama_batch, model: LlamaModel) -> None:
+    """Free a context and its batch, and give back its reference to the weights."""
+    ll.llama_batch_free(batch)
+    ll.llama_free(ctx)
+    model.release()
+
+
 class LlamaModel:
     """Loaded weights, shareable by several contexts (a model drafting for itself)."""
 
@@ -99,7 +124,7 @@ class LlamaModel:
         params.n_gpu_layers = config.n_gpu_layers if config.n_gpu_layers >= 0 else 2**30
         self.ptr = ll.llama_model_load_from_file(info.path.encode(), params)
         if not self.ptr:
-            raise SpectuiError(f"llama.cpp could not load {info.path}: {_last_error()}")
+            raise SpectuiError(f"llama.cpp could not load {info.path}: {last_error()}")
         self.vocab = ll.llama_model_get_vocab(self.ptr)
         self.n_vocab = ll.llama_vocab_n_tokens(self.vocab)
         self.eog_tokens = frozenset(t for t in range(self.n_vocab) if ll.llama_vocab_is_eog(self.vocab, t))
@@ -148,31 +173,18 @@ class LlamaCppBackend:
         self.config = config
         self.n_threads = config.n_threads or default_threads()
         self.flash_attn = config.flash_attn
-        params = ll.llama_context_default_params()
-        params.n_ctx = config.n_ctx
-        params.n_batch = config.n_batch
-        params.n_ubatch = config.n_batch
-        params.n_seq_max = 1
         #: how a rollback is done: "kv" drops cache cells; "checkpoint" (recurrent or hybrid
         #: layers) restores the state copied to a spare sequence before the block and
         #: re-evaluates the kept tokens after it
         self.rollback = "checkpoint" if model.recurrent else "kv"
-        if model.recurrent:
-            params.n_seq_max = 2  # sequence 1 holds the checkpoint
-            params.kv_unified = True  # one KV stream for both, so the context is not halved
-        if model.n_swa:
-            # a sliding-window cache of window + batch cells reuses the cells that slid out of
-            # the window; a rollback would then find the tokens it needs overwritten. The full
-            # cache keeps them (llama-server's --swa-full).
-            params.swa_full = True
-        params.n_threads = self.n_threads
-        params.n_threads_batch = self.n_threads
-        params.no_perf = True
-        params.flash_attn_type = _FLASH_ATTN[config.flash_attn]
+        # a recurrent model's sequence 1 holds the checkpoint, in one KV stream with sequence 0
+        # so that the context is not halved
+        params = context_params(config, model, self.n_threads, n_ctx=config.n_ctx, n_seq_max=2 if model.recurrent else 1)
+        params.kv_unified = model.recurrent
         self.ctx = ll.llama_init_from_model(model.ptr, params)
         if not self.ctx:
             model.release()
-            raise SpectuiError(f"llama.cpp could not create a context of {config.n_ctx} tokens: {_last_error()}")
+            raise SpectuiError(f"llama.cpp could not create a context of {config.n_ctx} tokens: {last_error()}")
         self.memory = ll.llama_get_memory(self.ctx)
         # llama.cpp pads the context and clamps the batch to the requested context: use its numbers
         self.n_ctx = min(config.n_ctx, ll.llama_n_ctx(self.ctx))
@@ -254,7 +266,7 @@ class LlamaCppBackend:
             batch.n_tokens = chunk
             rc = ll.llama_decode(self.ctx, batch)
             if rc != 0:
-                raise RuntimeError(f"llama_decode returned {rc} at position {base}: {_last_error()}")
+                raise RuntimeError(f"llama_decode returned {rc} at position {base}: {last_error()}")
             self.n_past += chunk
             self.cached.extend(tokens[start:start + chunk])
             start += chunk
@@ -337,10 +349,8 @@ class LlamaCppBackend:
 
     def close(self) -> None:
         if self.ctx:
-            ll.llama_batch_free(self._batch)
-            ll.llama_free(self.ctx)
+            free_context(self.ctx, self._batch, self.model)
             self.ctx = None
-            self.model.release()
 
     def __del__(self) -> None:  # pragma: no cover - best effort at interpreter exit
         try:

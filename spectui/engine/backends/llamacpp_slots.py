@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import llama_cpp as ll
 import numpy as np
 
-from spectui.engine.backends.llamacpp import _FLASH_ATTN, LlamaCppBackend, _last_error
+from spectui.engine.backends.llamacpp import LlamaCppBackend, context_params, free_context, last_error
 from spectui.errors import SpectuiError
 
 
@@ -24,24 +24,16 @@ class Slots:
     set as llama-server sizes its slots (each the context ``backend`` has)."""
 
     def __init__(self, backend: LlamaCppBackend, n: int = 2) -> None:
-        config = backend.config
-        params = ll.llama_context_default_params()
-        params.n_ctx = backend.n_ctx * n  # llama-server's -c is the slots' context together
-        params.n_batch = params.n_ubatch = backend.n_batch
-        params.n_seq_max = n
-        params.kv_unified = False
-        params.swa_full = bool(backend.model.n_swa)
-        params.n_threads = params.n_threads_batch = backend.n_threads
-        params.no_perf = True
-        params.flash_attn_type = _FLASH_ATTN[config.flash_attn]
+        params = context_params(backend.config, backend.model, backend.n_threads, n_ctx=backend.n_ctx * n, n_seq_max=n)
+        params.kv_unified = False  # llama-server's slots once their number is named (-np)
         self.model = backend.model
         self.ctx = ll.llama_init_from_model(self.model.ptr, params)
         if not self.ctx:
-            raise SpectuiError(f"llama.cpp could not create a context of {n} slots: {_last_error()}")
+            raise SpectuiError(f"llama.cpp could not create a context of {n} slots: {last_error()}")
         self.model.refs += 1
         self.memory = ll.llama_get_memory(self.ctx)
         self.n_vocab = backend.n_vocab
-        self.n_batch = backend.n_batch
+        self.n_batch = ll.llama_n_batch(self.ctx)
         self._next = [0] * n  # each slot's next position
         self._batch = ll.llama_batch_init(self.n_batch, 0, 1)
 
@@ -65,7 +57,7 @@ class Slots:
         batch.n_tokens = i
         rc = ll.llama_decode(self.ctx, batch)
         if rc != 0:
-            raise RuntimeError(f"llama_decode returned {rc} on a batch of {len(parts)} slots: {_last_error()}")
+            raise RuntimeError(f"llama_decode returned {rc} on a batch of {len(parts)} slots: {last_error()}")
         rows = np.ctypeslib.as_array(ll.llama_get_logits(self.ctx), shape=(i, self.n_vocab))
         out, start = [], 0
         for _, tokens in parts:
@@ -80,10 +72,8 @@ class Slots:
 
     def close(self) -> None:
         if self.ctx:
-            ll.llama_batch_free(self._batch)
-            ll.llama_free(self.ctx)
+            free_context(self.ctx, self._batch, self.model)
             self.ctx = None
-            self.model.release()
 
     def __enter__(self) -> Slots:
         return self

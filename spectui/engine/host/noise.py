@@ -170,12 +170,11 @@ def measure_beside_noise(backend: Backend, tokens: Sequence[int], *, budget_s: f
     ``DEPTH_STEP`` bucket, the largest difference of the best logits (``TOP``), never
     decreasing; as deep as ``budget_s`` allows. Empty for a backend that holds one request
     (MLX): nothing else shares its batch."""
-    if not _has_slots(backend):
-        return []
     from spectui.engine.backends.llamacpp import LlamaCppBackend
     from spectui.engine.backends.llamacpp_slots import Slots
 
-    assert isinstance(backend, LlamaCppBackend)
+    if not isinstance(backend, LlamaCppBackend):
+        return []
     t0 = time.perf_counter()
     neighbour = [*tokens[len(tokens) // 2:], *tokens[:len(tokens) // 2]]  # another text at every position
     top = min(TOP, backend.n_vocab)

@@ -18,7 +18,7 @@ from pathlib import Path
 import llama_cpp as ll
 
 from spectui import file_kinds, storage
-from spectui.engine.backends.llamacpp import _init_llama, _last_error, default_threads
+from spectui.engine.backends.llamacpp import _init_llama, default_threads, last_error
 from spectui.errors import SpectuiError
 from spectui.models.artifacts import file_sha256
 from spectui.paths import cache_dir
@@ -96,7 +96,7 @@ def quantize(src: str | os.PathLike[str], dst: str | os.PathLike[str], type_name
         rc = ll.llama_model_quantize(os.fsencode(src), os.fsencode(tmp), ctypes.byref(params))
         if rc != 0 or not tmp.is_file() or not tmp.stat().st_size:
             free = _free_space(dst.parent)
-            raise SpectuiError(f"llama.cpp could not quantize {src} to {type_name} (code {rc}{free}): {_last_error()}")
+            raise SpectuiError(f"llama.cpp could not quantize {src} to {type_name} (code {rc}{free}): {last_error()}")
         os.chmod(tmp, 0o666 & ~storage.current_umask())  # a model, no user text: the usual modes
         with open(tmp, "rb+") as f:
             os.fsync(f.fileno())
