@@ -122,6 +122,9 @@ def main() -> int:
     ap.add_argument("--grid-chunk", type=int, default=12, help="grid settings run at once, each chunk with its own AR")
     ap.add_argument("--tuned", default=None, metavar="DIR",
                     help="read the tune from this folder (an earlier run's tune/) instead of tuning again; its time is its own")
+    ap.add_argument("--grid-from", default=None, metavar="FILE",
+                    help="the grid's figures and time from an earlier run's --json (same workload, load and space) instead of"
+                         " measuring it again (half an hour); head to head is measured afresh either way")
     ap.add_argument("--json", default=None, metavar="FILE")
     a = ap.parse_args()
 
@@ -148,7 +151,14 @@ def main() -> int:
         raise SystemExit(f"tune_traffic: the tune ended without a pick: {result.stopped}")
     print(f"tune: {advice(result)} ({tune_s:.0f} s)", file=sys.stderr)
 
-    figures, grid_s = grid(tune, root / "grid", a.grid_chunk)
+    if a.grid_from:
+        earlier = json.loads(Path(a.grid_from).read_text())
+        if (earlier["workload"], earlier["clients"], earlier["space"]) != (a.workload, a.clients, len(tune.candidates)):
+            raise SystemExit(f"tune_traffic: {a.grid_from} is a grid of another workload, load or space")
+        figures = {label: Figure(f["speedup"], tuple(f["ci"]), f["exact"], f["default"]) for label, f in earlier["grid"].items()}
+        grid_s = float(earlier["grid_s"])
+    else:
+        figures, grid_s = grid(tune, root / "grid", a.grid_chunk)
     ranked = sorted(figures.items(), key=lambda kv: -kv[1].speedup if math.isfinite(kv[1].speedup) else math.inf)
     best_label, best = ranked[0]
     mine = figures[tuned.label].speedup if tuned.label in figures else math.nan

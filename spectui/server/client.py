@@ -272,22 +272,31 @@ class ServerClient:
         """``path``'s answer, whole within ``timeout_s`` (default ``probe_timeout_s``: headers and
         body, so a server that trickles bytes is cut off there) and at most ``MAX_BODY_BYTES``;
         ``ServerError`` otherwise."""
+        return self._whole("GET", path, None, timeout_s)
+
+    def post(self, path: str, body: dict[str, Any], *, timeout_s: float | None = None) -> Reply:
+        """POST ``body`` as JSON and read the whole answer, as ``get`` reads one."""
+        return self._whole("POST", path, json.dumps(body).encode(), timeout_s)
+
+    def _whole(self, method: str, path: str, data: bytes | None, timeout_s: float | None) -> Reply:
         timeout_s = self.probe_timeout_s if timeout_s is None else timeout_s
         deadline = _Deadline(timeout_s + DEADLINE_GRACE_S)
+        headers = self._headers({"Content-Type": "application/json"} if data is not None else None)
         try:
             conn = self._connect(timeout_s, deadline)
             try:
-                resp = self._send(conn, "GET", path, None, self._headers(), deadline)
-                too_large = f"GET {path}: the answer is larger than the {MAX_BODY_BYTES >> 20} MiB spectui reads; refused rather than read in part"
+                resp = self._send(conn, method, path, data, headers, deadline)
+                too_large = (f"{method} {path}: the answer is larger than the {MAX_BODY_BYTES >> 20} MiB spectui reads;"
+                             " refused rather than read in part")
                 if resp.length is not None and resp.length > MAX_BODY_BYTES:
                     raise ServerError(too_large)
                 try:
                     raw = resp.read(MAX_BODY_BYTES + 1)
                 except (TimeoutError, http.client.HTTPException, OSError) as exc:
                     why = f"not all of it came within {deadline.seconds:g} s" if deadline.expired else _os_error(exc)
-                    raise ServerError(f"GET {path}: reading the answer failed: {why}") from None
+                    raise ServerError(f"{method} {path}: reading the answer failed: {why}") from None
                 if deadline.expired:  # cut short by the deadline: not an answer to parse
-                    raise ServerError(f"GET {path}: reading the answer failed: not all of it came within {deadline.seconds:g} s")
+                    raise ServerError(f"{method} {path}: reading the answer failed: not all of it came within {deadline.seconds:g} s")
                 if len(raw) > MAX_BODY_BYTES:
                     raise ServerError(too_large)
                 headers = {k.lower(): v for k, v in resp.getheaders()}

@@ -324,12 +324,18 @@ def format_text(result: TrafficResult, folder: str = "") -> str:
             out += [f"      #{q.index}: {q.why}" for q in r.requests if q.exact not in ("identical", "reference") and q.why]
     trials = result.trial_list()
     if trials:
+        priced_rung = min((t.rung for t in trials if t.priced), default=None)
         out += ["", "the search (tuning half only; not a result): best of each rung"]
         for rung in range(rungs):
             at = sorted((t for t in trials if t.rung == rung), key=lambda t: -t.speedup if math.isfinite(t.speedup) else math.inf)
             if at:
                 top = ", ".join(f"{t.candidate.label()} {_x(t.speedup)}" for t in at[:3])
-                out.append(f"  rung {rung + 1}: {len(at)} on {at[0].share:.0%} of the tuning half: {top}")
+                if at[0].priced:
+                    out.append(f"  priced: {len(at)} from their drafters replayed over AR's tokens: {top}")
+                elif priced_rung is not None and rung > priced_rung:
+                    out.append(f"  race round {rung - priced_rung}: {len(at)} on the whole tuning half: {top}")
+                else:
+                    out.append(f"  rung {rung + 1}: {len(at)} on {at[0].share:.0%} of the tuning half: {top}")
     if folder:
         out += ["", f"recorded in {folder} (spectui tune --analyze {folder} prints this again)"]
     return "\n".join(out)

@@ -61,18 +61,20 @@ class Trial:
     seconds: float
     requests: int = 0
     error: str = ""
+    #: a price (``traffic_price``: the drafter replayed over AR's tokens), not a run
+    priced: bool = False
 
     def to_dict(self) -> dict[str, object]:
         return {"rung": self.rung, "candidate": self.candidate.to_dict(), "label": self.candidate.label(), "share": self.share,
                 "speedup": self.speedup if math.isfinite(self.speedup) else None, "seconds": self.seconds,
-                "requests": self.requests, "error": self.error}
+                "requests": self.requests, "error": self.error, "priced": self.priced}
 
     @classmethod
     def from_dict(cls, d: dict) -> Trial:
         speedup = d.get("speedup")
         return cls(rung=int(d["rung"]), candidate=Candidate.from_dict(d["candidate"]), share=float(d["share"]),
                    speedup=math.nan if speedup is None else float(speedup), seconds=float(d["seconds"]),
-                   requests=int(d.get("requests", 0)), error=str(d.get("error", "")))
+                   requests=int(d.get("requests", 0)), error=str(d.get("error", "")), priced=bool(d.get("priced", False)))
 
 
 @dataclass(frozen=True)
@@ -105,6 +107,55 @@ def survivors(trials: Sequence[Trial], keep: int) -> list[Candidate]:
     """The ``keep`` best of a rung's trials by speedup (a failed or unmeasured one last)."""
     ranked = sorted(trials, key=lambda t: -t.speedup if math.isfinite(t.speedup) else math.inf)
     return [t.candidate for t in ranked[:keep] if math.isfinite(t.speedup)]
+
+
+#: the race after pricing: this many settings run for real on the whole tuning half, each in
+#: ``RACE_ROUNDS`` rounds (the second in the other order), every round paired with its own AR
+FINALISTS = 6
+RACE_ROUNDS = 2
+
+
+def next_entrant(prices: dict[Candidate, Callable[[float], float]], beta: float, entered: Sequence[Candidate]) -> Candidate | None:
+    """The setting priced best at ``beta`` of those not yet run (None: all have run)."""
+    left = [c for c in prices if c not in entered and math.isfinite(prices[c](beta))]
+    return max(left, key=lambda c: prices[c](beta), default=None)
+
+
+def race_winner(trials: Sequence[Trial], price: Callable[[Candidate], float] | None = None) -> Candidate | None:
+    """The setting of the race (its measured trials) to check, among those that ran the most
+    rounds (one the budget cut short is not held against two-round figures).
+
+    Without ``price``: the best geometric mean speedup over its rounds. With it (the settings'
+    prices at the fitted beta): each priced setting scores its price times its method's
+    residual, the geometric mean of measured over priced across every run of that method in the
+    race. Timing noise then moves a method's settings alike, and its settings are told apart by
+    what their drafters do, which holds no noise: two settings of one method a run apart by less
+    than the host's spread (ngram-simple size-m 8 and 16 on mixed-12: 1.17x and 1.15x, then
+    1.12x and 1.15x) are ranked by their counts (1.13x and 1.06x priced), not by that luck."""
+    runs: dict[Candidate, list[float]] = {}
+    for t in trials:
+        if not t.priced and math.isfinite(t.speedup) and t.speedup > 0:
+            runs.setdefault(t.candidate, []).append(t.speedup)
+    if not runs:
+        return None
+    most = max(len(v) for v in runs.values())
+    full = {c: v for c, v in runs.items() if len(v) == most}
+
+    def priced(c: Candidate) -> float:
+        p = price(c) if price is not None else math.nan
+        return p if math.isfinite(p) and p > 0 else math.nan
+
+    residual: dict[str, list[float]] = {}
+    for c, v in runs.items():
+        if math.isfinite(priced(c)):
+            residual.setdefault(c.method, []).extend(math.log(x / priced(c)) for x in v)
+
+    def score(c: Candidate) -> float:
+        if math.isfinite(priced(c)):
+            return math.log(priced(c)) + sum(residual[c.method]) / len(residual[c.method])
+        return sum(math.log(x) for x in full[c]) / len(full[c])
+
+    return max(full, key=score)
 
 
 def check_runs(n_defaults: int) -> int:

@@ -15,6 +15,8 @@ know nothing of servers; this module is where they meet the workload's runner.
 
 from __future__ import annotations
 
+import functools
+import json
 import math
 import threading
 import time
@@ -22,20 +24,39 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from spectui import file_kinds, storage
 from spectui.config import RunConfig
 from spectui.errors import SpectuiError
 from spectui.format import model_name
 from spectui.recording.schema import BatchNoise
+from spectui.runtime.methods import METHODS
+from spectui.runtime.spec_replay import Counts, Stream, prompt_tokens, replay, replay_tool
 from spectui.tune.runtime import paste_command
+from spectui.tune.traffic_price import ArRequest, ar_request, beta_of_run, fit_beta, priced_speedup
 from spectui.tune.traffic_report import AR, DEFAULT, TUNED, CheckRow, RequestRow, TrafficResult, ratio_of_sums, save
-from spectui.tune.traffic_search import MIN_TOKENS, Search, Status, Trial, check_budget, check_runs, min_budget_s
+from spectui.tune.traffic_search import (
+    FINALISTS,
+    MIN_TOKENS,
+    RACE_ROUNDS,
+    Search,
+    Status,
+    Trial,
+    check_budget,
+    check_runs,
+    min_budget_s,
+    next_entrant,
+    race_winner,
+)
 from spectui.tune.traffic_space import Candidate, candidate_config, defaults_of
 from spectui.tune.traffic_split import split_units
 from spectui.workload.engines import embedded_noise, open_setting
 from spectui.workload.plan import LLAMA_SERVER, Setting, WorkloadPlan
+from spectui.workload.request import request_config
 from spectui.workload.result import LevelResult, RequestOutcome, pair_speedup, time_to
 from spectui.workload.run import Opener, WorkloadRun, setting_slug
 from spectui.workload.source import Workload, WorkRequest
+
+PRICES_KIND = file_kinds.json_kind("spectui tune's replayed drafting counts", lambda doc: isinstance(doc, dict) and "counts" in doc)
 
 
 def halves(workload: Workload) -> tuple[Workload, Workload]:
@@ -94,6 +115,11 @@ class TrafficTune:
     #: True while the search runs (after AR on the tuning half, before the check): a view can
     #: tell a rung still running from the search's end, when its last trials are final
     searching: bool = field(default=False, init=False)
+    #: the pricing's inputs, once the tuning half's AR ran: AR's figures per request, each priced
+    #: setting's replayed counts, and the beta the race fitted (NaN: nothing was priced)
+    priced_ar: list[ArRequest | None] = field(default_factory=list, init=False)
+    counts: dict[Candidate, list[Counts]] = field(default_factory=dict, init=False)
+    beta: float = field(default=math.nan, init=False)
 
     def __post_init__(self) -> None:
         self.tuning, self.check = halves(self.workload)
@@ -200,10 +226,15 @@ class TrafficTune:
             self.progress(status.line())
             self.on_status(status)
 
-        search = Search(self.candidates, budget_s=self.budget_s - ar_s, reserve_s=reserve)
+        prices = self._prices(ar_level, search_folder / "prices")
+        rest = [c for c in self.candidates if c not in prices]
+        search = Search(rest, budget_s=self.budget_s - ar_s, reserve_s=reserve)
         self.searching = True
         try:
-            winner = search.run(measure, progress=shown, stop=self.stop.is_set)
+            winner = search.run(measure, progress=shown, stop=self.stop.is_set) if rest else None
+            if prices:
+                winner = self._race(prices, ar_level, [winner] if winner is not None else [], search_folder / "race",
+                                    budget_s=self.budget_s - (time.monotonic() - started), reserve_s=reserve, trials=search.trials)
         finally:
             self.searching = False
             self.result.trials = [t.to_dict() for t in search.trials]
@@ -218,6 +249,136 @@ class TrafficTune:
         self.result.complete = not self.stop.is_set()
         save(self.result, self.folder)
         return self.result
+
+    # -- pricing and the race -------------------------------------------------------------------
+
+    def _prices(self, ar_level: LevelResult, folder: Path) -> dict[Candidate, Callable[[float], float]]:
+        """Each setting whose drafter can be replayed, priced on the tuning half
+        (``traffic_price``) as a function of beta; {} (every setting is then run) where the
+        replay cannot be had, with one line saying why."""
+        replayable = [c for c in self.candidates if not any(METHODS[t].draft_model or METHODS[t].needs_nextn for t in c.types)]
+        if not replayable:
+            return {}
+        try:
+            counts, order = self._replayed(replayable, ar_level, folder)
+        except SpectuiError as exc:
+            self.progress(f"every setting is run, none priced: {exc}")
+            return {}
+        by_index = {r.index: r for r in ar_level.requests}
+        ar = [ar_request(by_index[i].token_ms) for i in order]
+        self.priced_ar = ar
+        self.counts = dict(zip(replayable, counts))
+        # what each setting would do, request by request, kept beside the runs that measured it
+        storage.write_atomic(folder / "prices.json", json.dumps({"requests": order, "counts": {
+            c.label(): [[k.passes, k.drafted, k.accepted] for k in cs] for c, cs in self.counts.items()}}).encode(), PRICES_KIND)
+        self.progress(f"{len(replayable)} settings priced on the tuning half from their drafters replayed over AR's tokens")
+        return {c: functools.partial(priced_speedup, ar, k) for c, k in self.counts.items()}
+
+    def _replayed(self, cands: Sequence[Candidate], ar_level: LevelResult, folder: Path) -> tuple[list[list[Counts]], list[int]]:
+        """(each candidate's counts, the request indices they are in): the replay over AR's
+        output on the tuning half, each client's requests as one stream, the prompts tokenized
+        by an AR server of the runtime's own."""
+        from spectui.runtime.build import BuildError, find_server
+
+        try:
+            binary = find_server(self.base.backend.runtime_binary or None, build=False)
+        except BuildError as exc:
+            raise SpectuiError(str(exc)) from None
+        tool, why = replay_tool(binary.path)
+        if tool is None:
+            raise SpectuiError(why)
+        requests = {r.index: r for r in self.tuning.requests}
+        ar_setting = self._setting(None)
+        engine, _, _ = self.opener(ar_setting, 1, folder)
+        try:
+            client = getattr(getattr(engine, "engine", None), "client", None)
+            if client is None:
+                raise SpectuiError("the runtime's engine is not a server that tokenizes")
+            prompts = {i: prompt_tokens(client, request_config(ar_setting.config, r, self.tuning.name, False))
+                       for i, r in requests.items()}
+        finally:
+            engine.close()
+        done = sorted((r for r in ar_level.requests if r.index in requests), key=lambda r: r.sent_s)
+        clients = sorted({r.client for r in done})
+        streams = [[Stream(prompts[r.index], tuple(r.tokens), requests[r.index].max_tokens, r.reason == "stop")
+                    for r in done if r.client == c] for c in clients]
+        order = [r.index for c in clients for r in done if r.client == c]
+        flags = [c.runtime_method().args() for c in cands]
+        return replay(tool, flags, streams, n_ctx=self.base.backend.n_ctx), order
+
+    def _race(self, prices: dict[Candidate, Callable[[float], float]], ar_level: LevelResult, also: Sequence[Candidate],
+              folder: Path, *, budget_s: float, reserve_s: float, trials: list[Trial]) -> Candidate | None:
+        """The best priced settings run for real on the whole tuning half, chosen one at a time
+        (the price's beta refitted on every run so far), with ``also`` (the best of the settings
+        that cannot be priced): ``RACE_ROUNDS`` rounds, the first paired with the search's AR run,
+        each later one in the other order with an AR run of its own after it; the winner has the
+        best speedup over its rounds. Its trials follow ``trials``' rungs: the prices, then a
+        rung a round."""
+        started = time.monotonic()
+        base = max((t.rung for t in trials), default=-1) + 1
+        ar_setting = self._setting(None)
+        race: list[Trial] = []
+        run_s: list[float] = []
+        betas: list[float] = []
+        beta = 0.0
+
+        def room() -> bool:
+            left = budget_s - (time.monotonic() - started) - reserve_s
+            return not self.stop.is_set() and (sum(run_s) / len(run_s) if run_s else 0.0) <= left
+
+        def run(setting: Setting, rnd: int) -> LevelResult | None:
+            t0 = time.monotonic()
+            try:
+                return self._at_load(self.run_settings(self.tuning, [setting], folder / f"round{rnd}" / setting_slug(setting.label),
+                                                       judged=False), setting.label)
+            except SpectuiError as exc:
+                self.progress(f"race round {rnd}: {setting.label} did not run ({exc})")
+                return None
+            finally:
+                run_s.append(time.monotonic() - t0)
+
+        def ran(c: Candidate, rnd: int, level: LevelResult, ar: LevelResult) -> Trial:
+            pair_speedup(level, ar)
+            t = Trial(base + rnd, c, 1.0, level.speedup, run_s[-1], len(self.tuning.requests))
+            race.append(t)
+            trials.append(t)
+            self.on_trial(t)
+            price = f" (priced {prices[c](beta):.2f}x)" if c in prices else ""
+            self.progress(f"race round {rnd}: {c.label()} {t.speedup:.2f}x AR on the tuning half{price}")
+            return t
+
+        # round 1: the entrants one at a time, each the best priced at the beta so far (0 before
+        # any run: the fewest passes, whose long drafts measure beta best)
+        entered: list[Candidate] = []
+        for extra in also:
+            if room() and (level := run(self._setting(extra), 1)) is not None:
+                entered.append(extra)
+                ran(extra, 1, level, ar_level)
+        while len(entered) < FINALISTS + len(also) and room():
+            nxt = next_entrant(prices, beta, entered)
+            if nxt is None:
+                break
+            entered.append(nxt)
+            if (level := run(self._setting(nxt), 1)) is not None:
+                betas.append(beta_of_run(self.priced_ar, self.counts[nxt], ran(nxt, 1, level, ar_level).speedup))
+                beta = fit_beta(betas)
+        # later rounds: the other way round, then AR, each paired with that AR
+        for rnd in range(2, RACE_ROUNDS + 1):
+            runs = []
+            for c in reversed(entered):
+                if not room():
+                    break
+                if (level := run(self._setting(c), rnd)) is not None:
+                    runs.append((c, level, run_s[-1]))
+            ar = run(ar_setting, rnd) if runs and not self.stop.is_set() else None
+            if ar is None:
+                break
+            for c, level, seconds in runs:
+                run_s.append(seconds)  # ``ran`` reads the setting's own time
+                ran(c, rnd, level, ar)
+        self.beta = beta
+        trials += [Trial(base, c, 1.0, price(beta), 0.0, len(self.tuning.requests), priced=True) for c, price in prices.items()]
+        return race_winner(race, lambda c: prices[c](beta) if c in prices else math.nan)
 
     def _check(self, winner: Candidate) -> None:
         t0 = time.monotonic()

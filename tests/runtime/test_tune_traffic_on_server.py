@@ -42,15 +42,21 @@ def tuned(llama_server_binary, tmp_path_factory) -> tuple[dict, Path, Path]:
         else:
             os.environ["XDG_CONFIG_HOME"] = env_before
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "spectui tune: rung 1/" in proc.stderr and "budget left" in proc.stderr  # the headless progress line
+    # the headless progress lines: the space priced, then the race
+    assert "14 settings priced on the tuning half" in proc.stderr and "spectui tune: race round 1: " in proc.stderr
     return json.loads(proc.stdout), out, config_home
 
 
-def test_the_space_is_searched_by_halving_and_checked_on_the_other_half(tuned) -> None:
-    doc, _, _ = tuned
+def test_the_space_is_priced_then_raced_and_checked_on_the_other_half(tuned) -> None:
+    doc, out, _ = tuned
+    from spectui.tune.traffic_search import FINALISTS, RACE_ROUNDS
+
     assert doc["space"] == 14  # ngram-cache 1, ngram-simple 3 x 4, their chain
     assert doc["split"] == {"tuning": [0, 2], "check": [1, 3]}
-    assert doc["tried"] == 14 and doc["trials"] < 14 * 2  # dropped candidates stopped costing
+    # every setting priced from its replayed drafter; only the best priced run, on the whole tuning half
+    assert doc["tried"] == 14 and doc["trials"] <= 14 + FINALISTS * RACE_ROUNDS
+    prices = json.loads((out / "search" / "prices" / "prices.json").read_text())
+    assert prices["requests"] == [0, 2] and len(prices["counts"]) == 14
     best = doc["best"]
     assert best["speedup"] is not None and best["speedup"] > 0
     assert sum(best["requests"][k] for k in ("identical", "near_tie", "batched", "defect", "unjudged")) == 2
@@ -140,7 +146,7 @@ def test_everything_is_recorded_in_one_folder_and_analyze_prints_it_again(tuned)
     doc, out, _ = tuned
     assert (out / "tune-traffic.json").is_file()
     assert list((out / "search").rglob("*.spectui")) and list((out / "check").rglob("*.spectui"))
-    # the search's servers start cold, its AR's too: one AR run a rung, every candidate paired with it
+    # the search's servers start cold, its AR's too: one AR run a round of the race, every setting of it paired with it
     assert not list((out / "search").rglob("warmup/*.spectui"))
     # the check's servers were warm: each answered the tuning half first, in no figure
     warmed = {p.parent.parent.name: sorted(int(q.stem) for q in p.parent.glob("*.spectui")) for p in (out / "check").rglob("warmup/*.spectui")}
